@@ -1,0 +1,126 @@
+"""Cluster profiles: facts about one machine, loaded from templates/clusters/<name>.yaml.
+
+Code never branches on a cluster's name; everything that differs between machines is a field here.
+"""
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import MapleError
+from .paths import templates_dir
+
+WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
+
+
+class Queue(BaseModel):
+    """A Slurm partition/QOS or a PBS queue with the limits a job must fit."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    max_walltime: str = Field(pattern=WALLTIME_PATTERN)
+    max_nodes: int = Field(ge=1)
+    min_nodes: int = Field(default=1, ge=1)
+    default: bool = False
+    note: str = ""
+
+
+class FrameworkSetup(BaseModel):
+    """Environment set-up for one framework: applied in order module_use, modules, setup, env."""
+
+    model_config = ConfigDict(extra="forbid")
+    module_use: list[str] = Field(default_factory=list)
+    modules: list[str] = Field(default_factory=list)
+    setup: list[str] = Field(default_factory=list)  # shell lines, e.g. "conda activate"
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class ClusterProfile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    display_name: str
+    center: str
+    docs_url: str = Field(pattern=r"^https://")
+    sources: list[str] = Field(default_factory=list)  # further pages the facts come from
+    scheduler: Literal["slurm", "pbs"]
+    cpu_arch: Literal["x86_64", "aarch64"]
+    gpu_vendor: Literal["nvidia", "amd", "intel"]
+    gpu_model: str
+    gpus_per_node: int = Field(ge=1)  # physical GPUs (packages)
+    devices_per_node: int = Field(ge=1)  # what ranks bind to: Aurora 12 tiles, Frontier 8 GCDs
+    gpu_memory_gb: int = Field(ge=1)  # per device
+    cores_per_node: int = Field(ge=1)
+    device: Literal["cuda", "xpu"]  # torch device type (ROCm builds also say "cuda")
+    backend: str  # torch.distributed backend: nccl (also RCCL), xccl, ccl
+    queues: list[Queue] = Field(min_length=1)
+    queue_directive: Literal["partition", "qos", "queue"]  # how a queue is chosen: -p, -q (QOS), PBS -q
+    account_required: bool
+    account_example: str  # the shape of an account name, shown when it is missing
+    directives: list[str] = Field(default_factory=list)  # always present, e.g. "--constraint=gpu", "-l filesystems=home:eagle"
+    gpu_request: Optional[str] = None  # e.g. "--gpus-per-node={gpus}"; None when GPUs come with the node
+    rejected_directives: list[str] = Field(default_factory=list)  # the site refuses jobs that use these
+    default_launcher: str
+    master_port: int = 29500
+    frameworks: dict[str, FrameworkSetup]  # keyed by framework name; "pytorch" is the fallback
+    env: dict[str, str] = Field(default_factory=dict)  # network/collective settings for every job
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def script_suffix(self) -> str:
+        return "sbatch" if self.scheduler == "slurm" else "pbs"
+
+    def setup_for(self, framework: str) -> FrameworkSetup:
+        return self.frameworks.get(framework) or self.frameworks["pytorch"]
+
+    def default_queue(self) -> Queue:
+        return next((q for q in self.queues if q.default), self.queues[0])
+
+
+def walltime_seconds(walltime: str) -> int:
+    hours, minutes, seconds = (int(part) for part in walltime.split(":"))
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def pick_queue(profile: ClusterProfile, nodes: int, walltime: Optional[str], requested: Optional[str] = None) -> Queue:
+    """The requested queue if the cluster has it, else the default queue when the job fits it,
+    else the first queue whose limits fit. Falls back to the default so policy checks can say why."""
+    by_name = {q.name: q for q in profile.queues}
+    if requested in by_name:
+        return by_name[requested]
+    seconds = walltime_seconds(walltime) if walltime else 0
+
+    def fits(queue: Queue) -> bool:
+        return queue.min_nodes <= nodes <= queue.max_nodes and seconds <= walltime_seconds(queue.max_walltime)
+
+    default = profile.default_queue()
+    if fits(default):
+        return default
+    return next((q for q in profile.queues if fits(q)), default)
+
+
+@lru_cache(maxsize=None)
+def _load_all(directory: str) -> dict[str, ClusterProfile]:
+    profiles = {}
+    for path in sorted((Path(directory) / "clusters").glob("*.yaml")):
+        try:
+            profile = ClusterProfile.model_validate(yaml.safe_load(path.read_text()))
+        except Exception as exc:  # a broken data file must name itself
+            raise MapleError(f"invalid cluster profile {path}: {exc}") from exc
+        profiles[profile.name] = profile
+    return profiles
+
+
+def load_profiles() -> dict[str, ClusterProfile]:
+    return _load_all(str(templates_dir()))
+
+
+def get_profile(name: str) -> ClusterProfile:
+    profiles = load_profiles()
+    key = name.strip().lower()
+    if key not in profiles:
+        raise MapleError(f"unknown cluster {name!r}; known clusters: {', '.join(sorted(profiles))}")
+    return profiles[key]
