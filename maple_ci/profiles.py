@@ -67,6 +67,7 @@ class ClusterProfile(BaseModel):
     master_port: int = 29500
     frameworks: dict[str, FrameworkSetup]  # keyed by framework name; "pytorch" is the fallback
     env: dict[str, str] = Field(default_factory=dict)  # network/collective settings for every job
+    signatures: list[str] = Field(default_factory=list)  # regexes that mark a script as written for this cluster
     notes: list[str] = Field(default_factory=list)
 
     @property
