@@ -7,7 +7,7 @@ content hash and then only query it.
 import os
 from typing import Callable
 
-os.environ.setdefault("LANCE_LOG", "error")  # lance warns on every table it creates
+os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every table it creates
 import lancedb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
