@@ -1,0 +1,36 @@
+"""A trivial verification workload for the backend tests: every rank joins a gloo process group
+and all-reduces its rank, and rank 0 prints the result line the real mini-apps (miniapps/) print.
+Rank and world size come from torchrun's variables, else from MPI's (PMI_*), as under mpiexec."""
+
+import json
+import os
+import socket
+
+import torch
+import torch.distributed as dist
+
+
+def env_int(*names: str) -> int:
+    return int(next(os.environ[n] for n in names if n in os.environ))
+
+
+def main() -> None:
+    rank = env_int("RANK", "PMI_RANK")
+    world_size = env_int("WORLD_SIZE", "PMI_SIZE")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29500")
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    value = torch.tensor([float(rank)])
+    dist.all_reduce(value)
+    hosts = [None] * world_size
+    dist.all_gather_object(hosts, os.environ.get("SLURMD_NODENAME", socket.gethostname()))
+    if rank == 0:
+        expected = world_size * (world_size - 1) / 2
+        result = {"ok": value.item() == expected, "world_size": world_size, "ranks": world_size,
+                  "rank_sum": value.item(), "hosts": sorted(set(hosts))}
+        print("MAPLE_MINIAPP_RESULT " + json.dumps(result), flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

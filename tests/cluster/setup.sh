@@ -1,0 +1,54 @@
+#!/bin/bash
+# Start the maple-ci test cluster on this one machine, as root: munge, slurmctld and two slurmd
+# (nodes n1 and n2, 4 GPUs each as GRES), Lmod with stand-in modulefiles for every module the
+# cluster profiles load. Idempotent: safe to run again while the cluster is up.
+#
+# Slurm is the real Debian slurm-wlm (22.05); only the hardware is pretend: both "nodes" are
+# 127.0.0.1, and the GPUs are character devices standing in for /dev/nvidia*.
+set -euo pipefail
+[ "$(id -u)" = 0 ] || { echo "setup.sh: must run as root (installs packages, starts daemons)" >&2; exit 1; }
+
+here=$(cd "$(dirname "$0")" && pwd)
+state=/var/spool/maple-slurm
+logs=/var/log/maple-slurm
+run=/run/maple-slurm
+
+need=()
+for cmd in munged slurmctld slurmd sbatch mpiexec.hydra; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
+[ -r /usr/share/lmod/lmod/init/bash ] || need+=(lmod)
+if [ ${#need[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    # Other jobs may hold the dpkg lock; wait for it instead of failing.
+    apt-get -o DPkg::Lock::Timeout=600 update -q
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+        munge slurm-wlm slurmctld slurmd slurm-client lmod mpich
+fi
+
+# Node names must resolve: job scripts take MASTER_ADDR from the node list.
+grep -qE '^127\.0\.0\.1\s+n1 n2$' /etc/hosts || echo '127.0.0.1 n1 n2' >> /etc/hosts
+
+# GPU stand-ins: Slurm's gres.conf needs character devices; /dev/null's numbers will do.
+for i in 0 1 2 3; do [ -c /dev/maple-gpu$i ] || mknod /dev/maple-gpu$i c 1 3; done
+
+mkdir -p "$state/ctld" "$state/n1" "$state/n2" "$logs" "$run" /etc/slurm
+ctl_host=$(hostname -s)
+sed "s/@CTL_HOST@/$ctl_host/" "$here/slurm.conf.in" > /etc/slurm/slurm.conf
+cp "$here/gres.conf" "$here/cgroup.conf" /etc/slurm/
+
+python3 "$here/make_modulefiles.py"
+
+# munge: the key comes with the package; munged refuses to run as root, so run it as munge.
+if ! pgrep -x munged >/dev/null; then
+    mkdir -p /run/munge && chown munge:munge /run/munge
+    runuser -u munge -- /usr/sbin/munged
+fi
+pgrep -x slurmctld >/dev/null || slurmctld
+for node in n1 n2; do
+    pid=$(cat "$run/slurmd-$node.pid" 2>/dev/null || true)
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then slurmd -N "$node"; fi
+done
+
+# Nodes come up idle on their own; a node left DOWN by an earlier run is resumed.
+for _ in $(seq 30); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done
+down=$(sinfo -h -t down,drain -o %N)
+[ -z "$down" ] || scontrol update nodename="$down" state=resume
