@@ -16,16 +16,35 @@ from .paths import templates_dir
 WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
 
 
+class WalltimeBin(BaseModel):
+    """A tighter walltime limit for jobs up to `max_nodes` nodes (size-binned queues)."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_nodes: int = Field(ge=1)
+    max_walltime: str = Field(pattern=WALLTIME_PATTERN)
+
+
 class Queue(BaseModel):
     """A Slurm partition/QOS or a PBS queue with the limits a job must fit."""
 
     model_config = ConfigDict(extra="forbid")
     name: str
-    max_walltime: str = Field(pattern=WALLTIME_PATTERN)
+    max_walltime: str = Field(pattern=WALLTIME_PATTERN)  # the longest any job in this queue may run
     max_nodes: int = Field(ge=1)
     min_nodes: int = Field(default=1, ge=1)
     default: bool = False
     note: str = ""
+    # Some queues allow less time to small jobs than to big ones (Frontier `batch`: 1-91 nodes 2 h;
+    # ALCF `prod` routing: 10-24 nodes 3 h). Bins sorted by max_nodes; the first bin whose
+    # max_nodes >= the job's nodes gives its limit; larger jobs get max_walltime.
+    walltime_bins: list[WalltimeBin] = Field(default_factory=list)
+
+    def max_walltime_for(self, nodes: int) -> str:
+        """The walltime limit that applies to a job of `nodes` nodes in this queue."""
+        for walltime_bin in sorted(self.walltime_bins, key=lambda b: b.max_nodes):
+            if nodes <= walltime_bin.max_nodes:
+                return walltime_bin.max_walltime
+        return self.max_walltime
 
 
 class FrameworkSetup(BaseModel):
@@ -61,12 +80,20 @@ class ClusterProfile(BaseModel):
     account_required: bool
     account_example: str  # the shape of an account name, shown when it is missing
     directives: list[str] = Field(default_factory=list)  # always present, e.g. "--constraint=gpu", "-l filesystems=home:eagle"
-    gpu_request: Optional[str] = None  # e.g. "--gpus-per-node={gpus}"; None when GPUs come with the node
+    # How to ask for GPUs, one directive written as after "#SBATCH ". Placeholders: {gpus} = GPUs
+    # per node, {total_gpus} = GPUs in the whole job (Bridges-2 "--gpus=v100-32:{total_gpus}").
+    # None when GPUs come with the node (TACC queues, Frontier, PBS sites).
+    gpu_request: Optional[str] = None
+    # PBS only: appended to the node chunk the template builds, "-l select=N" + select_extra
+    # (Polaris ":system=polaris"). Empty where plain "select=N" is right.
+    select_extra: str = ""
     rejected_directives: list[str] = Field(default_factory=list)  # the site refuses jobs that use these
     default_launcher: str
     master_port: int = 29500
     frameworks: dict[str, FrameworkSetup]  # keyed by framework name; "pytorch" is the fallback
-    env: dict[str, str] = Field(default_factory=dict)  # network/collective settings for every job
+    # Network/collective settings for every job. Values are literal strings (no $VAR expansion);
+    # anything that must expand (LD_LIBRARY_PATH prepends) belongs in a FrameworkSetup.setup line.
+    env: dict[str, str] = Field(default_factory=dict)
     signatures: list[str] = Field(default_factory=list)  # regexes that mark a script as written for this cluster
     notes: list[str] = Field(default_factory=list)
 
@@ -95,7 +122,7 @@ def pick_queue(profile: ClusterProfile, nodes: int, walltime: Optional[str], req
     seconds = walltime_seconds(walltime) if walltime else 0
 
     def fits(queue: Queue) -> bool:
-        return queue.min_nodes <= nodes <= queue.max_nodes and seconds <= walltime_seconds(queue.max_walltime)
+        return queue.min_nodes <= nodes <= queue.max_nodes and seconds <= walltime_seconds(queue.max_walltime_for(nodes))
 
     default = profile.default_queue()
     if fits(default):
