@@ -6,18 +6,18 @@ from pathlib import Path
 _PACKAGE = Path(__file__).resolve().parent
 
 
-def _bundled(name: str) -> Path:
+def bundled(name: str) -> Path:
     # A wheel carries the folder inside the package; a source checkout has it at the top.
     inside = _PACKAGE / name
     return inside if inside.is_dir() else _PACKAGE.parent / name
 
 
 def templates_dir() -> Path:
-    return Path(os.environ["MAPLE_TEMPLATES_DIR"]) if os.environ.get("MAPLE_TEMPLATES_DIR") else _bundled("templates")
+    return Path(os.environ["MAPLE_TEMPLATES_DIR"]) if os.environ.get("MAPLE_TEMPLATES_DIR") else bundled("templates")
 
 
 def miniapps_dir() -> Path:
-    return _bundled("miniapps")
+    return bundled("miniapps")
 
 
 def data_dir() -> Path:
