@@ -1,0 +1,177 @@
+"""Parse `/maple ...` comment commands and decide who may run them.
+
+Pure functions: no network, no environment. A comment is untrusted text, so every value that
+leaves this module has been checked against a fixed set or a strict pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Iterable
+
+from maple_ci.errors import MapleError
+
+# The JobIntent vocabulary (DESIGN.md); a flag may only override a field with a value it can hold.
+FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightning")
+STRATEGIES = ("ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single")
+MAX_NODES = 10000
+
+# author_association values of people with a standing relation to the repository; anyone else is
+# ignored without an API call. The association alone is not enough (an org MEMBER may only have
+# read access), so the collaborator permission API must confirm write access as well.
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+_VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes")
+
+
+@dataclass(frozen=True)
+class Command:
+    """What a comment asked for. `clusters` empty on `verify` means every ported cluster."""
+
+    name: str  # "port" | "verify" | "help"
+    clusters: tuple[str, ...] = ()
+    source: str | None = None  # --from: the launch script to port, relative to the repo root
+    framework: str | None = None
+    strategy: str | None = None
+    nodes: int | None = None
+    verify: bool = True
+
+
+class CommandError(MapleError):
+    """A `/maple` line that cannot be run; the message is the whole reply, help included."""
+
+    def __init__(self, problem: str, known_clusters: Iterable[str]):
+        super().__init__(f"{problem}\n\n{help_text(known_clusters)}", exit_code=2)
+        self.problem = problem
+
+
+def help_text(known_clusters: Iterable[str]) -> str:
+    # A fenced block: the parser skips fences, so the bot never obeys its own help reply.
+    return (
+        "Usage:\n"
+        "```\n"
+        "/maple port <cluster>... [--from PATH] [--framework F] [--strategy S] [--nodes N] [--no-verify]\n"
+        "/maple verify [cluster...]\n"
+        "/maple help\n"
+        "```\n"
+        f"Clusters: {', '.join(sorted(known_clusters))}\n"
+        f"Frameworks: {', '.join(FRAMEWORKS)}\n"
+        f"Strategies: {', '.join(STRATEGIES)}"
+    )
+
+
+def command_line(body: str) -> str | None:
+    """The first line outside code fences that starts with `/maple` (a word of its own)."""
+    in_fence = False
+    for raw in body.splitlines():
+        line = raw.strip()
+        if line.startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if not in_fence and (line == "/maple" or line.startswith(("/maple ", "/maple\t"))):
+            return line
+    return None
+
+
+def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
+    """The command in a comment body; None when the comment has no `/maple` line.
+
+    Raises CommandError for a `/maple` line that is not a valid command."""
+    line = command_line(body)
+    if line is None:
+        return None
+    known = tuple(known_clusters)
+    words = line.split()[1:]
+    if not words:
+        raise CommandError("`/maple` needs a command.", known)
+    name, args = words[0].lower(), words[1:]
+    if name == "help":
+        if args:
+            raise CommandError("`/maple help` takes no arguments.", known)
+        return Command("help")
+    if name == "verify":
+        clusters, options = _split_args(args, known)
+        if options:
+            raise CommandError(f"`/maple verify` takes only cluster names, not `{next(iter(options))}`.", known)
+        return Command("verify", clusters)
+    if name == "port":
+        clusters, options = _split_args(args, known)
+        if not clusters:
+            raise CommandError("`/maple port` needs at least one target cluster.", known)
+        return Command(
+            "port",
+            clusters,
+            source=_repo_path(options["--from"], known) if "--from" in options else None,
+            framework=_choice(options, "--framework", FRAMEWORKS, known),
+            strategy=_choice(options, "--strategy", STRATEGIES, known),
+            nodes=_nodes(options["--nodes"], known) if "--nodes" in options else None,
+            verify="--no-verify" not in options,
+        )
+    raise CommandError(f"Unknown command `{words[0]}`.", known)
+
+
+def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Cluster names (deduplicated, in order) and `--flag value` / `--flag=value` options."""
+    clusters: list[str] = []
+    options: dict[str, str] = {}
+    words = iter(args)
+    for word in words:
+        if not word.startswith("--"):
+            cluster = word.lower()
+            if cluster not in known:
+                raise CommandError(f"Unknown cluster `{word}`.", known)
+            if cluster not in clusters:
+                clusters.append(cluster)
+            continue
+        flag, eq, value = word.partition("=")
+        if flag == "--no-verify" and not eq:
+            options[flag] = ""
+        elif flag in _VALUE_FLAGS:
+            if not eq:
+                value = next(words, "")
+            if not value or value.startswith("--"):
+                raise CommandError(f"`{flag}` needs a value.", known)
+            if flag in options:
+                raise CommandError(f"`{flag}` is given twice.", known)
+            options[flag] = value
+        else:
+            raise CommandError(f"Unknown option `{word}`.", known)
+    return tuple(clusters), options
+
+
+def _repo_path(value: str, known: tuple[str, ...]) -> str:
+    """A path that can only name a file inside the checkout: it is later opened by the runner."""
+    bad = (
+        "\\" in value
+        or any(ord(c) < 32 for c in value)  # NUL and other control characters
+        or value.startswith(("/", "~"))
+    )
+    path = PurePosixPath(value)
+    if bad or any(part in ("..", ".git") for part in path.parts) or str(path) == ".":
+        raise CommandError(f"`--from {value}` must be a relative path inside the repository.", known)
+    return str(path)
+
+
+def _choice(options: dict[str, str], flag: str, allowed: tuple[str, ...], known: tuple[str, ...]) -> str | None:
+    if flag not in options:
+        return None
+    value = options[flag].lower()
+    if value not in allowed:
+        raise CommandError(f"`{flag}` must be one of {', '.join(allowed)}; got `{options[flag]}`.", known)
+    return value
+
+
+def _nodes(value: str, known: tuple[str, ...]) -> int:
+    # [0-9] and not str.isdigit(): isdigit() accepts superscripts and other scripts' digits.
+    if not re.fullmatch(r"[0-9]{1,5}", value) or not 1 <= int(value) <= MAX_NODES:
+        raise CommandError(f"`--nodes` must be a whole number from 1 to {MAX_NODES}; got `{value}`.", known)
+    return int(value)
+
+
+def authorize(author_association: str, permission: str | None) -> bool:
+    """Whether a commenter may make the bot push: a trusted association *and* write access, as the
+    collaborator permission API reports it (None when it was not asked or the user is unknown)."""
+    return author_association in TRUSTED_ASSOCIATIONS and permission in WRITE_PERMISSIONS
