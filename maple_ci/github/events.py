@@ -1,0 +1,178 @@
+"""From a GitHub event payload to a plan: what the bot should do, decided without any I/O.
+
+Like miss-islington, the bot is a pure function of the event; `bot.run_plan` carries a plan out.
+Every event that asks for nothing gives a Plan with only a `reason`, so a log line can say why
+the bot stayed quiet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from typing import Any, Iterable
+
+from maple_ci.github.commands import (
+    TRUSTED_ASSOCIATIONS,
+    Command,
+    CommandError,
+    help_text,
+    parse_comment,
+)
+
+BOT_BRANCH_PREFIX = "maple/port-"
+# A push payload lists at most this many commits; with that many, files may be missing from it.
+PUSH_COMMITS_CAP = 20
+
+
+@dataclass(frozen=True)
+class Plan:
+    reason: str  # one line for the log and the job summary
+    command: Command | None = None  # what to run; None: run nothing
+    key: str | None = None  # request key; the bot's branch is maple/port-<key>
+    base: str | None = None  # branch to port from and to open the PR against; None: the PR's base
+    ref: str | None = None  # commit or branch to check out and attach check runs to; None: the PR head
+    pull_number: int | None = None  # the PR a comment was made on
+    issue_number: int | None = None  # where replies go; None: the job summary only
+    comment_id: int | None = None  # the comment to react to
+    reaction: str | None = None  # "eyes" (accepted) or "confused" (rejected)
+    actor: str | None = None  # whose write permission to confirm before anything; None: implied by the event
+    association: str | None = None  # the actor's author_association, for commands.authorize
+    sources: tuple[str, ...] = ()  # launch scripts to port; empty: the command's --from or every tracked script
+    reply: str | None = None  # posted as is (help, a command error); nothing is run
+
+
+def plan_event(
+    event_name: str,
+    payload: dict[str, Any],
+    known_clusters: Iterable[str],
+    tracked: Iterable[str] = (),
+    targets: Iterable[str] = (),
+) -> Plan:
+    """`tracked`: glob patterns of the launch scripts the repository keeps ported;
+    `targets`: the clusters they are kept ported to (both from the repository's configuration)."""
+    if event_name == "issue_comment":
+        return plan_issue_comment(payload, known_clusters)
+    if event_name == "push":
+        return plan_push(payload, tracked, targets)
+    if event_name == "schedule":
+        return plan_schedule(payload, targets)
+    if event_name == "workflow_dispatch":
+        return plan_workflow_dispatch(payload, known_clusters, targets)
+    return Plan(reason=f"event {event_name!r} is not handled")
+
+
+def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -> Plan:
+    comment, issue = payload["comment"], payload["issue"]
+    if payload.get("action") != "created":
+        # Edits are ignored so that fixing a typo in an old comment never re-runs a port.
+        return Plan(reason=f"comment {payload.get('action')}, not created")
+    if comment["user"].get("type") == "Bot":
+        return Plan(reason="comment by a bot")
+    if comment.get("author_association") not in TRUSTED_ASSOCIATIONS:
+        return Plan(reason=f"comment by {comment.get('author_association')}, not a trusted association")
+    known = tuple(known_clusters)
+    on_pr = "pull_request" in issue
+    where = dict(
+        issue_number=issue["number"],
+        comment_id=comment["id"],
+        actor=comment["user"]["login"],
+        association=comment["author_association"],
+        pull_number=issue["number"] if on_pr else None,
+    )
+    try:
+        command = parse_comment(comment["body"] or "", known)
+        if command is not None and command.name == "port" and not on_pr and command.source is None:
+            raise CommandError("On an issue there is no changed script to port: name one with `--from PATH`.", known)
+    except CommandError as error:
+        return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), **where)
+    if command is None:
+        return Plan(reason="no /maple command in the comment")
+    if command.name == "help":
+        return Plan(reason="help", reaction="eyes", reply=help_text(known), **where)
+    if on_pr:
+        return Plan(reason=f"{command.name} on PR", command=command, key=f"pr-{issue['number']}", reaction="eyes", **where)
+    default = payload["repository"]["default_branch"]
+    return Plan(
+        reason=f"{command.name} on issue",
+        command=command,
+        key=f"issue-{issue['number']}",
+        base=default,
+        ref=default,
+        reaction="eyes",
+        **where,
+    )
+
+
+def plan_push(payload: dict[str, Any], tracked: Iterable[str], targets: Iterable[str]) -> Plan:
+    """Re-port the tracked launch scripts a push to the default branch changed."""
+    default = payload["repository"]["default_branch"]
+    if payload.get("deleted"):
+        return Plan(reason="ref deleted")
+    if payload["ref"] != f"refs/heads/{default}":
+        # Other branches are ported on request (a comment on their PR), not on every push; this
+        # also keeps the bot from reacting to pushes to its own maple/port-* branches.
+        return Plan(reason=f"push to {payload['ref']}, not the default branch")
+    targets = tuple(targets)
+    patterns = tuple(tracked)
+    if not targets or not patterns:
+        return Plan(reason="no tracked scripts or target clusters configured")
+    commits = payload.get("commits") or []
+    # Too many commits to trust the lists: port every tracked script (an empty `sources`).
+    sources: tuple[str, ...] = ()
+    if len(commits) < PUSH_COMMITS_CAP:
+        sources = tuple(p for p in changed_paths(commits) if any(fnmatch(p, pat) for pat in patterns))
+        if not sources:
+            return Plan(reason="no tracked launch script changed")
+    return Plan(
+        reason=f"push changed {', '.join(sources) or 'possibly every tracked script'}",
+        command=Command("port", targets),
+        key=branch_key(default),
+        base=default,
+        ref=payload["after"],
+        sources=sources,
+    )
+
+
+def changed_paths(commits: list[dict[str, Any]]) -> list[str]:
+    """Files that exist and differ after the commits, in first-seen order; removed files are dropped."""
+    paths: dict[str, None] = {}
+    for commit in commits:
+        for path in commit.get("added", []) + commit.get("modified", []):
+            paths[path] = None
+        for path in commit.get("removed", []):
+            paths.pop(path, None)
+    return list(paths)
+
+
+def plan_schedule(payload: dict[str, Any], targets: Iterable[str]) -> Plan:
+    """Nightly: verify the ported scripts on the default branch still run (modules and images drift)."""
+    targets = tuple(targets)
+    if not targets:
+        return Plan(reason="no target clusters configured")
+    default = payload["repository"]["default_branch"]
+    return Plan(reason="scheduled verification", command=Command("verify", targets), key=branch_key(default), base=default, ref=default)
+
+
+def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str], targets: Iterable[str]) -> Plan:
+    """A manual run: input `command` is a `/maple` command without the `/maple`; empty acts as the schedule.
+
+    Only people with write access can dispatch a workflow, so no permission check is planned."""
+    text = ((payload.get("inputs") or {}).get("command") or "").strip()
+    if not text:
+        return plan_schedule(payload, targets)
+    known_clusters = tuple(known_clusters)
+    try:
+        command = parse_comment(f"/maple {text}", known_clusters)
+    except CommandError as error:
+        return Plan(reason=f"invalid command: {error.problem}", reply=str(error))
+    assert command is not None  # the text was given a /maple prefix
+    if command.name == "help":
+        return Plan(reason="help", reply=help_text(known_clusters))
+    branch = payload["ref"].removeprefix("refs/heads/")
+    return Plan(reason=f"{command.name} dispatched", command=command, key=branch_key(branch), base=branch, ref=branch)
+
+
+def branch_key(branch: str) -> str:
+    """A request key from a branch name, safe inside a ref name (no `..`, `~`, `:`, spaces...)."""
+    return "branch-" + re.sub(r"[^A-Za-z0-9_-]+", "-", branch).strip("-")

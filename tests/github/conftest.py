@@ -1,0 +1,48 @@
+"""Fixtures for the GitHub layer: real webhook payloads (npm @octokit/webhooks-examples) and the fake.
+
+The npm packages come from tests/github/package-lock.json: `npm ci --prefix tests/github`.
+"""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from fake_github import FakeGitHub
+
+HERE = Path(__file__).parent
+NODE_MODULES = HERE / "node_modules"
+
+
+def node_module(path: str) -> Path:
+    found = NODE_MODULES / path
+    if not found.exists():
+        pytest.fail(f"{found} is missing: run `npm ci --prefix tests/github` first")
+    return found
+
+
+@pytest.fixture(scope="session")
+def _webhook_examples() -> dict[str, list[dict]]:
+    examples = json.loads(node_module("@octokit/webhooks-examples/api.github.com/index.json").read_text())
+    return {event["name"]: event["examples"] for event in examples}
+
+
+@pytest.fixture
+def webhook(_webhook_examples):
+    """webhook(name, **match): a fresh copy of the first recorded payload of that event whose
+    top-level fields equal `match` (e.g. action="created")."""
+
+    def pick(name: str, **match) -> dict:
+        for example in _webhook_examples[name]:
+            if all(example.get(k) == v for k, v in match.items()):
+                return copy.deepcopy(example)
+        raise LookupError(f"no {name} example with {match}")
+
+    return pick
+
+
+@pytest.fixture
+def fake():
+    with FakeGitHub() as server:
+        yield server
