@@ -7,15 +7,18 @@ content hash and then only query it.
 import os
 from typing import Callable
 
-os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every table it creates
-import lancedb  # noqa: E402
-import pyarrow as pa  # noqa: E402
+import pyarrow as pa
 
-from .embedding import DIMENSION, embed  # noqa: E402
-from .paths import data_dir  # noqa: E402
+from .embedding import DIMENSION, embed
+from .paths import data_dir
 
 
 def _connect():
+    os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every table it creates
+    # Imported here, not at module level: lancedb takes ~1.4 s to import, and commands that only
+    # list or show templates import this module's users without ever touching a table.
+    import lancedb
+
     return lancedb.connect(str(data_dir() / "lancedb"))
 
 
@@ -37,6 +40,7 @@ def cached_table(name: str, content_hash: str, build_rows: Callable[[], list[dic
     )
     table = db.create_table(table_name, data=data, mode="overwrite")
     for stale in existing:
-        if stale.startswith(f"{name}_") and stale != table_name:
+        # rsplit, not startswith: "templates" must not drop a table named "templates_extra_<hash>".
+        if stale.rsplit("_", 1)[0] == name and stale != table_name:
             db.drop_table(stale)
     return table
