@@ -1,0 +1,115 @@
+"""Retrieval agent: rank the launch templates that could port a job to a target cluster.
+
+The library is embedded once into the LanceDB table "templates" (cached under data_dir(), rebuilt
+when library_hash() changes). A query is one embedding of the intent's description and one
+filtered vector search; the ranking rule in retrieve() then puts the wanted strategy first.
+"""
+
+from typing import Optional, get_args
+
+from pydantic import BaseModel
+
+from .embedding import embed
+from .errors import MapleError
+from .intent import Framework, JobIntent
+from .library import TemplateMeta, get_template, launch_dir, library_hash, load_templates
+from .profiles import get_profile
+from .vectordb import cached_table
+
+TABLE = "templates"
+
+# The strategy a framework's users mean when their script does not say: plain data parallelism for
+# PyTorch and Accelerate, ZeRO-3 for DeepSpeed. Frameworks not listed have no default.
+DEFAULT_STRATEGY = {"pytorch": "ddp", "deepspeed": "zero3", "accelerate": "ddp"}
+
+_COLUMNS = list(TemplateMeta.model_fields)
+
+
+class Candidate(BaseModel):
+    template: TemplateMeta
+    score: float  # cosine similarity of the query and the template's embedding text
+
+
+def _template_rows() -> list[dict]:
+    templates = load_templates()
+    if not templates:
+        raise MapleError(f"no launch templates under {launch_dir()}")
+    return [{**t.model_dump(), "text": t.embedding_text()} for t in templates]
+
+
+def templates_table():
+    """The library's LanceDB table: built on first use and whenever a template changes, else opened."""
+    return cached_table(TABLE, library_hash(), _template_rows)
+
+
+def _sql_string(value: str) -> str:
+    # Cluster names come from data files; quote them like any other interpolated value.
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _search(text: str, where: Optional[str], limit: Optional[int]) -> list[Candidate]:
+    """One embedding and one vector search; limit None means every row that passes `where`."""
+    table = templates_table()
+    query = table.search(embed([text])[0]).distance_type("cosine").select(_COLUMNS)
+    if where:
+        query = query.where(where, prefilter=True)
+    rows = query.limit(limit or table.count_rows()).to_list()
+    return [
+        Candidate(template=TemplateMeta(**{c: row[c] for c in _COLUMNS}), score=1.0 - row["_distance"])
+        for row in rows
+    ]
+
+
+def _missing_combo(cluster: str, framework: str) -> MapleError:
+    combos = sorted({f"{t.framework}-{t.strategy}" for t in load_templates() if t.cluster == cluster})
+    if not combos:
+        return MapleError(f"no launch templates for cluster {cluster!r} yet")
+    return MapleError(f"no {framework} template for {cluster}; {cluster} has: {', '.join(combos)}")
+
+
+def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
+    """Up to k templates for running `intent` on `cluster`, best first.
+
+    Candidates are the cluster's templates of the intent's framework (any framework when the
+    intent lists "framework" as missing). Ranking rule: templates whose strategy equals the wanted
+    strategy come first, the rest after; within each group, higher similarity first. The wanted
+    strategy is intent.strategy, or when the intent does not state one, DEFAULT_STRATEGY for its
+    framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp; other frameworks: similarity alone).
+    Unsupported templates stay in the list, so the caller can report their `reason`.
+    """
+    profile = get_profile(cluster)
+    where = f"cluster = {_sql_string(profile.name)}"
+    if "framework" not in intent.missing:
+        where += f" AND framework = {_sql_string(intent.framework)}"
+    candidates = _search(intent.description(), where, limit=None)
+    if not candidates:
+        raise _missing_combo(profile.name, intent.framework)
+    wanted = intent.strategy or DEFAULT_STRATEGY.get(intent.framework)
+    candidates.sort(key=lambda c: (c.template.strategy != wanted, -c.score))
+    return candidates[:k]
+
+
+def best_template(intent: JobIntent, cluster: str) -> TemplateMeta:
+    return retrieve(intent, cluster, k=1)[0].template
+
+
+def search(query: str, cluster: Optional[str] = None, k: int = 5) -> list[Candidate]:
+    """Free-text search over the library (`maple templates search`), by similarity alone."""
+    if not query.strip():
+        raise MapleError("search needs some words to look for")
+    where = f"cluster = {_sql_string(get_profile(cluster).name)}" if cluster else None
+    return _search(query, where, limit=k)
+
+
+def list_templates(cluster: Optional[str] = None, framework: Optional[str] = None) -> list[TemplateMeta]:
+    """The library in path order (cluster, then file name), optionally narrowed; loads no model."""
+    if framework is not None and framework not in get_args(Framework):
+        raise MapleError(f"unknown framework {framework!r}; known: {', '.join(get_args(Framework))}")
+    name = get_profile(cluster).name if cluster else None
+    return [t for t in load_templates() if name in (None, t.cluster) and framework in (None, t.framework)]
+
+
+def show_template(template_id: str) -> tuple[TemplateMeta, str]:
+    """A template's metadata and its Jinja source (`maple templates show`)."""
+    meta = get_template(template_id)
+    return meta, (launch_dir() / meta.path).read_text()

@@ -1,0 +1,224 @@
+"""Retrieval agent: ranking rule, errors, the on-disk table cache, and the real template library.
+
+Most tests run against a small synthetic library in a tmp dir so they do not depend on the
+real templates; the last ones check the real library. The embedding model loads once per
+process (embedding._model is cached), and the synthetic table is built once per module.
+"""
+
+import shutil
+from collections import defaultdict
+
+import pytest
+import yaml
+
+from maple_ci import retrieve as retrieve_module
+from maple_ci.errors import MapleError
+from maple_ci.intent import JobIntent
+from maple_ci.library import get_template, library_hash, load_templates
+from maple_ci.paths import data_dir
+from maple_ci.profiles import load_profiles
+from maple_ci.retrieve import best_template, list_templates, retrieve, search, show_template
+from maple_ci.vectordb import _connect
+
+# (cluster, framework, strategy, description, supported)
+SYNTHETIC = [
+    # The ddp description repeats, word for word, the description of an fsdp intent (see
+    # test_stated_strategy_beats_similarity): similarity alone would pick this template for it.
+    ("alpha", "pytorch", "ddp", "pytorch fsdp launched with torchrun on 2 nodes with 4 GPUs per node", True),
+    ("alpha", "pytorch", "fsdp", "Shards parameters, gradients and optimizer state across ranks.", True),
+    ("alpha", "deepspeed", "zero2", "ZeRO stage 2 partitions optimizer state and gradients.", True),
+    ("alpha", "deepspeed", "zero3", "ZeRO stage 3 also partitions the parameters.", True),
+    ("alpha", "accelerate", "ddp", "accelerate launch with multi-GPU data parallelism.", True),
+    ("alpha", "accelerate", "fsdp", "accelerate launch with an FSDP plugin config.", True),
+    ("beta", "pytorch", "ddp", "torchrun per node started by srun.", True),
+    ("beta", "deepspeed", "zero3", "DeepSpeed ZeRO-3 with the deepspeed launcher.", False),
+]
+UNSUPPORTED_REASON = "deepspeed cannot build its ops on beta's compilers"
+
+
+def _profile(name: str) -> dict:
+    return {
+        "name": name, "display_name": name.title(), "center": "Test", "docs_url": "https://example.org/",
+        "scheduler": "slurm", "cpu_arch": "x86_64", "gpu_vendor": "nvidia", "gpu_model": "A100",
+        "gpus_per_node": 4, "devices_per_node": 4, "gpu_memory_gb": 40, "cores_per_node": 64,
+        "device": "cuda", "backend": "nccl", "queue_directive": "partition",
+        "queues": [{"name": "debug", "max_walltime": "00:30:00", "max_nodes": 8}],
+        "account_required": False, "account_example": "abc123", "default_launcher": "srun",
+        "frameworks": {"pytorch": {}},
+    }
+
+
+def _write_library(root):
+    for cluster in ("alpha", "beta", "gamma"):  # gamma: a profile without templates
+        (root / "clusters").mkdir(parents=True, exist_ok=True)
+        (root / "clusters" / f"{cluster}.yaml").write_text(yaml.safe_dump(_profile(cluster)))
+    for cluster, framework, strategy, description, supported in SYNTHETIC:
+        meta = {
+            "id": f"{cluster}-{framework}-{strategy}", "cluster": cluster, "scheduler": "slurm",
+            "framework": framework, "strategy": strategy,
+            "launcher": "deepspeed" if framework == "deepspeed" else "torchrun",
+            "description": description, "supported": supported,
+            "reason": "" if supported else UNSUPPORTED_REASON,
+        }
+        path = root / "launch" / cluster / f"{framework}-{strategy}.sh.j2"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{#---\n" + yaml.safe_dump(meta) + "---#}\n#!/bin/bash\n{{ launch_line }}\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def synthetic_root(tmp_path_factory):
+    return _write_library(tmp_path_factory.mktemp("synthetic") / "templates")
+
+
+@pytest.fixture
+def library(synthetic_root, monkeypatch):
+    """The synthetic library with a data dir shared by this module's tests: its table is built once."""
+    monkeypatch.setenv("MAPLE_TEMPLATES_DIR", str(synthetic_root))
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(synthetic_root.parent / "data"))
+    return synthetic_root
+
+
+@pytest.fixture
+def build_count(monkeypatch):
+    """How many times the templates table has been built (its rows embedded) during the test."""
+    calls = []
+    original = retrieve_module._template_rows
+    monkeypatch.setattr(retrieve_module, "_template_rows", lambda: calls.append(1) or original())
+    return calls
+
+
+def _intent(**fields) -> JobIntent:
+    return JobIntent(launcher="torchrun", nodes=2, gpus_per_node=4, **fields)
+
+
+def _template_tables() -> list[str]:
+    return [name for name in _connect().list_tables().tables if name.startswith("templates_")]
+
+
+def test_stated_strategy_beats_similarity(library):
+    intent = _intent(framework="pytorch", strategy="fsdp")
+    # Precondition: by similarity alone the ddp template wins this query...
+    assert search(intent.description(), cluster="alpha", k=1)[0].template.id == "alpha-pytorch-ddp"
+    # ...but the strategy the intent states decides.
+    ranked = retrieve(intent, "alpha")
+    assert [c.template.id for c in ranked] == ["alpha-pytorch-fsdp", "alpha-pytorch-ddp"]
+
+
+@pytest.mark.parametrize(
+    "framework, expected",
+    [("pytorch", "alpha-pytorch-ddp"), ("deepspeed", "alpha-deepspeed-zero3"), ("accelerate", "alpha-accelerate-ddp")],
+)
+def test_unstated_strategy_defaults_per_framework(library, framework, expected):
+    assert best_template(_intent(framework=framework), "alpha").id == expected
+
+
+def test_candidates_are_the_clusters_templates_of_the_framework(library):
+    ranked = retrieve(_intent(framework="deepspeed", strategy="zero2"), "ALPHA ", k=5)
+    assert [c.template.id for c in ranked] == ["alpha-deepspeed-zero2", "alpha-deepspeed-zero3"]
+    # Rows come back as the library's own metadata, path included.
+    assert [c.template for c in ranked] == [get_template(c.template.id) for c in ranked]
+    assert all(-1.0 <= c.score <= 1.0 for c in ranked)
+
+
+def test_k_limits_the_candidates(library):
+    assert len(retrieve(_intent(framework="pytorch"), "alpha", k=1)) == 1
+
+
+def test_unsupported_template_is_returned_with_its_reason(library):
+    top = retrieve(_intent(framework="deepspeed", strategy="zero3"), "beta")[0].template
+    assert (top.id, top.supported, top.reason) == ("beta-deepspeed-zero3", False, UNSUPPORTED_REASON)
+
+
+def test_unknown_framework_searches_every_framework_of_the_cluster(library):
+    intent = _intent(strategy="zero3", missing=["framework"])
+    assert best_template(intent, "alpha").id == "alpha-deepspeed-zero3"
+
+
+def test_unknown_cluster_names_the_known_ones(library):
+    for call in (lambda: retrieve(_intent(), "nowhere"), lambda: search("ddp", cluster="nowhere"),
+                 lambda: list_templates(cluster="nowhere")):
+        with pytest.raises(MapleError, match=r"unknown cluster 'nowhere'; known clusters: alpha, beta, gamma"):
+            call()
+
+
+def test_missing_combo_lists_what_the_cluster_has(library):
+    with pytest.raises(MapleError, match=r"no accelerate template for beta; beta has: deepspeed-zero3, pytorch-ddp$"):
+        retrieve(_intent(framework="accelerate"), "beta")
+    with pytest.raises(MapleError, match=r"no launch templates for cluster 'gamma'"):
+        retrieve(_intent(), "gamma")
+
+
+def test_search_is_free_text_and_optionally_per_cluster(library):
+    hits = search("ZeRO stage 3 partitions parameters", k=2)
+    assert hits[0].template.strategy == "zero3" and len(hits) == 2
+    assert hits[0].score >= hits[1].score
+    assert {c.template.cluster for c in search("ZeRO stage 3", cluster="beta", k=5)} == {"beta"}
+    with pytest.raises(MapleError):
+        search("  ")
+
+
+def test_list_and_show(library):
+    assert [t.id for t in list_templates(cluster="beta")] == ["beta-deepspeed-zero3", "beta-pytorch-ddp"]
+    assert {t.cluster for t in list_templates(framework="accelerate")} == {"alpha"}
+    with pytest.raises(MapleError, match="unknown framework 'jax'"):
+        list_templates(framework="jax")
+    meta, source = show_template("beta-pytorch-ddp")
+    assert meta.path == "beta/pytorch-ddp.sh.j2" and "{{ launch_line }}" in source
+
+
+def test_table_is_built_once_then_opened(library, build_count, tmp_path, monkeypatch):
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    retrieve(_intent(), "alpha")
+    retrieve(_intent(framework="deepspeed"), "alpha")
+    search("fsdp")
+    assert len(build_count) == 1
+    assert _template_tables() == [f"templates_{library_hash()}"]
+    assert (tmp_path / "data" / "lancedb").is_dir()
+
+
+def test_table_is_rebuilt_when_a_template_changes(synthetic_root, build_count, tmp_path, monkeypatch):
+    root = shutil.copytree(synthetic_root, tmp_path / "templates")
+    monkeypatch.setenv("MAPLE_TEMPLATES_DIR", str(root))
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    assert best_template(_intent(), "beta").description == "torchrun per node started by srun."
+
+    path = root / "launch" / "beta" / "pytorch-ddp.sh.j2"
+    path.write_text(path.read_text().replace("torchrun per node started by srun.", "srun starts every rank."))
+    assert best_template(_intent(), "beta").description == "srun starts every rank."
+    assert len(build_count) == 2
+    assert _template_tables() == [f"templates_{library_hash()}"]  # the stale table is dropped
+
+
+# --- the real library (templates/launch) ---
+
+@pytest.fixture(scope="module")
+def real_data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("real-data")
+
+
+@pytest.fixture
+def real_library(real_data_dir, monkeypatch):
+    monkeypatch.delenv("MAPLE_TEMPLATES_DIR", raising=False)
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(real_data_dir))
+    assert data_dir() == real_data_dir
+    return load_templates()
+
+
+def test_real_library_covers_every_cluster_with_the_four_basic_combos(real_library):
+    assert len(real_library) >= 48
+    combos = defaultdict(set)
+    for t in real_library:
+        combos[t.cluster].add(f"{t.framework}-{t.strategy}")
+    for cluster in load_profiles():
+        assert {"pytorch-ddp", "pytorch-fsdp", "deepspeed-zero3", "accelerate-ddp"} <= combos[cluster], cluster
+
+
+def test_real_library_retrieves_each_combo_first(real_library):
+    ids_by_combo = defaultdict(set)
+    for t in real_library:
+        ids_by_combo[(t.cluster, t.framework, t.strategy)].add(t.id)
+    assert len(ids_by_combo) >= 48  # 12 clusters x 4 combos; an empty library must not pass
+    for (cluster, framework, strategy), ids in sorted(ids_by_combo.items()):
+        top = best_template(_intent(framework=framework, strategy=strategy), cluster)
+        assert top.id in ids, (cluster, framework, strategy, top.id)
