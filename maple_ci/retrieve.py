@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from .embedding import embed
 from .errors import MapleError
 from .intent import Framework, JobIntent
-from .library import TemplateMeta, get_template, launch_dir, library_hash, load_templates
+from .library import TemplateMeta, launch_dir, library_hash, load_templates
 from .profiles import get_profile
 from .vectordb import cached_table
 
@@ -107,9 +107,3 @@ def list_templates(cluster: Optional[str] = None, framework: Optional[str] = Non
         raise MapleError(f"unknown framework {framework!r}; known: {', '.join(get_args(Framework))}")
     name = get_profile(cluster).name if cluster else None
     return [t for t in load_templates() if name in (None, t.cluster) and framework in (None, t.framework)]
-
-
-def show_template(template_id: str) -> tuple[TemplateMeta, str]:
-    """A template's metadata and its Jinja source (`maple templates show`)."""
-    meta = get_template(template_id)
-    return meta, (launch_dir() / meta.path).read_text()
