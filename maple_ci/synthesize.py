@@ -1,0 +1,184 @@
+"""Synthesis agent: render a launch template for one cluster from a JobIntent.
+
+How a job is resized for the target (the port rule):
+  * the node count is kept (it is what the user asked the scheduler for);
+  * every node is used fully: ranks per node = the target's devices_per_node (GPUs, Frontier GCDs,
+    Aurora tiles), so world_size = nodes * devices_per_node;
+  * when that changes the world size, the script's header says so (global batch size and learning
+    rate schedules usually depend on it); script_args are passed through unchanged.
+
+Everything a user typed reaches the script through the `q` filter (shlex.quote) in shell code, or
+through `word` in scheduler directives: directives are comments to bash, where quoting protects
+nothing, so their values must be single safe tokens and anything else is refused.
+"""
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from .errors import MapleError
+from .intent import REQUIRED_FOR_PORT, JobIntent
+from .library import TemplateMeta, launch_dir
+from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
+
+# Launchers that start one process per device themselves; the others (torchrun, accelerate,
+# deepspeed) run once per node and fork the per-device workers.
+PER_DEVICE_LAUNCHERS = {"srun", "mpiexec", "mpirun", "ibrun", "python"}
+DEFAULT_WALLTIME = "01:00:00"
+ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
+# Settings that belong to the source machine's network and devices; the target profile sets its own.
+_SITE_ENV = re.compile(r"^(NCCL_(?!DEBUG)|FI_|CCL_|MPICH_|CXI_|UCX_|HSA_|ZE_|ROCR_|HIP_VISIBLE|CUDA_VISIBLE|"
+                       r"MASTER_ADDR$|MASTER_PORT$|RANK$|LOCAL_RANK$|WORLD_SIZE$)")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIRECTIVE_WORD = re.compile(r"^[A-Za-z0-9_.,:=+/@%-]+$")
+
+
+@dataclass
+class Job:
+    """The job as it will run on the target, computed once and handed to the template."""
+
+    name: str
+    nodes: int
+    gpus_per_node: int  # ranks per node: one per device
+    world_size: int
+    tasks_per_node: int  # scheduler tasks per node: gpus_per_node, or 1 for per-node launchers
+    cpus_per_task: int
+    walltime: str
+    queue: Queue
+    account: Optional[str]
+    port: int
+    gpu_request: Optional[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _stem(source_name: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(source_name).stem).strip("-.")
+    return stem or "job"
+
+
+def output_path(out_dir: Path, profile: ClusterProfile, source_name: str) -> Path:
+    return Path(out_dir) / profile.name / f"{_stem(source_name)}.{profile.script_suffix}"
+
+
+def _fits(queue: Queue, nodes: int, walltime: Optional[str]) -> bool:
+    seconds = walltime_seconds(walltime) if walltime else 0
+    return queue.min_nodes <= nodes <= queue.max_nodes and seconds <= walltime_seconds(queue.max_walltime_for(nodes))
+
+
+def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
+    """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
+    missing = sorted(set(intent.missing) | {f for f in ("nodes", "entrypoint") if getattr(intent, f) is None})
+    if missing:
+        raise MapleError(f"cannot port without {', '.join(missing)} (required: {', '.join(REQUIRED_FOR_PORT)})")
+    nodes = intent.nodes
+    notes = []
+    # A source queue name means something on the target only if the job also fits it there.
+    requested = intent.queue if any(q.name == intent.queue and _fits(q, nodes, intent.walltime) for q in profile.queues) else None
+    queue = pick_queue(profile, nodes, intent.walltime, requested)
+    if intent.queue and requested is None:
+        notes.append(f"queue {intent.queue!r} does not exist or does not fit here; using {queue.name!r}")
+    walltime = intent.walltime
+    if walltime is None:
+        limit = queue.max_walltime_for(nodes)
+        walltime = min(limit, DEFAULT_WALLTIME, key=walltime_seconds)
+        notes.append(f"the source gave no walltime; using {walltime}")
+    gpus = profile.devices_per_node
+    world_size = nodes * gpus
+    source_world = intent.world_size or (intent.gpus_per_node and nodes * intent.gpus_per_node)
+    if source_world and source_world != world_size:
+        notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} "
+                     f"{'devices' if gpus != profile.gpus_per_node else 'GPUs'}); check batch size and learning rate")
+    tasks = gpus if template.launcher in PER_DEVICE_LAUNCHERS else 1
+    return Job(
+        name=_stem(source_name),
+        nodes=nodes,
+        gpus_per_node=gpus,
+        world_size=world_size,
+        tasks_per_node=tasks,
+        cpus_per_task=max(1, profile.cores_per_node // tasks),
+        walltime=walltime,
+        queue=queue,
+        account=intent.account,
+        port=profile.master_port,
+        gpu_request=profile.gpu_request.format(gpus=gpus, total_gpus=world_size) if profile.gpu_request else None,
+        notes=notes,
+    )
+
+
+def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str], notes: list[str]) -> dict[str, str]:
+    """Target settings first, then the user's own variables minus the source machine's network ones."""
+    env = {**profile.env, **framework_env}
+    dropped = []
+    for key, value in intent.env.items():
+        if not _ENV_NAME.match(key):
+            raise MapleError(f"environment variable name {key!r} is not a valid shell name")
+        if _SITE_ENV.match(key) or key in env:
+            dropped.append(key)
+        else:
+            env[key] = value
+    if dropped:
+        notes.append(f"source settings replaced by {profile.name}'s: {', '.join(sorted(dropped))}")
+    return env
+
+
+def _deepspeed(intent: JobIntent) -> Optional[dict]:
+    """How the DeepSpeed config reaches the program: None when its arguments already name one;
+    else the config file given with the source, or None as path = write a minimal ZeRO-3 config."""
+    if any(a == "--deepspeed" or a.startswith("--deepspeed_config") for a in intent.script_args):
+        return None
+    return {"path": intent.configs.get("deepspeed")}
+
+
+def _comment(text: str) -> str:
+    # Header values come from user input; a newline would end the comment and start a command.
+    return re.sub(r"[\x00-\x1f\x7f]", "?", str(text))
+
+
+def _word(value) -> str:
+    text = str(value)
+    if not _DIRECTIVE_WORD.match(text):
+        raise MapleError(f"{text!r} cannot be used in a scheduler directive: only letters, digits and _.,:=+/@%- are allowed")
+    return text
+
+
+def _environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(launch_dir())), undefined=StrictUndefined,
+                      autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["q"] = lambda value: shlex.quote(str(value))
+    env.filters["word"] = _word
+    env.filters["comment"] = _comment
+    return env
+
+
+def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> str:
+    """The complete batch script for `profile` from `template`; MapleError if it cannot be made."""
+    if template.cluster != profile.name:
+        raise MapleError(f"template {template.id} is for {template.cluster}, not {profile.name}")
+    if not template.supported:
+        raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
+    job = resolve_job(intent, profile, template, source_name)
+    setup = profile.setup_for(template.framework)
+    env = _script_env(intent, profile, setup.env, job.notes)
+    if intent.python_env:
+        job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
+                         f"{profile.name}'s {template.framework} set-up is used")
+    if template.reason:
+        job.notes.append(template.reason)
+    return _environment().get_template(template.path).render(
+        meta=template,
+        profile=profile,
+        setup=setup,
+        env=env,
+        job=job,
+        entrypoint=intent.entrypoint,
+        args=intent.script_args,
+        deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
+        accelerate_config=intent.configs.get("accelerate"),
+        source_name=source_name,
+        script_name=output_path(Path(), profile, source_name).name,
+        submit="sbatch" if profile.scheduler == "slurm" else "qsub",
+    )
