@@ -88,6 +88,9 @@ class ClusterProfile(BaseModel):
     # (Polaris ":system=polaris"). Empty where plain "select=N" is right.
     select_extra: str = ""
     rejected_directives: list[str] = Field(default_factory=list)  # the site refuses jobs that use these
+    # Shell lines the batch script runs first, before any module command (Sophia's bash jobs must
+    # source /etc/profile for `module` to exist).
+    prologue: list[str] = Field(default_factory=list)
     default_launcher: str
     master_port: int = 29500
     frameworks: dict[str, FrameworkSetup]  # keyed by framework name; "pytorch" is the fallback

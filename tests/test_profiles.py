@@ -349,3 +349,9 @@ def test_signatures_recognise_variants(profiles, name, line):
     assert any(re.search(p, line) for p in profiles[name].signatures)
     others = [o for o in EXPECTED if o != name]
     assert not [o for o in others if any(re.search(p, line) for p in profiles[o].signatures)]
+
+
+def test_prologue_runs_before_modules_only_where_needed(profiles):
+    # Sophia's bash jobs need /etc/profile for `module`; elsewhere the prologue stays empty.
+    assert any("/etc/profile" in line for line in profiles["sophia"].prologue)
+    assert [p.name for p in profiles.values() if p.prologue] == ["sophia"]
