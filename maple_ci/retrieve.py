@@ -2,7 +2,8 @@
 
 The library is embedded once into the LanceDB table "templates" (cached under data_dir(), rebuilt
 when library_hash() changes). A query is one embedding of the intent's description and one
-filtered vector search; the ranking rule in retrieve() then puts the wanted strategy first.
+filtered vector search; the ranking rule in retrieve() then puts the wanted strategy and the
+intent's launcher first.
 """
 
 from typing import Optional, get_args
@@ -71,10 +72,13 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     """Up to k templates for running `intent` on `cluster`, best first.
 
     Candidates are the cluster's templates of the intent's framework (any framework when the
-    intent lists "framework" as missing). Ranking rule: templates whose strategy equals the wanted
-    strategy come first, the rest after; within each group, higher similarity first. The wanted
-    strategy is intent.strategy, or when the intent does not state one, DEFAULT_STRATEGY for its
-    framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp; other frameworks: similarity alone).
+    intent lists "framework" as missing). Ranking rule, key by key:
+      1. the wanted strategy first: intent.strategy, or when the intent does not state one,
+         DEFAULT_STRATEGY for its framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp;
+         other frameworks have none);
+      2. then the intent's own launcher first: it picks between a cluster's variants of one
+         strategy (e.g. srun per GPU vs one torchrun per node), since the script was written for it;
+      3. then higher similarity of intent.description() and the template text.
     Unsupported templates stay in the list, so the caller can report their `reason`.
     """
     profile = get_profile(cluster)
@@ -85,7 +89,7 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     if not candidates:
         raise _missing_combo(profile.name, intent.framework)
     wanted = intent.strategy or DEFAULT_STRATEGY.get(intent.framework)
-    candidates.sort(key=lambda c: (c.template.strategy != wanted, -c.score))
+    candidates.sort(key=lambda c: (c.template.strategy != wanted, c.template.launcher != intent.launcher, -c.score))
     return candidates[:k]
 
 

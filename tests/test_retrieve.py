@@ -20,18 +20,20 @@ from maple_ci.profiles import load_profiles
 from maple_ci.retrieve import best_template, list_templates, retrieve, search
 from maple_ci.vectordb import _connect
 
-# (cluster, framework, strategy, description, supported)
+# (cluster, file name, framework, strategy, launcher, description, supported)
 SYNTHETIC = [
     # The ddp description repeats, word for word, the description of an fsdp intent (see
     # test_stated_strategy_beats_similarity): similarity alone would pick this template for it.
-    ("alpha", "pytorch", "ddp", "pytorch fsdp launched with torchrun on 2 nodes with 4 GPUs per node", True),
-    ("alpha", "pytorch", "fsdp", "Shards parameters, gradients and optimizer state across ranks.", True),
-    ("alpha", "deepspeed", "zero2", "ZeRO stage 2 partitions optimizer state and gradients.", True),
-    ("alpha", "deepspeed", "zero3", "ZeRO stage 3 also partitions the parameters.", True),
-    ("alpha", "accelerate", "ddp", "accelerate launch with multi-GPU data parallelism.", True),
-    ("alpha", "accelerate", "fsdp", "accelerate launch with an FSDP plugin config.", True),
-    ("beta", "pytorch", "ddp", "torchrun per node started by srun.", True),
-    ("beta", "deepspeed", "zero3", "DeepSpeed ZeRO-3 with the deepspeed launcher.", False),
+    ("alpha", "pytorch-ddp", "pytorch", "ddp", "torchrun",
+     "pytorch fsdp launched with torchrun on 2 nodes with 4 GPUs per node", True),
+    ("alpha", "pytorch-ddp-srun", "pytorch", "ddp", "srun", "srun starts one task per GPU.", True),
+    ("alpha", "pytorch-fsdp", "pytorch", "fsdp", "torchrun", "Shards parameters, gradients and optimizer state.", True),
+    ("alpha", "deepspeed-zero2", "deepspeed", "zero2", "deepspeed", "ZeRO stage 2 partitions optimizer state.", True),
+    ("alpha", "deepspeed-zero3", "deepspeed", "zero3", "deepspeed", "ZeRO stage 3 also partitions the parameters.", True),
+    ("alpha", "accelerate-ddp", "accelerate", "ddp", "accelerate", "accelerate launch, multi-GPU data parallel.", True),
+    ("alpha", "accelerate-fsdp", "accelerate", "fsdp", "accelerate", "accelerate launch with an FSDP plugin.", True),
+    ("beta", "pytorch-ddp", "pytorch", "ddp", "torchrun", "torchrun per node started by srun.", True),
+    ("beta", "deepspeed-zero3", "deepspeed", "zero3", "deepspeed", "DeepSpeed ZeRO-3, deepspeed launcher.", False),
 ]
 UNSUPPORTED_REASON = "deepspeed cannot build its ops on beta's compilers"
 
@@ -52,15 +54,13 @@ def _write_library(root):
     for cluster in ("alpha", "beta", "gamma"):  # gamma: a profile without templates
         (root / "clusters").mkdir(parents=True, exist_ok=True)
         (root / "clusters" / f"{cluster}.yaml").write_text(yaml.safe_dump(_profile(cluster)))
-    for cluster, framework, strategy, description, supported in SYNTHETIC:
+    for cluster, name, framework, strategy, launcher, description, supported in SYNTHETIC:
         meta = {
-            "id": f"{cluster}-{framework}-{strategy}", "cluster": cluster, "scheduler": "slurm",
-            "framework": framework, "strategy": strategy,
-            "launcher": "deepspeed" if framework == "deepspeed" else "torchrun",
-            "description": description, "supported": supported,
+            "id": f"{cluster}-{name}", "cluster": cluster, "scheduler": "slurm", "framework": framework,
+            "strategy": strategy, "launcher": launcher, "description": description, "supported": supported,
             "reason": "" if supported else UNSUPPORTED_REASON,
         }
-        path = root / "launch" / cluster / f"{framework}-{strategy}.sh.j2"
+        path = root / "launch" / cluster / f"{name}.sh.j2"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{#---\n" + yaml.safe_dump(meta) + "---#}\n#!/bin/bash\n{{ launch_line }}\n")
     return root
@@ -102,7 +102,13 @@ def test_stated_strategy_beats_similarity(library):
     assert search(intent.description(), cluster="alpha", k=1)[0].template.id == "alpha-pytorch-ddp"
     # ...but the strategy the intent states decides.
     ranked = retrieve(intent, "alpha")
-    assert [c.template.id for c in ranked] == ["alpha-pytorch-fsdp", "alpha-pytorch-ddp"]
+    assert [c.template.id for c in ranked] == ["alpha-pytorch-fsdp", "alpha-pytorch-ddp", "alpha-pytorch-ddp-srun"]
+
+
+@pytest.mark.parametrize("launcher, expected", [("srun", "alpha-pytorch-ddp-srun"), ("torchrun", "alpha-pytorch-ddp")])
+def test_launcher_picks_between_variants_of_a_strategy(library, launcher, expected):
+    intent = JobIntent(framework="pytorch", strategy="ddp", launcher=launcher, nodes=2, gpus_per_node=4)
+    assert best_template(intent, "alpha").id == expected
 
 
 @pytest.mark.parametrize(
@@ -213,11 +219,14 @@ def test_real_library_covers_every_cluster_with_the_four_basic_combos(real_libra
         assert {"pytorch-ddp", "pytorch-fsdp", "deepspeed-zero3", "accelerate-ddp"} <= combos[cluster], cluster
 
 
-def test_real_library_retrieves_each_combo_first(real_library):
-    ids_by_combo = defaultdict(set)
+def test_real_library_retrieves_each_template_for_its_own_intent(real_library):
+    """Every cluster x framework x strategy combo, and each launcher variant of one, comes first for
+    an intent that states that framework, strategy and launcher."""
+    same_intent = defaultdict(set)  # templates no intent field can tell apart
     for t in real_library:
-        ids_by_combo[(t.cluster, t.framework, t.strategy)].add(t.id)
-    assert len(ids_by_combo) >= 48  # 12 clusters x 4 combos; an empty library must not pass
-    for (cluster, framework, strategy), ids in sorted(ids_by_combo.items()):
-        top = best_template(_intent(framework=framework, strategy=strategy), cluster)
-        assert top.id in ids, (cluster, framework, strategy, top.id)
+        same_intent[(t.cluster, t.framework, t.strategy, t.launcher)].add(t.id)
+    assert len({key[:3] for key in same_intent}) >= 48  # 12 clusters x 4 combos; an empty library must not pass
+    for t in real_library:
+        intent = JobIntent(framework=t.framework, strategy=t.strategy, launcher=t.launcher, nodes=2, gpus_per_node=4)
+        top = best_template(intent, t.cluster)
+        assert top.id in same_intent[(t.cluster, t.framework, t.strategy, t.launcher)], (t.id, top.id)
