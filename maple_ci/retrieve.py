@@ -54,7 +54,7 @@ def _search(text: str, where: Optional[str], limit: Optional[int]) -> list[Candi
     query = table.search(embed([text])[0]).distance_type("cosine").select(_COLUMNS)
     if where:
         query = query.where(where, prefilter=True)
-    rows = query.limit(limit or table.count_rows()).to_list()
+    rows = query.limit(table.count_rows() if limit is None else limit).to_list()
     return [
         Candidate(template=TemplateMeta(**{c: row[c] for c in _COLUMNS}), score=1.0 - row["_distance"])
         for row in rows
@@ -75,7 +75,7 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     intent lists "framework" as missing). Ranking rule, key by key:
       1. the wanted strategy first: intent.strategy, or when the intent does not state one,
          DEFAULT_STRATEGY for its framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp;
-         other frameworks have none);
+         other frameworks have none; an unknown framework reads as JobIntent's default, pytorch);
       2. then the intent's own launcher first: it picks between a cluster's variants of one
          strategy (e.g. srun per GPU vs one torchrun per node), since the script was written for it;
       3. then higher similarity of intent.description() and the template text.
