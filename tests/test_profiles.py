@@ -312,18 +312,23 @@ def test_unknown_cluster_names_the_known_ones():
 
 
 # --- signatures -------------------------------------------------------------------------------
+# maple_ci.extract matches signatures case-insensitively; the tests do the same.
+
+def _hits(profile: ClusterProfile, text: str) -> list[str]:
+    return [p for p in profile.signatures if re.search(p, text, re.I)]
+
 
 def test_signatures_compile(profiles):
     for profile in profiles.values():
         assert profile.signatures, profile.name
         for pattern in profile.signatures:
-            re.compile(pattern)
+            re.compile(pattern, re.I)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_signatures_recognise_their_own_cluster(profiles, name):
     script = TYPICAL_SCRIPTS[name]
-    assert any(re.search(p, script) for p in profiles[name].signatures), name
+    assert _hits(profiles[name], script), name
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -331,7 +336,7 @@ def test_signatures_do_not_claim_other_clusters_scripts(profiles, name):
     for other, script in TYPICAL_SCRIPTS.items():
         if other == name:
             continue
-        hits = [p for p in profiles[name].signatures if re.search(p, script)]
+        hits = _hits(profiles[name], script)
         assert not hits, f"{name} signatures {hits} match the {other} script"
 
 
@@ -346,9 +351,9 @@ def test_signatures_do_not_claim_other_clusters_scripts(profiles, name):
      ("polaris", "Running on x3005c0s7b0n0"), ("frontier", "srun: frontier08123 task 0")],
 )
 def test_signatures_recognise_variants(profiles, name, line):
-    assert any(re.search(p, line) for p in profiles[name].signatures)
+    assert _hits(profiles[name], line)
     others = [o for o in EXPECTED if o != name]
-    assert not [o for o in others if any(re.search(p, line) for p in profiles[o].signatures)]
+    assert not [o for o in others if _hits(profiles[o], line)]
 
 
 def test_prologue_runs_before_modules_only_where_needed(profiles):
