@@ -17,6 +17,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel
 
+from ..extract import extract_script
 from ..intent import JobIntent
 from ..profiles import ClusterProfile, Queue, walltime_seconds
 
@@ -270,6 +271,31 @@ def _account(directives: list[Directive], profile: ClusterProfile) -> Check:
     return _ok("account", "no account needed")
 
 
+def _launch_line(script: str, word: str) -> Optional[int]:
+    """The last non-comment line that names `word` (the launcher): where a fix would go."""
+    lines = [n for n, text in enumerate(script.splitlines(), start=1)
+             if not text.lstrip().startswith("#") and re.search(rf"(^|[\s/]){re.escape(word)}\b", text)]
+    return lines[-1] if lines else None
+
+
+def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int]) -> Check:
+    """The launcher must start one rank per GPU the directives give: nodes x ranks per node, with
+    no more ranks on a node than it has devices. Read back by the extraction agent."""
+    found = extract_script(script)
+    line = _launch_line(script, found.launcher)
+    if found.world_size is None or found.gpus_per_node is None or nodes is None:
+        return _fail("world-size", "cannot read the number of ranks from the launch line; world size not checked",
+                     line, "warning")
+    if found.gpus_per_node > profile.devices_per_node:
+        return _fail("world-size", f"{found.gpus_per_node} ranks per node but {profile.display_name} nodes have "
+                                   f"{profile.devices_per_node} devices", line)
+    expected = nodes * found.gpus_per_node
+    if found.world_size != expected:
+        return _fail("world-size", f"the launcher starts {found.world_size} ranks but the directives give {nodes} "
+                                   f"nodes x {found.gpus_per_node} = {expected}", line)
+    return _ok("world-size", f"{found.world_size} ranks = {nodes} nodes x {found.gpus_per_node}", line)
+
+
 def _entrypoint(script: str, intent: JobIntent) -> Check:
     """The training program must be run by the script (and stay a plain word the verifier can swap)."""
     if not intent.entrypoint:
@@ -286,7 +312,10 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> li
     directives = parse_directives(script, profile.scheduler)
     queue_check, queue = _queue(directives, profile)
     nodes, nodes_directive = _nodes(directives, profile.scheduler)
-    checks = [_bash_syntax(script), *_shellcheck(script), queue_check, _node_count(nodes, nodes_directive, queue),
+    syntax = _bash_syntax(script)
+    checks = [syntax, *_shellcheck(script), queue_check, _node_count(nodes, nodes_directive, queue),
               _walltime(directives, profile, queue, nodes or 1), _gpu_count(directives, profile, nodes or 1),
               _account(directives, profile), *_policy_directives(directives, profile), _entrypoint(script, intent)]
+    if syntax.ok:  # the extractor parses the whole script; only one bash accepts is worth reading back
+        checks.append(_world_size(script, profile, nodes))
     return checks
