@@ -1,0 +1,175 @@
+"""The slurm verification backend: sbatch a generated script with a mini-app in place of its
+training program, wait for the job, and report what Slurm and the mini-app said.
+
+Runs wherever `sbatch` reaches a Slurm controller: a login node (self-hosted runner) or the local
+test cluster (tests/cluster/). There is no accounting database on the test cluster, so the job is
+followed with `scontrol show job` (its record stays MinJobAge seconds after the end) and its output
+file is read directly.
+"""
+
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping, Optional
+
+from ..errors import MapleError
+from .substitute import VerifyResult, parse_result, resolve_miniapp, substitute_entrypoint
+
+# Directives that name things of one site: a machine that verifies someone else's script has no
+# such account, QOS, node feature, license or reservation, and its own partitions have their own
+# names and limits. Adaptation drops them, so the job lands in the local default partition, and
+# replaces the walltime with the verification timeout (a mini-app needs seconds, not the training
+# run's hours). Long option -> its short form, if it has one.
+SITE_OPTIONS = {
+    "--account": "-A",
+    "--partition": "-p",
+    "--qos": "-q",
+    "--constraint": "-C",
+    "--licenses": "-L",
+    "--reservation": None,
+    "--time": "-t",
+}
+FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
+POLL_SECONDS = 2
+# How long sbatch/scontrol may take to answer before the controller counts as unreachable.
+COMMAND_TIMEOUT = 60
+
+
+def _site_option(token: str) -> Optional[tuple[str, bool]]:
+    """(option, value follows as the next token) if token is a site option, else None."""
+    for long, short in SITE_OPTIONS.items():
+        if token == long or token == short:
+            return long, True
+        if token.startswith(long + "=") or (short and token.startswith(short) and len(token) > len(short)):
+            return long, False
+    return None
+
+
+def adapt_directives(script: str) -> tuple[str, list[str]]:
+    """The script without its site options in #SBATCH lines, and a note for each one dropped.
+    Only the directive block is read, as Slurm reads it: up to the first command."""
+    lines, notes = script.splitlines(keepends=True), []
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        if not stripped.startswith("#SBATCH"):
+            continue
+        tokens, kept, dropped = shlex.split(stripped[len("#SBATCH"):], comments=True), [], []
+        i = 0
+        while i < len(tokens):
+            found = _site_option(tokens[i])
+            if found:
+                width = 2 if found[1] else 1
+                dropped.append(" ".join(tokens[i : i + width]))
+                i += width
+            else:
+                kept.append(tokens[i])
+                i += 1
+        if dropped:
+            lines[index] = f"#SBATCH {shlex.join(kept)}\n" if kept else ""
+            notes += [f"dropped site directive {d}" for d in dropped]
+    return "".join(lines), notes
+
+
+def _job_fields(job_id: str, env: Mapping[str, str]) -> Optional[dict[str, str]]:
+    """`scontrol show job` as a dict, or None once the record is gone."""
+    shown = subprocess.run(["scontrol", "show", "job", "--oneliner", job_id], capture_output=True,
+                           text=True, env=env, timeout=COMMAND_TIMEOUT)
+    if shown.returncode != 0:
+        return None
+    return dict(field.split("=", 1) for field in shown.stdout.split() if "=" in field)
+
+
+def _wait(job_id: str, deadline: float, env: Mapping[str, str]) -> Optional[dict[str, str]]:
+    """The job's last known fields when it reached a final state, its record vanished, or the
+    deadline passed (whichever first)."""
+    fields = None
+    while True:
+        current = _job_fields(job_id, env)
+        if current is None:
+            return fields
+        fields = current
+        if fields.get("JobState") in FINAL_STATES or time.monotonic() >= deadline:
+            return fields
+        time.sleep(POLL_SECONDS)
+
+
+def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: bool = True,
+                 entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                 workdir: Optional[Path] = None) -> VerifyResult:
+    """Run `miniapp` through the Slurm script at script_path and report the outcome.
+
+    adapt: drop site directives (SITE_OPTIONS) so another site's script runs here; with
+    adapt=False the script is submitted as written and Slurm's own rejection is the answer.
+    env: the environment sbatch starts from (the job inherits it); os.environ by default.
+    workdir: where sbatch runs (the job's SLURM_SUBMIT_DIR) and the job output is written; it must
+    be visible from the compute nodes. Defaults to the current directory, as for a user.
+    A job still pending or running after `timeout` seconds is cancelled and reported as TIMEOUT.
+    """
+    env = dict(os.environ if env is None else env)
+    if not shutil.which("sbatch", path=env.get("PATH")):
+        raise MapleError("sbatch not found on PATH: the slurm backend runs on a Slurm login node "
+                         "(or the local test cluster, tests/cluster/setup.sh)")
+    script = substitute_entrypoint(Path(script_path).read_text(), resolve_miniapp(miniapp), entrypoint)
+    notes = [f"mini-app {miniapp} in place of the training program"]
+    options = []
+    if adapt:
+        script, dropped = adapt_directives(script)
+        minutes = math.ceil(timeout / 60)
+        options.append(f"--time={minutes}")
+        notes += dropped + [f"walltime set to {minutes} min (the verification timeout)"]
+
+    base = Path(workdir or Path.cwd()) / ".maple-verify"
+    base.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=base) as scratch:
+        job_script = Path(scratch) / Path(script_path).name
+        job_script.write_text(script)
+        output = Path(scratch) / "job-%j.out"
+        # Command-line options win over #SBATCH lines: stdout and stderr of the job come here.
+        command = ["sbatch", "--parsable", f"--output={output}", f"--error={output}", *options, str(job_script)]
+        try:
+            submitted = subprocess.run(command, capture_output=True, text=True, env=env,
+                                       cwd=workdir, timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired as exc:
+            raise MapleError(f"sbatch did not answer within {COMMAND_TIMEOUT} s: is slurmctld up?") from exc
+        if submitted.returncode != 0:
+            return VerifyResult(ok=False, backend="slurm", state="REJECTED", exit_code=submitted.returncode,
+                                log=submitted.stderr, notes=notes,
+                                message=f"Slurm rejected the script: {submitted.stderr.strip()}")
+        job_id = submitted.stdout.strip().split(";")[0]  # "id" or "id;cluster"
+
+        fields = _wait(job_id, time.monotonic() + timeout, env) or {}
+        state = fields.get("JobState", "UNKNOWN")
+        timed_out = state not in FINAL_STATES and bool(fields)
+        if timed_out:
+            subprocess.run(["scancel", job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
+            # Let slurmstepd end the tasks and flush the output file before it is read.
+            _wait(job_id, time.monotonic() + 30, env)
+        output_file = Path(str(output).replace("%j", job_id))
+        log = output_file.read_text(errors="replace") if output_file.exists() else ""
+
+    exit_code = int(fields["ExitCode"].split(":")[0]) if "ExitCode" in fields else None
+    result = parse_result(log)
+    if timed_out:
+        why = f" (Reason={fields.get('Reason')})" if state == "PENDING" else ""
+        message = (f"job {job_id} was still {state}{why} after the {timeout} s timeout and was cancelled"
+                   + ("; ranks that never finish usually wait for a rendezvous that cannot complete"
+                      if state == "RUNNING" else ""))
+        return VerifyResult(ok=False, backend="slurm", job_id=job_id, state="TIMEOUT", exit_code=exit_code,
+                            result=result, log=log, message=message, notes=notes)
+    ok = state == "COMPLETED" and exit_code == 0 and bool(result and result.get("ok"))
+    if ok:
+        message = f"job {job_id} COMPLETED; mini-app world_size {result.get('world_size')}"
+    elif result is None:
+        message = f"job {job_id} ended {state} (exit {exit_code}) and the mini-app printed no result line"
+    else:
+        message = f"job {job_id} ended {state} (exit {exit_code}); mini-app result: {result}"
+    return VerifyResult(ok=ok, backend="slurm", job_id=job_id, state=state, exit_code=exit_code,
+                        result=result, log=log, message=message, notes=notes)

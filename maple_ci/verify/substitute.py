@@ -1,0 +1,144 @@
+"""What the run backends (slurm.py, local.py) share: putting a mini-app in place of a launch
+script's training program, reading the result line the mini-app prints, and the result shape."""
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from ..errors import MapleError
+from ..paths import miniapps_dir
+
+RESULT_PREFIX = "MAPLE_MINIAPP_RESULT"
+
+
+class VerifyResult(BaseModel):
+    """The outcome of one real run of a mini-app through a launch script."""
+
+    ok: bool
+    backend: str  # "slurm", "local"
+    job_id: Optional[str] = None  # None when the scheduler refused the script
+    state: str  # the scheduler's final job state (COMPLETED, FAILED, ...), REJECTED, or TIMEOUT
+    exit_code: Optional[int] = None
+    result: Optional[dict] = None  # the mini-app's MAPLE_MINIAPP_RESULT line, parsed
+    log: str = ""  # the job's stdout and stderr
+    message: str  # one paragraph for a person: what happened and why it failed
+    notes: list[str] = Field(default_factory=list)  # what the backend changed or emulated
+
+
+def resolve_miniapp(miniapp: str) -> Path:
+    """A mini-app by name ("ddp" -> miniapps/ddp.py) or by path."""
+    path = Path(miniapp)
+    if not path.is_file():
+        path = miniapps_dir() / f"{miniapp}.py"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in miniapps_dir().glob("[!_]*.py")))
+        raise MapleError(f"unknown mini-app {miniapp!r}; known mini-apps: {known}")
+    path = path.resolve()
+    # The path goes into shell lines, possibly inside a quoted `bash -c '...'`, where no quoting
+    # of ours would survive; a path that needs none is required instead.
+    if not re.fullmatch(r"[\w./+-]+", str(path)):
+        raise MapleError(f"mini-app path {path} has characters a shell would need quoted; move it")
+    return path
+
+
+# A program token (a word ending in .py) and the launchers that run one: python, torchrun,
+# `python -m torch.distributed.run`, deepspeed, `accelerate launch`.
+_PROGRAM = re.compile(r"(?<=[\s'\"])[\w./${}~-]+\.py(?=[\s'\";)]|$)")
+_LAUNCHER = re.compile(r"(?:^|[\s'\"/])(?:python[\d.]*|torchrun|torch\.distributed\.run|deepspeed|accelerate\s+launch)\s")
+
+
+def _logical_line_start(text: str, pos: int) -> int:
+    """Start of the line holding pos, following backslash-newline continuations back."""
+    start = text.rfind("\n", 0, pos) + 1
+    while start >= 2 and text[start - 2] == "\\":
+        start = text.rfind("\n", 0, start - 1) + 1
+    return start
+
+
+def _enclosing_quote(prefix: str) -> Optional[str]:
+    """The quote character open at the end of prefix (a `bash -c '...'` string), if any."""
+    quote, i = None, 0
+    while i < len(prefix):
+        char = prefix[i]
+        if char == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote is None and char in "'\"":
+            quote = char
+        elif char == quote:
+            quote = None
+        i += 1
+    return quote
+
+
+def _arguments_end(text: str, pos: int, quote: Optional[str]) -> int:
+    """Where the program's arguments starting at pos end: at the end of the (continued) line, at
+    the quote that closes an enclosing `bash -c '...'`, or at a shell operator (; & | < > and
+    redirections like 2>). Returns the end of the last argument, so what follows is kept."""
+    end, i = pos, pos
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and text[i + 1 : i + 2] == "\n":  # continuation: the command goes on
+            i += 2
+        elif char == "\n" or char == quote or (quote is None and char in ";&|<>)#"):
+            break
+        elif char in " \t":
+            i += 1
+        elif quote is None and re.match(r"\d+[<>]", text[i:]):
+            break
+        else:  # one argument, with any quoted parts inside it
+            while i < len(text) and text[i] not in " \t\n" and text[i] != quote:
+                if quote is None and text[i] in "'\"":
+                    i = text.index(text[i], i + 1) + 1 if text[i] in text[i + 1 :] else len(text)
+                elif quote is None and text[i] in ";&|<>":
+                    break
+                else:
+                    i += 1
+            end = i
+    return end
+
+
+def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] = None) -> str:
+    """The script with the mini-app in place of the training program on every launch line that runs
+    it, and that program's arguments dropped. Everything else (directives, modules, env, the
+    launcher and its flags, what follows the arguments) is kept. The program is `entrypoint` when
+    given (as the JobIntent names it), else the one on the last launch line."""
+    launches = []
+    for match in _PROGRAM.finditer(script):
+        line_start = _logical_line_start(script, match.start())
+        prefix = script[line_start : match.start()]
+        if prefix.lstrip().startswith("#") or not _LAUNCHER.search(prefix.replace("\\\n", " ")):
+            continue
+        launches.append((match, _enclosing_quote(prefix)))
+    if not launches:
+        raise MapleError("no launch line running a Python training program (python/torchrun/deepspeed/"
+                         "accelerate launch ... train.py) was found in the script")
+    program = launches[-1][0].group()
+    if entrypoint:
+        named = [m.group() for m, _ in launches if m.group() == entrypoint or m.group().endswith("/" + entrypoint)]
+        if not named:
+            raise MapleError(f"the script has no launch line running {entrypoint!r}")
+        program = named[-1]
+    pieces, done = [], 0
+    for match, quote in launches:
+        if match.group() == program:
+            pieces += [script[done : match.start()], str(miniapp)]
+            done = _arguments_end(script, match.end(), quote)
+    return "".join(pieces) + script[done:]
+
+
+def parse_result(log: str) -> Optional[dict]:
+    """The last MAPLE_MINIAPP_RESULT line the mini-app printed, or None if there is none (or it is
+    not a JSON object: a truncated line is no result)."""
+    for line in reversed(log.splitlines()):
+        head, _, payload = line.strip().partition(" ")
+        if head == RESULT_PREFIX:
+            try:
+                value = json.loads(payload)
+            except json.JSONDecodeError:
+                return None
+            return value if isinstance(value, dict) else None
+    return None

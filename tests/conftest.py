@@ -1,0 +1,81 @@
+"""Session fixtures shared by all tests: the local Slurm test cluster (tests/cluster/)."""
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CLUSTER_DIR = Path(__file__).parent / "cluster"
+LOG_DIR = Path("/var/log/maple-slurm")
+NODES = ("n1", "n2")
+# Node states in which a node takes jobs; anything else (down, drain, unknown) is not up yet.
+UP_STATES = {"idle", "mix", "mixed", "alloc", "allocated"}
+START_TIMEOUT = 60
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cluster: needs the local Slurm test cluster (started on demand, as root)")
+
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    default_partition: str
+    partitions: tuple[str, ...]
+    nodes: int
+    gpus_per_node: int
+    # The environment jobs start from: this one plus BASH_ENV=cluster/site-env.sh, which gives them
+    # Lmod's `module` and the conda stand-in as a site's login environment would.
+    job_env: dict
+
+
+def _run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def _controller_up() -> bool:
+    try:
+        ping = _run("scontrol", "ping")
+    except FileNotFoundError:  # Slurm is not even installed
+        return False
+    return ping.returncode == 0 and "UP" in ping.stdout
+
+
+def _logs() -> str:
+    return "\n".join(f"--- {log}\n{log.read_text(errors='replace')[-3000:]}" for log in sorted(LOG_DIR.glob("*.log")))
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The two-node test cluster, started with tests/cluster/setup.sh unless it already runs, and
+    stopped at the end of the session only if this session started it. A cluster that cannot start
+    fails the tests that need it: a skipped cluster test would prove nothing."""
+    started = not _controller_up()
+    if os.geteuid() == 0:
+        # Also when the cluster is up: setup.sh is idempotent and refreshes the modulefiles.
+        setup = _run("bash", str(CLUSTER_DIR / "setup.sh"))
+        if setup.returncode != 0:
+            pytest.fail(f"tests/cluster/setup.sh failed (exit {setup.returncode}):\n{setup.stdout}\n{setup.stderr}")
+    elif started:
+        pytest.fail("the Slurm test cluster is not running and only root can start it (tests/cluster/setup.sh)")
+
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        shown = _run("sinfo", "--noheader", "--Node", "--format=%N %t")
+        states = dict(line.split() for line in shown.stdout.splitlines())
+        if all(states.get(node) in UP_STATES for node in NODES):
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"test cluster nodes not up after {START_TIMEOUT} s: {states or shown.stderr}\n{_logs()}")
+        time.sleep(1)
+
+    partitions = _run("sinfo", "--noheader", "--format=%P").stdout.split()
+    gres = _run("sinfo", "--noheader", "--Node", "--format=%G").stdout.split()[0]  # "gpu:4"
+    yield SlurmCluster(default_partition=next(p.rstrip("*") for p in partitions if p.endswith("*")),
+                       partitions=tuple(p.rstrip("*") for p in partitions), nodes=len(NODES),
+                       gpus_per_node=int(gres.split(":")[-1]),
+                       job_env={**os.environ, "BASH_ENV": str(CLUSTER_DIR / "site-env.sh")})
+    if started:
+        _run("bash", str(CLUSTER_DIR / "stop.sh"))

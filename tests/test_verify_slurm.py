@@ -1,0 +1,159 @@
+"""The slurm backend on the local two-node test cluster (tests/cluster/), plus the script rewriting it
+relies on. Scripts are hand-written in the form sites document (Perlmutter: srun bash -c torchrun;
+Delta: srun torchrun with a c10d rendezvous), with the profiles' own module lines."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from maple_ci.errors import MapleError
+from maple_ci.profiles import get_profile
+from maple_ci.verify.slurm import adapt_directives, verify_slurm
+from maple_ci.verify.substitute import parse_result, substitute_entrypoint
+
+MINIAPP = str(Path(__file__).parent / "cluster" / "allreduce_miniapp.py")
+JOB_TIMEOUT = 120
+
+
+def module_lines(cluster: str) -> str:
+    setup = get_profile(cluster).setup_for("pytorch")
+    return "\n".join([f"module use {d}" for d in setup.module_use] + [f"module load {m}" for m in setup.modules])
+
+
+def perlmutter_script(node_rank: str = "$SLURM_PROCID") -> str:
+    return textwrap.dedent("""\
+        #!/bin/bash
+        #SBATCH -A m1234_g
+        #SBATCH -C gpu
+        #SBATCH -q regular
+        #SBATCH -t 00:30:00
+        #SBATCH -N 2
+        #SBATCH --ntasks-per-node=1
+        #SBATCH --gpus-per-node=4
+        {modules}
+        export MASTER_ADDR=$(scontrol show hostnames $SLURM_NODELIST | head -n 1)
+        export MASTER_PORT=29500
+        srun bash -c 'torchrun --nnodes=$SLURM_JOB_NUM_NODES --nproc_per_node=4 --node_rank={node_rank} \\
+            --master_addr=$MASTER_ADDR --master_port=$MASTER_PORT train.py --epochs 10 --lr 3e-4'
+        """).format(modules=module_lines("perlmutter"), node_rank=node_rank)
+
+
+DELTA_SCRIPT = textwrap.dedent("""\
+    #!/bin/bash
+    #SBATCH --account=bbka-delta-gpu
+    #SBATCH --partition=gpuA100x4
+    #SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4
+    #SBATCH --time=02:00:00
+    {modules}
+    conda activate base
+    head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+    srun torchrun --nnodes 2 --nproc_per_node 4 --rdzv_id $SLURM_JOB_ID --rdzv_backend c10d \\
+        --rdzv_endpoint $head:29500 $SLURM_SUBMIT_DIR/train.py --config gpt2.yaml
+    """).format(modules=module_lines("delta"))
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "job.sbatch"
+    path.write_text(text)
+    return path
+
+
+# --- script rewriting (no cluster) ---
+
+def test_substitution_keeps_launcher_flags_and_drops_program_arguments():
+    out = substitute_entrypoint(perlmutter_script(), Path("/m/app.py"))
+    assert "--master_addr=$MASTER_ADDR --master_port=$MASTER_PORT /m/app.py'\n" in out
+    assert "train.py" not in out and "--epochs" not in out
+    assert out.startswith("#!/bin/bash\n#SBATCH -A m1234_g\n")  # directives untouched
+
+
+def test_substitution_across_continuation_lines_and_redirection():
+    script = "srun torchrun --nnodes 2 \\\n  train.py \\\n  --lr 1 > out.log 2>&1\necho done\n"
+    assert substitute_entrypoint(script, Path("/m/app.py")) == "srun torchrun --nnodes 2 \\\n  /m/app.py > out.log 2>&1\necho done\n"
+
+
+def test_substitution_picks_the_named_entrypoint_and_ignores_comments():
+    script = "# python old.py\npython prepare.py --n 1\nmpiexec -n 8 --ppn 4 python -u train.py --x\n"
+    out = substitute_entrypoint(script, Path("/m/app.py"), entrypoint="prepare.py")
+    assert out == "# python old.py\npython /m/app.py\nmpiexec -n 8 --ppn 4 python -u train.py --x\n"
+
+
+def test_substitution_without_a_launch_line_is_an_error():
+    with pytest.raises(MapleError, match="no launch line"):
+        substitute_entrypoint("#!/bin/bash\necho hi\n", Path("/m/app.py"))
+
+
+def test_adaptation_drops_site_directives_only():
+    script, notes = adapt_directives(DELTA_SCRIPT)
+    assert "#SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4\n" in script
+    for gone in ("bbka-delta-gpu", "gpuA100x4", "02:00:00"):
+        assert gone not in script
+    assert notes == ["dropped site directive --account=bbka-delta-gpu", "dropped site directive --partition=gpuA100x4",
+                     "dropped site directive --time=02:00:00"]
+
+
+def test_result_line_is_the_last_one_printed():
+    log = 'x\nMAPLE_MINIAPP_RESULT {"ok": false}\nMAPLE_MINIAPP_RESULT {"ok": true, "world_size": 8}\ntail\n'
+    assert parse_result(log) == {"ok": True, "world_size": 8}
+    assert parse_result("MAPLE_MINIAPP_RESULT {truncat") is None
+
+
+def test_missing_sbatch_is_a_clear_error_not_a_hang(tmp_path):
+    with pytest.raises(MapleError, match="sbatch not found"):
+        verify_slurm(write(tmp_path, perlmutter_script()), miniapp=MINIAPP, env={"PATH": str(tmp_path)})
+
+
+# --- real jobs on the test cluster ---
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("script", [perlmutter_script(), DELTA_SCRIPT], ids=["perlmutter-srun-bash-torchrun", "delta-srun-torchrun-c10d"])
+def test_two_node_job_runs_eight_ranks(slurm_cluster, tmp_path, script):
+    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, timeout=JOB_TIMEOUT,
+                          env=slurm_cluster.job_env, workdir=tmp_path)
+    assert result.ok, result.message + "\n" + result.log
+    assert result.state == "COMPLETED" and result.exit_code == 0
+    assert result.result["world_size"] == slurm_cluster.nodes * slurm_cluster.gpus_per_node
+    assert result.result["hosts"] == ["n1", "n2"]
+
+
+@pytest.mark.cluster
+def test_a_gpu_request_larger_than_a_node_is_rejected_by_slurm(slurm_cluster, tmp_path):
+    script = perlmutter_script().replace("--gpus-per-node=4", "--gpus-per-node=8")
+    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert not result.ok and result.state == "REJECTED" and result.job_id is None
+    assert "Requested node configuration is not available" in result.message
+
+
+@pytest.mark.cluster
+def test_without_adaptation_walltime_over_the_partition_limit_is_rejected(slurm_cluster, tmp_path):
+    script = "#!/bin/bash\n#SBATCH -N 1 -t 02:00:00\nsrun python train.py\n"
+    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, adapt=False, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert not result.ok and result.state == "REJECTED"
+    assert "Requested time limit is invalid" in result.message
+
+
+@pytest.mark.cluster
+def test_without_adaptation_a_site_partition_is_unknown_here(slurm_cluster, tmp_path):
+    result = verify_slurm(write(tmp_path, DELTA_SCRIPT), miniapp=MINIAPP, adapt=False, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert not result.ok and result.state == "REJECTED"
+    assert "invalid partition specified: gpuA100x4" in result.message
+
+
+@pytest.mark.cluster
+def test_every_node_claiming_node_rank_0_hangs_and_is_reported_as_a_timeout(slurm_cluster, tmp_path):
+    result = verify_slurm(write(tmp_path, perlmutter_script(node_rank="0")), miniapp=MINIAPP, timeout=60,
+                          env=slurm_cluster.job_env, workdir=tmp_path)
+    assert not result.ok and result.state == "TIMEOUT" and result.result is None
+    assert "after the 60 s timeout and was cancelled" in result.message
+    # Both torchrun agents think they host the rendezvous; the second cannot listen on its port.
+    assert "EADDRINUSE" in result.log
+
+
+@pytest.mark.cluster
+def test_loading_a_module_the_site_does_not_have_fails_with_lmods_error(slurm_cluster, tmp_path):
+    script = perlmutter_script().replace("#!/bin/bash\n", "#!/bin/bash\nset -e\n").replace(
+        "export MASTER_PORT", "module load nonexistent/1.0\nexport MASTER_PORT")
+    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert not result.ok and result.state == "FAILED"
+    assert "module(s) are unknown" in result.log and "nonexistent/1.0" in result.log
