@@ -3,6 +3,7 @@ recognise each cluster's own scripts without claiming another cluster's."""
 
 import re
 import string
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -360,3 +361,12 @@ def test_prologue_runs_before_modules_only_where_needed(profiles):
     # Sophia's bash jobs need /etc/profile for `module`; elsewhere the prologue stays empty.
     assert any("/etc/profile" in line for line in profiles["sophia"].prologue)
     assert [p.name for p in profiles.values() if p.prologue] == ["sophia"]
+
+
+def test_setup_lines_are_valid_bash(profiles):
+    # Generated scripts run prologue and setup lines verbatim; a quoting slip would break every job.
+    for profile in profiles.values():
+        for framework, setup in profile.frameworks.items():
+            script = "\n".join([*profile.prologue, *setup.setup]) + "\n"
+            result = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+            assert result.returncode == 0, (profile.name, framework, result.stderr)
