@@ -1,0 +1,302 @@
+"""Deliver port results to GitHub: one branch, one commit, one PR, one review, check runs.
+
+Everything goes through PyGithub against GITHUB_API_URL, so GitHub Enterprise Server, Prism and
+the test fake work like github.com. Results come from the port pipeline in the shape below.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Iterable, NamedTuple, NotRequired, TypedDict
+
+from github import Auth, Github, GithubRetry, InputGitTreeElement, UnknownObjectException
+from github.PullRequest import PullRequest
+from github.Repository import Repository
+
+from maple_ci.errors import MapleError
+
+BRANCH_PREFIX = "maple/port-"
+REACTIONS = ("eyes", "rocket", "confused")
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit for one check-run create or update
+CHECK_SUMMARY_LIMIT = 65535  # characters in a check run's output.summary
+JOB_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary file
+
+
+# --- what the port pipeline hands over (one PortResult per ported source script) ---
+class Suggestion(TypedDict):
+    path: str
+    start_line: int  # equal to `line` for a one-line suggestion
+    line: int
+    body: str  # replacement text for lines start_line..line of the file at the PR head
+    message: NotRequired[str]  # why, shown above the suggestion
+
+
+class Check(TypedDict):
+    name: str
+    ok: bool
+    message: str
+    line: NotRequired[int]  # line in the generated script, when the check points at one
+    level: NotRequired[str]  # "notice" | "warning" | "failure" (default for a failed check)
+
+
+class ClusterResult(TypedDict):
+    cluster: str
+    path: str  # scripts/<cluster>/...
+    content: str
+    template: str  # template id
+    checks: list[Check]
+    verification: str  # "passed" | "failed" | "error" | "skipped"
+    log_url: str | None
+    suggestions: list[Suggestion]
+
+
+class PortResult(TypedDict):
+    source: str  # the launch script that was ported
+    intent: dict[str, Any]  # JobIntent as `maple extract --json` prints it
+    clusters: list[ClusterResult]
+
+
+class Delivered(NamedTuple):
+    pr: PullRequest | None  # None: the base branch already holds these files, nothing to propose
+    sha: str  # head of the bot's branch (or of the base when pr is None)
+    committed: bool  # whether this call made a new commit
+
+
+def connect(
+    token: str | None = None,
+    base_url: str | None = None,
+    *,
+    pace: bool = True,
+) -> Github:
+    """A client for GITHUB_API_URL with GITHUB_TOKEN, masked in the Actions log before any use.
+
+    `pace` spaces requests out and backs off on errors as GitHub advises against secondary rate
+    limits (0.25 s between requests, 1 s between writes); tests against local servers turn it off."""
+    token = token or os.environ.get("GITHUB_TOKEN")
+    base_url = base_url or os.environ.get("GITHUB_API_URL")
+    if not token or not base_url:
+        raise MapleError("GITHUB_TOKEN and GITHUB_API_URL must be set (GitHub Actions sets both).")
+    print(f"::add-mask::{token}", flush=True)
+    # 5xx and secondary rate limits (403/429 with Retry-After or a rate-limit message) are retried
+    # with exponential backoff; the cap makes a long primary rate-limit reset fail instead of
+    # silently holding a runner for an hour.
+    retry = GithubRetry(total=5, backoff_factor=2.0 if pace else 0, secondary_rate_wait=60, max_rate_limit_wait=300)
+    # lazy: objects got by number or id are fetched only when a field is read, so reacting to a
+    # comment or commenting on an issue costs one request, not two.
+    return Github(base_url=base_url, auth=Auth.Token(token), retry=retry, per_page=100, lazy=True,
+                  seconds_between_requests=0.25 if pace else None, seconds_between_writes=1.0 if pace else None)
+
+
+def deliver(repo: Repository, request_key: str, files: dict[str, str], base_branch: str, title: str, body: str) -> Delivered:
+    """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR.
+
+    Idempotent: the same request again finds the open PR, builds the same tree, and makes no
+    commit and no new PR."""
+    branch = BRANCH_PREFIX + request_key
+    open_prs = list(repo.get_pulls(state="open", head=f"{repo.owner.login}:{branch}", base=base_branch))
+    pr = open_prs[0] if open_prs else None
+    ref = _find_ref(repo, f"heads/{branch}")
+    # Build on the open PR's branch (keeping any commit a person added there); without an open PR
+    # the branch is stale (merged or closed) and starts again from the base.
+    parent_sha = ref.object.sha if pr is not None and ref is not None else repo.get_git_ref(f"heads/{base_branch}").object.sha
+    parent = repo.get_git_commit(parent_sha)
+    elements = [
+        InputGitTreeElement(path, "100755" if content.startswith("#!") else "100644", "blob", sha=repo.create_git_blob(content, "utf-8").sha)
+        for path, content in sorted(files.items())
+    ]
+    tree = repo.create_git_tree(elements, base_tree=parent.tree)
+    if tree.sha == parent.tree.sha:
+        if pr is None:
+            return Delivered(None, parent_sha, False)
+        _edit_if_changed(pr, title, body)
+        return Delivered(pr, parent_sha, False)
+    commit = repo.create_git_commit(f"{title}\n\nmaple-ci request {request_key}", tree, [parent])
+    if ref is None:
+        repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
+    else:
+        # A stale branch is reset onto the base; an open PR's branch only fast-forwards, so a
+        # commit pushed there meanwhile makes this fail rather than vanish.
+        ref.edit(commit.sha, force=pr is None)
+    if pr is None:
+        pr = repo.create_pull(base=base_branch, head=branch, title=title, body=body)
+    else:
+        _edit_if_changed(pr, title, body)
+    return Delivered(pr, commit.sha, True)
+
+
+def _find_ref(repo: Repository, name: str):
+    ref = repo.get_git_ref(name)
+    try:
+        ref.object  # PyGithub fetches lazily: this is the request that finds out
+    except UnknownObjectException:
+        return None
+    return ref
+
+
+def _edit_if_changed(pr: PullRequest, title: str, body: str) -> None:
+    if pr.title != title or (pr.body or "") != body:
+        pr.edit(title=title, body=body)
+
+
+def react(comment, content: str) -> None:
+    """React to an issue comment: eyes = working on it, rocket = done, confused = cannot do it."""
+    if content not in REACTIONS:
+        raise ValueError(f"reaction {content!r} is not one of {REACTIONS}")
+    comment.create_reaction(content)
+
+
+def post_review(pr: PullRequest, commit_sha: str, suggestions: list[Suggestion]):
+    """All suggestions as ONE review (one notification, one "apply batch") that only comments."""
+    if not suggestions:
+        return None
+    comments = [review_comment(s) for s in suggestions]
+    commit = pr.base.repo.get_commit(commit_sha)
+    return pr.create_review(
+        commit=commit,
+        body=f"maple-ci has {len(comments)} suggestion(s) for the ported scripts.",
+        event="COMMENT",
+        comments=comments,
+    )
+
+
+def review_comment(s: Suggestion) -> dict[str, Any]:
+    """A review comment holding a ```suggestion block that replaces exactly lines start_line..line."""
+    # The fence must be longer than any backtick run in the replacement, or the block ends early.
+    longest = max((len(run) for run in re.findall(r"`+", s["body"])), default=0)
+    fence = "`" * max(3, longest + 1)
+    text = f"{fence}suggestion\n{s['body'].rstrip(chr(10))}\n{fence}"
+    if s.get("message"):
+        text = f"{s['message']}\n\n{text}"
+    comment: dict[str, Any] = {"path": s["path"], "body": text, "line": s["line"], "side": "RIGHT"}
+    if s["start_line"] != s["line"]:
+        comment.update(start_line=s["start_line"], start_side="RIGHT")
+    return comment
+
+
+def check_runs(repo: Repository, head_sha: str, results: list[PortResult]) -> list:
+    """One completed check run per (source, cluster) on head_sha, annotations 50 per request."""
+    runs = []
+    for result in results:
+        for c in result["clusters"]:
+            annotations = [
+                {
+                    "path": c["path"],
+                    "start_line": check["line"],
+                    "end_line": check["line"],
+                    "annotation_level": check.get("level", "failure"),
+                    "title": check["name"],
+                    "message": check["message"],
+                }
+                for check in c["checks"]
+                if not check["ok"] and check.get("line")
+            ]
+            output = {
+                "title": f"{result['source']} on {c['cluster']}: {_verdict(c)}",
+                "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT),
+            }
+            batches = [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
+            run = repo.create_check_run(
+                name=f"maple / {c['cluster']} / {result['source']}",
+                head_sha=head_sha,
+                status="completed",
+                conclusion=conclusion(c),
+                details_url=c["log_url"] or None,
+                output={**output, "annotations": batches[0]} if batches else output,
+            )
+            # Annotations from later updates are appended to the run's existing ones.
+            for batch in batches[1:]:
+                run.edit(output={**output, "annotations": batch})
+            runs.append(run)
+    return runs
+
+
+def conclusion(c: ClusterResult) -> str:
+    """failure: a failed check or run; neutral: checks passed but nothing was run; else success."""
+    failed = any(not check["ok"] and check.get("level", "failure") == "failure" for check in c["checks"])
+    if failed or c["verification"] in ("failed", "error"):
+        return "failure"
+    return "neutral" if c["verification"] == "skipped" else "success"
+
+
+def _verdict(c: ClusterResult) -> str:
+    failed = sum(not check["ok"] for check in c["checks"])
+    checks = f"{len(c['checks']) - failed}/{len(c['checks'])} checks passed"
+    return f"{checks}, verification {c['verification']}"
+
+
+def _check_summary(c: ClusterResult) -> str:
+    lines = [f"Template `{c['template']}` → `{c['path']}`", "", "| Check | Result | Message |", "|---|---|---|"]
+    for check in c["checks"]:
+        where = f" (line {check['line']})" if check.get("line") else ""
+        mark = "✅" if check["ok"] else "❌"
+        lines.append(f"| {_cell(check['name'])} | {mark}{where} | {_cell(check['message'])} |")
+    return "\n".join(lines)
+
+
+# Shown in the PR body, in this order, from the JobIntent.
+INTENT_FIELDS = ("source_cluster", "scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
+                 "world_size", "entrypoint", "script_args", "walltime", "modules", "configs")
+VERIFICATION_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️"}
+
+
+def render_pr_body(results: list[PortResult]) -> str:
+    """The PR description: a status table per ported script and what was extracted from it."""
+    parts = ["Launch scripts ported by maple-ci.", ""]
+    for result in results:
+        parts += [
+            f"### `{result['source']}`",
+            "",
+            "| Cluster | Script | Template | Static checks | Verification | Log |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in result["clusters"]:
+            failed = sum(not check["ok"] for check in c["checks"])
+            checks = f"{'✅' if not failed else '❌'} {len(c['checks']) - failed}/{len(c['checks'])}"
+            verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
+            log = f"[log]({c['log_url']})" if c["log_url"] else "—"
+            parts.append(f"| {c['cluster']} | `{c['path']}` | `{c['template']}` | {checks} | {verification} | {log} |")
+        intent = result["intent"]
+        parts += ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
+        parts += [f"| {name} | {_cell(_show(intent[name]))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
+        parts += ["", "</details>", ""]
+        if intent.get("missing"):
+            parts += [f"**Not found in the script:** {', '.join(intent['missing'])}; defaults were used.", ""]
+    return "\n".join(parts)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    """Text that cannot break a Markdown table row."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def truncate(text: str, limit: int, encoding: str | None = None) -> str:
+    """`text` cut to `limit` characters (or bytes in `encoding`), saying so at the end."""
+    note = "\n\n… truncated by maple-ci"
+    size = len(text.encode(encoding)) if encoding else len(text)
+    if size <= limit:
+        return text
+    keep = limit - len(note.encode(encoding) if encoding else note)
+    cut = text.encode(encoding)[:keep].decode(encoding, "ignore") if encoding else text[:keep]
+    return cut + note
+
+
+def write_job_summary(markdown: str, path: str | None = None) -> None:
+    """Append to GITHUB_STEP_SUMMARY (nothing outside Actions), keeping the file within 1 MiB."""
+    path = path or os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    used = os.path.getsize(path) if os.path.exists(path) else 0
+    room = JOB_SUMMARY_LIMIT - used - 1  # the newline below
+    if room < 100:  # no space left even for the truncation note
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(truncate(markdown, room, "utf-8") + "\n")

@@ -1,0 +1,274 @@
+"""A stateful, in-process fake of the GitHub REST endpoints the bot uses.
+
+Prism (test_github_openapi.py) proves each request matches GitHub's description; this fake keeps
+state across requests so a test can assert the end result of a whole flow: branches, commits,
+PRs, reviews, reactions, check runs. It serves under /api/v3 like GitHub Enterprise Server, which
+also proves the bot never assumes api.github.com's root paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+PREFIX = "/api/v3"
+
+
+def _sha(kind: str, data: object) -> str:
+    raw = data.encode() if isinstance(data, str) else json.dumps(data, sort_keys=True).encode()
+    return hashlib.sha1(f"{kind} {len(raw)}\0".encode() + raw).hexdigest()
+
+
+class FakeGitHub:
+    """One repository, `owner/name`, whose `main` holds `files`. Attributes are the state tests read."""
+
+    def __init__(self, owner: str = "octo", name: str = "ports", files: dict[str, str] | None = None):
+        self.owner, self.name = owner, name
+        self.blobs: dict[str, str] = {}
+        self.trees: dict[str, dict[str, dict]] = {}  # sha -> {path: {"mode", "sha"}} (flat)
+        self.commits: dict[str, dict] = {}
+        self.refs: dict[str, str] = {}  # "heads/main" -> sha
+        self.pulls: list[dict] = []
+        self.reviews: list[dict] = []
+        self.reactions: list[dict] = []
+        self.comments: list[dict] = []
+        self.check_runs: list[dict] = []
+        self.permissions: dict[str, str] = {}
+        self.requests: list[tuple[str, str]] = []
+        self.fail_next: list[int] = []  # statuses to answer the next requests with (retry tests)
+        self.refs["heads/main"] = self.commit_files(files or {"README.md": "hello\n"}, [], "initial")
+
+    # --- helpers for tests to set up state directly ---
+    def commit_files(self, files: dict[str, str], parents: list[str], message: str) -> str:
+        base = dict(self.trees[self.commits[parents[0]]["tree"]]) if parents else {}
+        for path, content in files.items():
+            self.blobs[blob := _sha("blob", content)] = content
+            base[path] = {"mode": "100644", "sha": blob}
+        tree = self._store_tree(base)
+        commit = {"tree": tree, "parents": parents, "message": message}
+        self.commits[sha := _sha("commit", commit)] = commit
+        return sha
+
+    def open_pull(self, head: str, base: str, title: str = "source PR", body: str = "") -> dict:
+        pull = {"number": len(self.pulls) + 1, "head": head, "base": base, "title": title, "body": body, "state": "open"}
+        self.pulls.append(pull)
+        return pull
+
+    def files_at(self, ref: str) -> dict[str, str]:
+        tree = self.trees[self.commits[self.refs[ref]]["tree"]]
+        return {path: self.blobs[entry["sha"]] for path, entry in tree.items()}
+
+    def _store_tree(self, entries: dict[str, dict]) -> str:
+        self.trees[sha := _sha("tree", entries)] = entries
+        return sha
+
+    # --- JSON shapes ---
+    def url(self, path: str = "") -> str:
+        return f"{self.base_url}/repos/{self.owner}/{self.name}{path}"
+
+    def repo_json(self) -> dict:
+        return {"id": 1, "name": self.name, "full_name": f"{self.owner}/{self.name}", "owner": {"login": self.owner, "type": "User"},
+                "url": self.url(), "html_url": f"http://github.test/{self.owner}/{self.name}", "default_branch": "main"}
+
+    def pull_json(self, p: dict) -> dict:
+        n = p["number"]
+        return {"number": n, "state": p["state"], "title": p["title"], "body": p["body"], "url": self.url(f"/pulls/{n}"),
+                "issue_url": self.url(f"/issues/{n}"), "html_url": f"http://github.test/{self.owner}/{self.name}/pull/{n}",
+                "head": {"ref": p["head"], "sha": self.refs[f"heads/{p['head']}"], "repo": self.repo_json()},
+                "base": {"ref": p["base"], "sha": self.refs[f"heads/{p['base']}"], "repo": self.repo_json()}}
+
+    def ref_json(self, ref: str) -> dict:
+        return {"ref": f"refs/{ref}", "url": self.url(f"/git/refs/{ref}"), "object": {"type": "commit", "sha": self.refs[ref]}}
+
+    def commit_json(self, sha: str) -> dict:
+        c = self.commits[sha]
+        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"],
+                "tree": {"sha": c["tree"], "url": self.url(f"/git/trees/{c['tree']}")},
+                "parents": [{"sha": p, "url": self.url(f"/git/commits/{p}")} for p in c["parents"]]}
+
+    # --- request handling: (method, path) -> (status, json) ---
+    def handle(self, method: str, path: str, query: dict, body: dict) -> tuple[int, object]:
+        self.requests.append((method, path))
+        if self.fail_next:
+            return self.fail_next.pop(0), {"message": "Server Error"}
+        repo = f"/repos/{self.owner}/{self.name}"
+        if not path.startswith(repo):
+            return 404, {"message": "Not Found"}
+        route = f"{method} {path[len(repo):]}"
+        for pattern, handler in self.routes:
+            if m := re.fullmatch(pattern, route):
+                return handler(self, body, query, *m.groups())
+        return 404, {"message": f"fake has no route for {route}"}
+
+    def get_repo(self, body, query):
+        return 200, self.repo_json()
+
+    def get_ref(self, body, query, ref):
+        return (200, self.ref_json(ref)) if ref in self.refs else (404, {"message": "Not Found"})
+
+    def create_ref(self, body, query):
+        ref = body["ref"].removeprefix("refs/")
+        if ref in self.refs or body["sha"] not in self.commits:
+            return 422, {"message": "Reference already exists or object missing"}
+        self.refs[ref] = body["sha"]
+        return 201, self.ref_json(ref)
+
+    def update_ref(self, body, query, ref):
+        if ref not in self.refs or body["sha"] not in self.commits:
+            return 422, {"message": "Reference does not exist"}
+        if not body.get("force") and self.refs[ref] not in self.commits[body["sha"]]["parents"]:
+            return 422, {"message": "Update is not a fast forward"}
+        self.refs[ref] = body["sha"]
+        return 200, self.ref_json(ref)
+
+    def get_git_commit(self, body, query, sha):
+        return (200, self.commit_json(sha)) if sha in self.commits else (404, {"message": "Not Found"})
+
+    def get_commit(self, body, query, sha):
+        return (200, {"sha": sha, "url": self.url(f"/commits/{sha}"), "commit": self.commit_json(sha)}) if sha in self.commits else (404, {"message": "Not Found"})
+
+    def create_blob(self, body, query):
+        assert body["encoding"] == "utf-8", body
+        self.blobs[sha := _sha("blob", body["content"])] = body["content"]
+        return 201, {"sha": sha, "url": self.url(f"/git/blobs/{sha}")}
+
+    def create_tree(self, body, query):
+        entries = dict(self.trees[body["base_tree"]]) if body.get("base_tree") else {}
+        for e in body["tree"]:
+            if e["type"] != "blob" or e["sha"] not in self.blobs:
+                return 422, {"message": f"bad tree entry {e}"}
+            entries[e["path"]] = {"mode": e["mode"], "sha": e["sha"]}
+        sha = self._store_tree(entries)
+        return 201, {"sha": sha, "url": self.url(f"/git/trees/{sha}"), "tree": [{"path": p, "type": "blob", **e} for p, e in entries.items()]}
+
+    def create_commit(self, body, query):
+        if body["tree"] not in self.trees or any(p not in self.commits for p in body["parents"]):
+            return 422, {"message": "tree or parent missing"}
+        commit = {"tree": body["tree"], "parents": body["parents"], "message": body["message"]}
+        self.commits[sha := _sha("commit", commit)] = commit
+        return 201, self.commit_json(sha)
+
+    def list_pulls(self, body, query):
+        owner_branch = query.get("head", [""])[0]
+        found = [p for p in self.pulls if p["state"] == query.get("state", ["open"])[0]
+                 and (not owner_branch or owner_branch == f"{self.owner}:{p['head']}")
+                 and p["base"] == query.get("base", [p["base"]])[0]]
+        return 200, [self.pull_json(p) for p in found]
+
+    def create_pull(self, body, query):
+        if any(p["head"] == body["head"] and p["state"] == "open" for p in self.pulls):
+            return 422, {"message": "A pull request already exists"}
+        if f"heads/{body['head']}" not in self.refs:
+            return 422, {"message": "head does not exist"}
+        return 201, self.pull_json(self.open_pull(body["head"], body["base"], body["title"], body.get("body", "")))
+
+    def get_pull(self, body, query, n):
+        return 200, self.pull_json(self.pulls[int(n) - 1])
+
+    def edit_pull(self, body, query, n):
+        pull = self.pulls[int(n) - 1]
+        pull.update({k: body[k] for k in ("title", "body") if k in body})
+        return 200, self.pull_json(pull)
+
+    def create_review(self, body, query, n):
+        """Accepts only what GitHub accepts: comments on lines of files the PR changes, at its head."""
+        pull = self.pulls[int(n) - 1]
+        head = self.files_at(f"heads/{pull['head']}")
+        base = self.files_at(f"heads/{pull['base']}")
+        if body.get("commit_id") != self.refs[f"heads/{pull['head']}"]:
+            return 422, {"message": "commit_id is not the PR head"}
+        for c in body.get("comments", []):
+            if c["path"] not in head or head[c["path"]] == base.get(c["path"]):
+                return 422, {"message": f"{c['path']} is not part of the diff"}
+            lines = head[c["path"]].count("\n")
+            if c.get("side") != "RIGHT" or not 1 <= c.get("start_line", c["line"]) <= c["line"] <= lines:
+                return 422, {"message": f"line {c} could not be resolved"}
+        self.reviews.append({"pull": int(n), **body})
+        return 200, {"id": len(self.reviews), "state": "COMMENTED", "body": body.get("body"), "commit_id": body.get("commit_id")}
+
+    def create_reaction(self, body, query, comment_id):
+        self.reactions.append({"comment_id": int(comment_id), "content": body["content"]})
+        return 201, {"id": len(self.reactions), "content": body["content"]}
+
+    def create_comment(self, body, query, n):
+        self.comments.append({"issue": int(n), "body": body["body"]})
+        return 201, {"id": 1000 + len(self.comments), "body": body["body"], "url": self.url(f"/issues/comments/{1000 + len(self.comments)}")}
+
+    def get_permission(self, body, query, login):
+        return 200, {"permission": self.permissions.get(login, "read"), "user": {"login": login}}
+
+    def create_check_run(self, body, query):
+        annotations = body.get("output", {}).get("annotations", [])
+        if len(annotations) > 50:
+            return 422, {"message": "Only 50 annotations are allowed per request"}
+        run = {**body, "id": len(self.check_runs) + 1, "annotations": list(annotations), "requests": 1}
+        self.check_runs.append(run)
+        return 201, {"id": run["id"], "name": body["name"], "head_sha": body["head_sha"], "url": self.url(f"/check-runs/{run['id']}")}
+
+    def update_check_run(self, body, query, run_id):
+        run = self.check_runs[int(run_id) - 1]
+        annotations = body.get("output", {}).get("annotations", [])
+        if len(annotations) > 50:
+            return 422, {"message": "Only 50 annotations are allowed per request"}
+        run["annotations"] += annotations
+        run["requests"] += 1
+        return 200, {"id": run["id"], "name": run["name"], "head_sha": run["head_sha"], "url": self.url(f"/check-runs/{run['id']}")}
+
+    routes = [
+        (r"GET ", get_repo),
+        (r"GET /git/ref/(.+)", get_ref),
+        (r"POST /git/refs", create_ref),
+        (r"PATCH /git/refs/(.+)", update_ref),
+        (r"GET /git/commits/(\w+)", get_git_commit),
+        (r"GET /commits/(\w+)", get_commit),
+        (r"POST /git/blobs", create_blob),
+        (r"POST /git/trees", create_tree),
+        (r"POST /git/commits", create_commit),
+        (r"GET /pulls", list_pulls),
+        (r"POST /pulls", create_pull),
+        (r"GET /pulls/(\d+)", get_pull),
+        (r"PATCH /pulls/(\d+)", edit_pull),
+        (r"POST /pulls/(\d+)/reviews", create_review),
+        (r"POST /issues/comments/(\d+)/reactions", create_reaction),
+        (r"POST /issues/(\d+)/comments", create_comment),
+        (r"GET /collaborators/([^/]+)/permission", get_permission),
+        (r"POST /check-runs", create_check_run),
+        (r"PATCH /check-runs/(\d+)", update_check_run),
+    ]
+
+    # --- serving ---
+    def __enter__(self) -> "FakeGitHub":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _serve(self):
+                url = urlparse(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else {}
+                with fake.lock:  # one request at a time: state changes stay consistent
+                    status, data = fake.handle(self.command, url.path.removeprefix(PREFIX), parse_qs(url.query), body)
+                raw = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+            do_GET = do_POST = do_PATCH = _serve
+
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_port}{PREFIX}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

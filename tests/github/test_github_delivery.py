@@ -1,0 +1,193 @@
+"""The whole bot against a stateful fake GitHub: what ends up in the repository."""
+
+import pytest
+
+from maple_ci.errors import MapleError
+from maple_ci.github.bot import run_plan
+from maple_ci.github.commands import Command
+from maple_ci.github.delivery import (
+    JOB_SUMMARY_LIMIT,
+    connect,
+    deliver,
+    render_pr_body,
+    review_comment,
+    write_job_summary,
+)
+from maple_ci.github.events import plan_event
+
+KNOWN = ("perlmutter", "aurora", "polaris")
+SCRIPT = "#!/bin/bash\n#SBATCH -N 2\nmodule load pytorch\nsrun python train.py\n"
+
+
+def cluster_result(cluster, failing=0, suggestions=()):
+    checks = [{"name": "shellcheck", "ok": True, "message": "clean"}]
+    checks += [{"name": f"policy-{i}", "ok": False, "message": f"problem {i}", "line": 2, "level": "warning"} for i in range(failing)]
+    return {"cluster": cluster, "path": f"scripts/{cluster}/train.sh", "content": SCRIPT.replace("2", cluster),
+            "template": f"{cluster}/torchrun-ddp", "checks": checks, "verification": "passed",
+            "log_url": f"https://ci.example/{cluster}/1", "suggestions": list(suggestions)}
+
+
+def port_results():
+    suggestions = [
+        {"path": "scripts/aurora/train.sh", "start_line": 3, "line": 3, "body": "module load frameworks", "message": "Aurora's module"},
+        {"path": "scripts/perlmutter/train.sh", "start_line": 3, "line": 4, "body": "module load pytorch/2.3\nsrun --gpu-bind=none python train.py"},
+    ]
+    return [{
+        "source": "jobs/train.sh",
+        "intent": {"scheduler": "slurm", "launcher": "srun", "framework": "pytorch", "nodes": 2, "entrypoint": "train.py",
+                   "script_args": ["--lr", "3e-4|x"], "modules": [], "missing": ["walltime"]},
+        "clusters": [cluster_result("perlmutter", suggestions=suggestions[1:]), cluster_result("aurora", failing=120, suggestions=suggestions[:1])],
+    }]
+
+
+@pytest.fixture
+def repo(fake):
+    return connect("ghs_secret", fake.base_url, pace=False).get_repo("octo/ports")
+
+
+@pytest.fixture
+def source_pr(fake):
+    """PR #1: branch `feature` adds jobs/train.sh; Codertocat (the payload's commenter) may write."""
+    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sh": SCRIPT}, [fake.refs["heads/main"]], "add train.sh")
+    fake.permissions["Codertocat"] = "write"
+    return fake.open_pull("feature", "main")
+
+
+def comment_plan(webhook, number, body="/maple port perlmutter aurora"):
+    payload = webhook("issue_comment", action="created")
+    payload["comment"]["body"] = body
+    payload["issue"].update(number=number, pull_request={})
+    return plan_event("issue_comment", payload, KNOWN), payload["comment"]["id"]
+
+
+def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, repo, source_pr, webhook, tmp_path):
+    plan, comment_id = comment_plan(webhook, source_pr["number"])
+    calls = []
+    feature_head = fake.refs["heads/feature"]
+
+    def port(command, sources, ref):
+        calls.append((command, sources, ref))
+        return port_results()
+
+    run_plan(repo, plan, port, summary_path=str(tmp_path / "summary.md"))
+
+    assert calls == [(Command("port", ("perlmutter", "aurora")), (), feature_head)]
+    head = fake.refs["heads/maple/port-pr-1"]
+    assert fake.commits[head]["parents"] == [feature_head]  # exactly one commit, on the PR's branch
+    files = fake.files_at("heads/maple/port-pr-1")
+    assert files["scripts/aurora/train.sh"] == SCRIPT.replace("2", "aurora") and "jobs/train.sh" in files
+    assert fake.trees[fake.commits[head]["tree"]]["scripts/aurora/train.sh"]["mode"] == "100755"
+
+    [_, port_pr] = fake.pulls
+    assert (port_pr["head"], port_pr["base"]) == ("maple/port-pr-1", "feature")
+    assert "| aurora | `scripts/aurora/train.sh` | `aurora/torchrun-ddp` | ❌ 1/121 | ✅ passed | [log](https://ci.example/aurora/1) |" in port_pr["body"]
+
+    [review] = fake.reviews
+    assert (review["pull"], review["event"], review["commit_id"]) == (port_pr["number"], "COMMENT", head)
+    single, multi = sorted(review["comments"], key=lambda c: c["path"])
+    assert single == {"path": "scripts/aurora/train.sh", "line": 3, "side": "RIGHT",
+                      "body": "Aurora's module\n\n```suggestion\nmodule load frameworks\n```"}
+    assert (multi["start_line"], multi["line"], multi["start_side"], multi["side"]) == (3, 4, "RIGHT", "RIGHT")
+    assert multi["body"] == "```suggestion\nmodule load pytorch/2.3\nsrun --gpu-bind=none python train.py\n```"
+
+    runs = {run["name"]: run for run in fake.check_runs}
+    assert set(runs) == {"maple / perlmutter / jobs/train.sh", "maple / aurora / jobs/train.sh"}
+    assert all(run["head_sha"] == head and run["status"] == "completed" for run in runs.values())
+    aurora = runs["maple / aurora / jobs/train.sh"]
+    assert (len(aurora["annotations"]), aurora["requests"], aurora["conclusion"]) == (120, 3, "success")
+
+    assert [r["content"] for r in fake.reactions] == ["eyes", "rocket"] and {r["comment_id"] for r in fake.reactions} == {comment_id}
+    assert fake.comments == [{"issue": 1, "body": f"Ported in http://github.test/octo/ports/pull/{port_pr['number']}"}]
+    assert "### `jobs/train.sh`" in (tmp_path / "summary.md").read_text()
+
+    # The same request again changes nothing: no commit, branch, PR, review or check run.
+    state = (dict(fake.refs), len(fake.commits), len(fake.pulls), len(fake.reviews), len(fake.check_runs), port_pr["body"])
+    run_plan(repo, plan, port, summary_path=str(tmp_path / "summary.md"))
+    assert state == (dict(fake.refs), len(fake.commits), len(fake.pulls), len(fake.reviews), len(fake.check_runs), port_pr["body"])
+    assert fake.comments[-1]["body"].endswith("(unchanged)")
+
+
+def test_unauthorized_commenter_changes_nothing(fake, repo, source_pr, webhook):
+    fake.permissions["Codertocat"] = "read"  # an OWNER association with only read access is not enough
+    plan, _ = comment_plan(webhook, source_pr["number"])
+    refs, commits = dict(fake.refs), len(fake.commits)
+
+    assert run_plan(repo, plan, lambda *a: pytest.fail("port must not run")) == []
+    assert (fake.refs, len(fake.commits), len(fake.pulls)) == (refs, commits, 1)
+    assert fake.reactions == fake.comments == fake.reviews == fake.check_runs == []
+    assert [m for m, _ in fake.requests if m != "GET"] == []
+
+
+def test_invalid_command_gets_a_confused_reaction_and_help(fake, repo, source_pr, webhook):
+    plan, _ = comment_plan(webhook, source_pr["number"], "/maple port mars")
+    run_plan(repo, plan, lambda *a: pytest.fail("port must not run"))
+    assert [r["content"] for r in fake.reactions] == ["confused"]
+    assert "Unknown cluster `mars`" in fake.comments[0]["body"] and "refs/heads/maple" not in str(fake.refs)
+
+
+def test_pipeline_error_is_reported_on_the_pr(fake, repo, source_pr, webhook):
+    plan, _ = comment_plan(webhook, source_pr["number"])
+
+    def port(*args):
+        raise MapleError("train.sh: no launcher found", exit_code=1)
+
+    with pytest.raises(MapleError):
+        run_plan(repo, plan, port)
+    assert [r["content"] for r in fake.reactions] == ["eyes", "confused"]
+    assert "no launcher found" in fake.comments[0]["body"]
+
+
+def test_new_results_are_a_fast_forward_commit_on_the_same_pr(fake, repo):
+    first = deliver(repo, "k", {"scripts/a.sh": "one\n"}, "main", "port", "body 1")
+    second = deliver(repo, "k", {"scripts/a.sh": "two\n"}, "main", "port", "body 2")
+    assert second.pr.number == first.pr.number and second.committed
+    assert fake.commits[second.sha]["parents"] == [first.sha]
+    assert len(fake.pulls) == 1 and fake.pulls[0]["body"] == "body 2"
+
+
+def test_branch_of_a_closed_pr_starts_again_from_the_base(fake, repo):
+    old = deliver(repo, "k", {"scripts/a.sh": "one\n"}, "main", "port", "b")
+    fake.pulls[0]["state"] = "closed"
+    new = deliver(repo, "k", {"scripts/a.sh": "two\n"}, "main", "port", "b")
+    assert fake.commits[new.sha]["parents"] == [fake.refs["heads/main"]] != [old.sha]
+    assert new.pr.number == 2 and fake.refs["heads/maple/port-k"] == new.sha
+
+
+def test_nothing_to_propose_when_the_base_has_the_files(fake, repo):
+    delivered = deliver(repo, "k", {"README.md": "hello\n"}, "main", "port", "b")
+    assert delivered == (None, fake.refs["heads/main"], False) and "heads/maple/port-k" not in fake.refs
+
+
+def test_server_errors_are_retried(fake, repo):
+    fake.fail_next = [502, 503]
+    assert deliver(repo, "k", {"scripts/a.sh": "x\n"}, "main", "port", "b").committed
+    assert fake.pulls[0]["head"] == "maple/port-k"
+
+
+def test_connect_masks_the_token_and_uses_github_api_url(monkeypatch, capsys, fake):
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_abc")
+    monkeypatch.setenv("GITHUB_API_URL", fake.base_url)
+    assert connect().get_repo("octo/ports").default_branch == "main"
+    assert capsys.readouterr().out.splitlines()[0] == "::add-mask::ghs_abc"
+    monkeypatch.delenv("GITHUB_API_URL")
+    with pytest.raises(MapleError, match="GITHUB_API_URL"):
+        connect()
+
+
+def test_suggestion_fence_outgrows_backticks_in_the_replacement():
+    comment = review_comment({"path": "a.sh", "start_line": 1, "line": 1, "body": "echo ```x```"})
+    assert comment["body"] == "````suggestion\necho ```x```\n````"
+
+
+def test_pr_body_escapes_table_cells_and_names_missing_fields():
+    body = render_pr_body(port_results())
+    assert "| script_args | --lr 3e-4\\|x |" in body
+    assert "**Not found in the script:** walltime" in body
+
+
+def test_job_summary_stays_within_one_mebibyte(tmp_path):
+    path = tmp_path / "summary.md"
+    path.write_text("x" * (JOB_SUMMARY_LIMIT - 1000))
+    write_job_summary("é" * 5000, str(path))
+    text = path.read_text(encoding="utf-8")
+    assert len(text.encode()) <= JOB_SUMMARY_LIMIT and text.rstrip().endswith("truncated by maple-ci")
