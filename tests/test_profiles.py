@@ -370,3 +370,11 @@ def test_setup_lines_are_valid_bash(profiles):
             script = "\n".join([*profile.prologue, *setup.setup]) + "\n"
             result = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
             assert result.returncode == 0, (profile.name, framework, result.stderr)
+
+
+def test_shared_module_tree_does_not_outvote_delta(profiles):
+    # Delta also uses modtree/gpu, an Anvil signature; extract picks the profile with most hits.
+    script = TYPICAL_SCRIPTS["delta"] + "module load modtree/gpu\n"
+    scores = {name: len(_hits(p, script)) for name, p in profiles.items()}
+    best = max(scores, key=scores.get)
+    assert best == "delta" and scores["delta"] > scores["anvil"]
