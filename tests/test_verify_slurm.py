@@ -97,6 +97,7 @@ def test_result_line_is_the_last_one_printed():
     log = 'x\nMAPLE_MINIAPP_RESULT {"ok": false}\nMAPLE_MINIAPP_RESULT {"ok": true, "world_size": 8}\ntail\n'
     assert parse_result(log) == {"ok": True, "world_size": 8}
     assert parse_result("MAPLE_MINIAPP_RESULT {truncat") is None
+    assert parse_result('[0] MAPLE_MINIAPP_RESULT {"ok": true}') == {"ok": True}  # mpiexec -l label
 
 
 def test_missing_sbatch_is_a_clear_error_not_a_hang(tmp_path):

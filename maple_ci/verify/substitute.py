@@ -132,10 +132,11 @@ def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] 
 
 def parse_result(log: str) -> Optional[dict]:
     """The last MAPLE_MINIAPP_RESULT line the mini-app printed, or None if there is none (or it is
-    not a JSON object: a truncated line is no result)."""
+    not a JSON object: a truncated line is no result). The line may carry a launcher's rank label
+    in front (`srun -l`: "0: ", `mpiexec -l`: "[0] ")."""
     for line in reversed(log.splitlines()):
-        head, _, payload = line.strip().partition(" ")
-        if head == RESULT_PREFIX:
+        _, marker, payload = line.partition(RESULT_PREFIX + " ")
+        if marker:
             try:
                 value = json.loads(payload)
             except json.JSONDecodeError:

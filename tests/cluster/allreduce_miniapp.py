@@ -1,6 +1,7 @@
 """A trivial verification workload for the backend tests: every rank joins a gloo process group
 and all-reduces its rank, and rank 0 prints the result line the real mini-apps (miniapps/) print.
-Rank and world size come from torchrun's variables, else from MPI's (PMI_*), as under mpiexec."""
+Rank and world size come from torchrun's variables, else from MPI's (PMI_*), as under mpiexec;
+with neither it is a single process."""
 
 import json
 import os
@@ -10,13 +11,13 @@ import torch
 import torch.distributed as dist
 
 
-def env_int(*names: str) -> int:
-    return int(next(os.environ[n] for n in names if n in os.environ))
+def env_int(names: tuple[str, ...], default: int) -> int:
+    return int(next((os.environ[n] for n in names if n in os.environ), default))
 
 
 def main() -> None:
-    rank = env_int("RANK", "PMI_RANK")
-    world_size = env_int("WORLD_SIZE", "PMI_SIZE")
+    rank = env_int(("RANK", "PMI_RANK"), 0)
+    world_size = env_int(("WORLD_SIZE", "PMI_SIZE"), 1)
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29500")
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
