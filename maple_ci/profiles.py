@@ -97,7 +97,9 @@ class ClusterProfile(BaseModel):
     # Network/collective settings for every job. Values are literal strings (no $VAR expansion);
     # anything that must expand (LD_LIBRARY_PATH prepends) belongs in a FrameworkSetup.setup line.
     env: dict[str, str] = Field(default_factory=dict)
-    signatures: list[str] = Field(default_factory=list)  # regexes that mark a script as written for this cluster
+    # Regexes that mark a script as written for this cluster. extract searches them with re.I and
+    # picks the profile with the most hits; use (?-i:...) where case matters (Bridges-2 "GPU").
+    signatures: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
     @property
