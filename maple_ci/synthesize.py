@@ -21,7 +21,7 @@ from typing import Optional
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from .errors import MapleError
-from .intent import REQUIRED_FOR_PORT, JobIntent
+from .intent import JobIntent
 from .library import TemplateMeta, launch_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 
@@ -73,7 +73,7 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
     missing = sorted(set(intent.missing) | {f for f in ("nodes", "entrypoint") if getattr(intent, f) is None})
     if missing:
-        raise MapleError(f"cannot port without {', '.join(missing)} (required: {', '.join(REQUIRED_FOR_PORT)})")
+        raise MapleError(f"cannot port without {', '.join(missing)}; give them in the script or as options")
     nodes = intent.nodes
     notes = []
     # A source queue name means something on the target only if the job also fits it there.

@@ -1,0 +1,216 @@
+"""Synthesis: every template renders to a script that passes static checks, user values are quoted
+and never run, and the port rule (keep nodes, fill each node) is applied and reported."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maple_ci.errors import MapleError
+from maple_ci.intent import JobIntent
+from maple_ci.library import get_template, load_templates
+from maple_ci.profiles import get_profile, load_profiles
+from maple_ci.synthesize import output_path, render, resolve_job
+from maple_ci.verify.static import checks_ok, static_checks
+
+TEMPLATES = load_templates()
+COMBOS = {("pytorch", "ddp"), ("pytorch", "fsdp"), ("deepspeed", "zero3"), ("accelerate", "ddp")}
+ARGS = ["--epochs", "3", "--lr", "0.1"]
+
+
+def typical(framework: str = "pytorch", **update) -> JobIntent:
+    """A 2-node, 4-GPU-per-node job as the extractor would describe a Perlmutter script."""
+    intent = JobIntent(source_cluster="perlmutter", scheduler="slurm", launcher="torchrun", framework=framework,
+                       nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=ARGS, account="proj123")
+    return intent.with_defaults().model_copy(update=update)
+
+
+def test_library_covers_every_profiled_cluster():
+    assert len(TEMPLATES) >= 48
+    for name in load_profiles():
+        combos = {(t.framework, t.strategy) for t in TEMPLATES if t.cluster == name}
+        assert COMBOS <= combos, f"{name} lacks {COMBOS - combos}"
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.id)
+def test_every_template_renders_a_script_that_passes_static_checks(template):
+    profile = get_profile(template.cluster)
+    intent = typical(template.framework)
+    script = render(intent, profile, template, "jobs/submit_pm.sh")
+
+    checks = static_checks(script, intent, profile)
+    assert checks_ok(checks), [c for c in checks if not c.ok]
+    assert not [c for c in checks if c.name.startswith("shellcheck:")], "templates must be shellcheck-clean"
+    assert script.startswith("#!/bin/bash\n")
+    assert template.id in script and profile.docs_url in script
+    submit = "sbatch" if profile.scheduler == "slurm" else "qsub"
+    assert f"# Submit: {submit} submit_pm.{profile.script_suffix}" in script
+    # The mini-app is substituted for the entrypoint: it must be a plain word with its arguments after it.
+    assert re.search(r"(^|\s)train\.py --epochs 3 --lr 0\.1(\s|$)", script, re.M)
+
+
+HOSTILE_ARGS = ["--name", "two words", "it's", "$(touch {tmp}/pwned-arg)", "`touch {tmp}/pwned-tick`",
+                "x; touch {tmp}/pwned-semi", '"double"', "back\\slash", "*"]
+
+# Stand-ins for the cluster commands: launchers run the command they wrap once (as a one-task step);
+# the programs record the argv and environment they received.
+STUB = r'''#!{python}
+import json, os, sys
+name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write(json.dumps({{"name": name, "argv": args, "env": os.environ.get("MY_SETTING")}}) + "\n")
+if name == "scontrol":
+    print("node1\nnode2")
+elif name == "hostname":
+    print("10.0.0.1")
+elif name in ("srun", "mpiexec", "mpirun", "ibrun"):
+    start = next(i for i, a in enumerate(args) if a in ("bash", "python", "torchrun", "hostname"))
+    os.execvp(args[start], args[start:])
+'''
+
+
+@pytest.fixture
+def stub_env(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("srun", "mpiexec", "mpirun", "ibrun", "torchrun", "accelerate", "deepspeed", "python",
+                 "module", "conda", "scontrol", "hostname"):
+        path = bin_dir / name
+        path.write_text(STUB.format(python=sys.executable))
+        path.chmod(0o755)
+    nodefile = tmp_path / "nodefile"
+    nodefile.write_text("x1.hostmgmt.example\nx2.hostmgmt.example\n")
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log.jsonl"), "HOME": str(tmp_path),
+            "PBS_NODEFILE": str(nodefile), "PBS_O_WORKDIR": str(tmp_path), "SLURM_JOB_NODELIST": "node[1-2]",
+            "MAPLE_PYTHON_ENV": str(tmp_path)}
+
+
+@pytest.mark.parametrize("template_id", [
+    "perlmutter-pytorch-ddp",  # srun, one task per GPU, program after bash -c '...'
+    "perlmutter-accelerate-ddp",  # accelerate launch inside the step
+    "polaris-deepspeed-zero3",  # deepspeed launcher, hostfile and .deepspeed_env
+    "aurora-pytorch-fsdp",  # PALS mpiexec per tile
+    "vista-pytorch-ddp",  # mpirun -> torchrun
+    "delta-pytorch-ddp",  # srun -> torchrun with the head node's IP
+    "frontier-deepspeed-zero3",  # srun per GCD, generated ds_config
+])
+def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_path):
+    template = get_template(template_id)
+    args = [a.format(tmp=tmp_path) for a in HOSTILE_ARGS]
+    entrypoint = "my dir/train $(touch pwned).py"
+    setting = f"$(touch {tmp_path}/pwned-env) `id` ; \"q\" 'q'"
+    intent = typical(template.framework, entrypoint=entrypoint, script_args=args, env={"MY_SETTING": setting})
+    script = render(intent, get_profile(template.cluster), template, "evil\nrm -rf ~.sh")
+
+    assert "\nrm -rf" not in script  # the source name stays inside its comment
+    run = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=stub_env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert not list(tmp_path.rglob("pwned*"))
+    calls = [json.loads(line) for line in Path(stub_env["STUB_LOG"]).read_text().splitlines()]
+    program = next(c for c in calls if c["name"] in ("python", "torchrun", "accelerate", "deepspeed"))
+    expected = [entrypoint, *args]
+    if template.framework == "deepspeed":
+        expected += ["--deepspeed_config", "ds_config.maple.json"]
+    start = program["argv"].index(entrypoint)
+    assert program["argv"][start:] == expected
+    assert program["env"] == setting
+
+
+def test_deepspeed_without_config_gets_a_zero3_config_written_by_the_script():
+    template = get_template("perlmutter-deepspeed-zero3")
+    script = render(typical("deepspeed"), get_profile("perlmutter"), template)
+    config = json.loads(script.split("<<'JSON'\n", 1)[1].split("\nJSON\n", 1)[0])
+    assert config["zero_optimization"]["stage"] == 3
+    assert '--deepspeed_config "$DS_CONFIG"' in script
+
+
+def test_deepspeed_config_from_the_source_is_passed_and_not_duplicated():
+    template, profile = get_template("delta-deepspeed-zero3"), get_profile("delta")
+    given = render(typical("deepspeed", configs={"deepspeed": "cfg/ds z3.json"}), profile, template)
+    assert "DS_CONFIG='cfg/ds z3.json'" in given and "<<'JSON'" not in given
+    in_args = render(typical("deepspeed", script_args=["--deepspeed_config", "mine.json"]), profile, template)
+    assert in_args.count("--deepspeed_config") == 1 and "DS_CONFIG" not in in_args
+
+
+def test_accelerate_config_file_is_passed():
+    script = render(typical("accelerate", configs={"accelerate": "acc.yaml"}), get_profile("anvil"),
+                    get_template("anvil-accelerate-ddp"))
+    assert "--config_file acc.yaml" in script and "--num_processes=8" in script
+
+
+def test_port_keeps_nodes_fills_each_node_and_says_when_world_size_changes():
+    aurora = get_profile("aurora")
+    script = render(typical(), aurora, get_template("aurora-pytorch-ddp"))
+    assert "mpiexec --envall -n 24 --ppn 12" in script
+    assert "#PBS -l select=2\n" in script
+    assert "world size changes from 8 to 24" in script
+    same = render(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp"))
+    assert "world size" not in same and "-n 8 --ppn 4" in same
+
+
+def test_walltime_and_queue_resolution():
+    perlmutter, template = get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp")
+    job = resolve_job(typical(), perlmutter, template)
+    assert (job.queue.name, job.walltime) == ("regular", "01:00:00")
+    assert "no walltime" in " ".join(job.notes)
+    short = resolve_job(typical(queue="debug", walltime="00:20:00"), perlmutter, template)
+    assert (short.queue.name, short.walltime) == ("debug", "00:20:00")
+    # The source's queue is not used where the job does not fit it.
+    big = resolve_job(typical(queue="debug", nodes=16), perlmutter, template)
+    assert big.queue.name == "regular" and "'debug'" in " ".join(big.notes)
+    # Without a walltime, the default never exceeds the queue's limit (Polaris debug-scaling: 1 h).
+    assert resolve_job(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp")).walltime == "01:00:00"
+
+
+def test_site_network_settings_are_replaced_and_user_settings_kept():
+    intent = typical(env={"NCCL_SOCKET_IFNAME": "ib0", "FI_PROVIDER": "cxi", "HF_HOME": "/scratch/hf", "NCCL_DEBUG": "INFO"})
+    script = render(intent, get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp"))
+    assert "export NCCL_SOCKET_IFNAME=hsn" in script and "ib0" not in script and "export FI_PROVIDER" not in script
+    assert "# Note: source settings replaced by perlmutter's: FI_PROVIDER, NCCL_SOCKET_IFNAME" in script
+    assert "export HF_HOME=/scratch/hf" in script and "export NCCL_DEBUG=INFO" in script
+
+
+def test_account_placeholder_when_missing_and_refusal_of_unsafe_directive_values():
+    profile, template = get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp")
+    script = render(typical(account=None), profile, template)
+    assert "#SBATCH --account=<ACCOUNT>" in script and profile.account_example in script
+    with pytest.raises(MapleError, match="directive"):
+        render(typical(account="m1234 --qos=premium"), profile, template)
+    # Where an account is optional (TACC) none is written.
+    assert "--account" not in render(typical(account=None), get_profile("vista"), get_template("vista-pytorch-ddp"))
+
+
+def test_invalid_environment_name_is_refused():
+    with pytest.raises(MapleError, match="not a valid shell name"):
+        render(typical(env={"A=$(id)": "1"}), get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp"))
+
+
+def test_unsupported_template_refuses_with_its_reason():
+    template = get_template("vista-deepspeed-zero3").model_copy(
+        update={"supported": False, "reason": "no aarch64 DeepSpeed build on this stack"})
+    with pytest.raises(MapleError, match="no aarch64 DeepSpeed build on this stack"):
+        render(typical("deepspeed"), get_profile("vista"), template)
+
+
+def test_missing_required_fields_are_listed():
+    template, profile = get_template("perlmutter-pytorch-ddp"), get_profile("perlmutter")
+    with pytest.raises(MapleError, match="entrypoint, nodes"):
+        render(typical(nodes=None, entrypoint=None), profile, template)
+    with pytest.raises(MapleError, match="gpus_per_node"):
+        render(typical(missing=["gpus_per_node"]), profile, template)
+
+
+def test_template_for_another_cluster_is_refused():
+    with pytest.raises(MapleError, match="not polaris"):
+        render(typical(), get_profile("polaris"), get_template("perlmutter-pytorch-ddp"))
+
+
+def test_output_path():
+    out = Path("scripts")
+    assert output_path(out, get_profile("perlmutter"), "jobs/submit_pm.sh") == out / "perlmutter" / "submit_pm.sbatch"
+    assert output_path(out, get_profile("polaris"), "train job.sh") == out / "polaris" / "train-job.pbs"
+    assert output_path(out, get_profile("aurora"), "<text>") == out / "aurora" / "text.pbs"
+    assert output_path(out, get_profile("aurora"), "../../etc/x.sh") == out / "aurora" / "x.pbs"
