@@ -1,0 +1,136 @@
+"""Static checks: each policy failure is found, is an error (or a warning where the script can still
+run) and points at the line to fix."""
+
+import re
+
+import pytest
+
+from maple_ci.intent import JobIntent
+from maple_ci.library import get_template
+from maple_ci.profiles import get_profile
+from maple_ci.synthesize import render
+from maple_ci.verify.static import checks_ok, parse_directives, static_checks
+
+INTENT = JobIntent(nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=["--lr", "0.1"],
+                   account="m1234_g").with_defaults()
+
+
+def script_for(template_id: str, intent: JobIntent = INTENT) -> str:
+    template = get_template(template_id)
+    return render(intent.model_copy(update={"framework": template.framework}), get_profile(template.cluster), template)
+
+
+def line_of(script: str, text: str) -> int:
+    return next(n for n, line in enumerate(script.splitlines(), start=1) if text in line)
+
+
+def failures(script: str, cluster: str) -> dict[str, object]:
+    checks = static_checks(script, INTENT, get_profile(cluster))
+    return {c.name: c for c in checks if not c.ok}
+
+
+def test_clean_port_passes_with_every_policy_checked():
+    script = script_for("perlmutter-pytorch-ddp")
+    checks = static_checks(script, INTENT, get_profile("perlmutter"))
+    assert checks_ok(checks) and all(c.ok for c in checks)
+    names = {c.name for c in checks}
+    assert {"bash-syntax", "shellcheck", "queue", "nodes", "walltime", "gpus-per-node", "account",
+            "required:--constraint=gpu", "entrypoint", "world-size"} <= names
+
+
+@pytest.mark.parametrize("old, new, check, message, at", [
+    ("--gpus-per-node=4", "--gpus-per-node=8", "gpus-per-node", "8 GPUs per node requested but NERSC Perlmutter nodes have 4", "--gpus-per-node"),
+    ("--time=01:00:00", "--time=2-01:00:00", "walltime", "exceeds queue regular's limit of 48:00:00", "--time"),
+    ("--qos=regular", "--qos=gold", "queue", "qos 'gold' does not exist on NERSC Perlmutter", "--qos"),
+    ("--qos=regular", "--qos=debug", "walltime", "exceeds queue debug's limit of 00:30:00", "--time"),
+    ("--nodes=2", "--nodes=2000", "nodes", "2000 nodes is outside queue regular's limit of 1-1536 nodes", "--nodes"),
+])
+def test_policy_failures_point_at_their_directive(old, new, check, message, at):
+    script = script_for("perlmutter-pytorch-ddp").replace(old, new)
+    found = failures(script, "perlmutter")
+    assert check in found and message in found[check].message
+    assert found[check].severity == "error" and found[check].line == line_of(script, "#SBATCH " + at)
+
+
+def test_walltime_limit_depends_on_job_size_in_binned_queues():
+    # Polaris prod routes 10-24 node jobs to `small`, 3 h.
+    intent = INTENT.model_copy(update={"nodes": 12, "walltime": "05:00:00"})
+    script = re.sub(r"(?m)^#PBS -q .*$", "#PBS -q prod", script_for("polaris-pytorch-ddp", intent))
+    found = failures(script, "polaris")
+    assert "limit of 03:00:00 for 12 nodes" in found["walltime"].message
+    assert found["walltime"].line == line_of(script, "walltime=05:00:00")
+
+
+def test_missing_required_directive():
+    script = script_for("polaris-pytorch-ddp").replace("#PBS -l filesystems=home:eagle\n", "")
+    found = failures(script, "polaris")
+    assert "requires the directive -l filesystems=home:eagle" in found["required:-l filesystems=home:eagle"].message
+
+
+def test_rejected_directive_on_vista():
+    script = script_for("vista-pytorch-ddp").replace("#SBATCH --nodes=2\n", "#SBATCH --nodes=2\n#SBATCH --gres=gpu:1\n")
+    found = failures(script, "vista")
+    assert found["rejected:--gres"].line == line_of(script, "--gres=gpu:1")
+    assert "TACC Vista refuses jobs that use --gres" in found["rejected:--gres"].message
+
+
+@pytest.mark.parametrize("template_id, old, new, message", [
+    ("perlmutter-pytorch-ddp-torchrun", "--nnodes=2", "--nnodes=3", "starts 12 ranks but the directives give 2 nodes x 4 = 8"),
+    ("perlmutter-pytorch-fsdp", "--nproc_per_node=4", "--nproc_per_node=2", "starts 4 ranks but the directives give 2 nodes x 4 = 8"),
+    ("polaris-pytorch-ddp-torchrun", "--nproc_per_node=4", "--nproc_per_node=8", "8 ranks per node but ALCF Polaris nodes have 4"),
+    ("lonestar6-pytorch-ddp", "--nproc_per_node=3", "--nproc_per_node=4", "4 ranks per node but TACC Lonestar6 nodes have 3"),
+])
+def test_world_size_mismatch_between_directives_and_launcher(template_id, old, new, message):
+    script = script_for(template_id)
+    assert old in script
+    script = script.replace(old, new)
+    check = failures(script, get_template(template_id).cluster)["world-size"]
+    assert message in check.message and check.severity == "error"
+    assert check.line is not None
+
+
+def test_bash_syntax_error_reports_its_line():
+    lines = script_for("perlmutter-pytorch-ddp").splitlines()
+    at = lines.index("set -eo pipefail") + 2
+    lines.insert(at - 1, "fi")
+    script = "\n".join(lines) + "\n"
+    check = failures(script, "perlmutter")["bash-syntax"]
+    assert check.line == at and "unexpected token" in check.message
+
+
+def test_shellcheck_findings_are_warnings_with_lines():
+    script = script_for("perlmutter-pytorch-ddp").replace("set -eo pipefail\n", 'set -eo pipefail\necho "$run_dir"\n')
+    checks = static_checks(script, INTENT, get_profile("perlmutter"))
+    finding = next(c for c in checks if c.name == "shellcheck:SC2154")
+    assert finding.severity == "warning" and finding.line == line_of(script, "$run_dir")
+    assert checks_ok(checks)
+
+
+def test_placeholder_account_warns_and_missing_account_fails():
+    script = script_for("perlmutter-pytorch-ddp", INTENT.model_copy(update={"account": None}))
+    checks = static_checks(script, INTENT, get_profile("perlmutter"))
+    account = next(c for c in checks if c.name == "account")
+    assert not account.ok and account.severity == "warning" and "m1234_g" in account.message
+    assert checks_ok(checks)
+    gone = script.replace("#SBATCH --account=<ACCOUNT>\n", "")
+    assert failures(gone, "perlmutter")["account"].severity == "error"
+
+
+def test_entrypoint_must_be_run():
+    script = script_for("perlmutter-pytorch-ddp").replace("python train.py", "python other.py")
+    assert "never runs train.py" in failures(script, "perlmutter")["entrypoint"].message
+
+
+def test_directives_read_like_the_scheduler_reads_them():
+    slurm = "#!/bin/bash\n#SBATCH -N2 -A abc\n#SBATCH --time 30 --exclusive\necho hi\n#SBATCH -p late\n"
+    found = {(d.key, d.value, d.line) for d in parse_directives(slurm, "slurm")}
+    assert found == {("nodes", "2", 2), ("account", "abc", 2), ("time", "30", 3), ("exclusive", None, 3)}
+    pbs = "#!/bin/bash\n#PBS -l select=2:system=polaris,walltime=1:00:00\n#PBS -q debug -k doe\n"
+    found = {(d.key, d.value) for d in parse_directives(pbs, "pbs")}
+    assert found == {("select", "2:system=polaris"), ("walltime", "1:00:00"), ("queue", "debug"), ("-k", "doe")}
+
+
+@pytest.mark.parametrize("value, ok", [("90", True), ("1:30:00", True), ("2-00:00:00", True), ("2-00:00:01", False)])
+def test_slurm_time_formats(value, ok):
+    script = script_for("perlmutter-pytorch-ddp").replace("--time=01:00:00", f"--time={value}")
+    assert ("walltime" not in failures(script, "perlmutter")) == ok
