@@ -112,8 +112,9 @@ def parse_directives(script: str, scheduler: str) -> list[Directive]:
     return found
 
 
-def _first(directives: list[Directive], *keys: str) -> Optional[Directive]:
-    return next((d for d in directives if d.key in keys), None)
+def _given(directives: list[Directive], *keys: str) -> Optional[Directive]:
+    """The directive that takes effect for one of `keys`: a later one overrides an earlier one."""
+    return next((d for d in reversed(directives) if d.key in keys), None)
 
 
 def _last_int(text: str) -> Optional[int]:
@@ -134,11 +135,21 @@ def _slurm_seconds(value: str) -> Optional[int]:
     return a * 60 + (b or 0)
 
 
+def _pbs_seconds(value: str) -> Optional[int]:
+    """PBS walltime: [[HH:]MM:]SS."""
+    if not re.fullmatch(r"\d+(:\d+){0,2}", value.strip()):
+        return None
+    seconds = 0
+    for part in value.strip().split(":"):
+        seconds = seconds * 60 + int(part)
+    return seconds
+
+
 def _nodes(directives: list[Directive], scheduler: str) -> tuple[Optional[int], Optional[Directive]]:
     if scheduler == "slurm":
-        d = _first(directives, "nodes")
+        d = _given(directives, "nodes")
         return (_last_int(d.value), d) if d and d.value else (None, d)
-    d = _first(directives, "select")
+    d = _given(directives, "select")
     if not d or not d.value:
         return None, d
     # select=2:ngpus=4+1:ncpus=8 -> chunks; the count leads each chunk (default 1)
@@ -148,19 +159,19 @@ def _nodes(directives: list[Directive], scheduler: str) -> tuple[Optional[int], 
 
 def _gpus_per_node(directives: list[Directive], nodes: int) -> tuple[Optional[int], Optional[Directive]]:
     """GPUs the directives request per node, or None when GPUs come with the node."""
-    if d := _first(directives, "gpus-per-node"):
+    if d := _given(directives, "gpus-per-node"):
         return _last_int(d.value or ""), d
-    if d := _first(directives, "gres"):
+    if d := _given(directives, "gres"):
         gpu = next((g for g in (d.value or "").split(",") if g.startswith("gpu")), None)
         return ((_last_int(gpu) or 1) if gpu else None), d
-    if d := _first(directives, "gpus"):
+    if d := _given(directives, "gpus"):
         total = _last_int(d.value or "")
         return (math.ceil(total / nodes) if total else None), d
-    if d := _first(directives, "gpus-per-task"):
-        tasks = _first(directives, "ntasks-per-node")
+    if d := _given(directives, "gpus-per-task"):
+        tasks = _given(directives, "ntasks-per-node")
         per_task = _last_int(d.value or "") or 1
         return per_task * (_last_int(tasks.value) if tasks and tasks.value else 1), d
-    if d := _first(directives, "select"):
+    if d := _given(directives, "select"):
         match = re.search(r"ngpus=(\d+)", d.value or "")
         return (int(match.group(1)), d) if match else (None, None)
     return None, None
@@ -194,7 +205,7 @@ def _shellcheck(script: str) -> list[Check]:
 
 def _queue(directives: list[Directive], profile: ClusterProfile) -> tuple[Check, Queue]:
     key = "queue" if profile.scheduler == "pbs" else profile.queue_directive
-    d = _first(directives, key)
+    d = _given(directives, key)
     default = profile.default_queue()
     if not d or not d.value:
         return _fail("queue", f"no {key} given; the site default applies (maple-ci's default here is "
@@ -217,11 +228,10 @@ def _node_count(nodes: Optional[int], d: Optional[Directive], queue: Queue) -> C
 
 
 def _walltime(directives: list[Directive], profile: ClusterProfile, queue: Queue, nodes: int) -> Check:
-    d = _first(directives, "walltime" if profile.scheduler == "pbs" else "time")
+    d = _given(directives, "walltime" if profile.scheduler == "pbs" else "time")
     if not d or not d.value:
         return _fail("walltime", "no walltime given; the queue's default applies", severity="warning")
-    seconds = walltime_seconds(d.value) if profile.scheduler == "pbs" and d.value.count(":") == 2 else (
-        int(d.value) if profile.scheduler == "pbs" and d.value.isdigit() else _slurm_seconds(d.value))
+    seconds = (_pbs_seconds if profile.scheduler == "pbs" else _slurm_seconds)(d.value)
     if seconds is None:
         return _fail("walltime", f"cannot read walltime {d.value!r}", d.line)
     limit = queue.max_walltime_for(nodes)
@@ -261,7 +271,7 @@ def _policy_directives(directives: list[Directive], profile: ClusterProfile) -> 
 
 
 def _account(directives: list[Directive], profile: ClusterProfile) -> Check:
-    d = _first(directives, "account")
+    d = _given(directives, "account")
     if d and d.value and "<" in d.value:
         return _fail("account", f"fill in your allocation (for example {profile.account_example})", d.line, "warning")
     if d and d.value:
