@@ -22,8 +22,10 @@ from maple_ci.vectordb import _connect
 
 # (cluster, file name, framework, strategy, launcher, description, supported)
 SYNTHETIC = [
-    # The ddp description repeats, word for word, the description of an fsdp intent (see
-    # test_stated_strategy_beats_similarity): similarity alone would pick this template for it.
+    # Two descriptions repeat, word for word, the description of an intent whose strategy they do not
+    # have, so similarity alone would pick them: alpha-pytorch-ddp for a pytorch fsdp intent
+    # (test_stated_strategy_beats_similarity), alpha-accelerate-fsdp for an accelerate intent with
+    # no strategy (test_unstated_strategy_defaults_per_framework).
     ("alpha", "pytorch-ddp", "pytorch", "ddp", "torchrun",
      "pytorch fsdp launched with torchrun on 2 nodes with 4 GPUs per node", True),
     ("alpha", "pytorch-ddp-srun", "pytorch", "ddp", "srun", "srun starts one task per GPU.", True),
@@ -31,7 +33,8 @@ SYNTHETIC = [
     ("alpha", "deepspeed-zero2", "deepspeed", "zero2", "deepspeed", "ZeRO stage 2 partitions optimizer state.", True),
     ("alpha", "deepspeed-zero3", "deepspeed", "zero3", "deepspeed", "ZeRO stage 3 also partitions the parameters.", True),
     ("alpha", "accelerate-ddp", "accelerate", "ddp", "accelerate", "accelerate launch, multi-GPU data parallel.", True),
-    ("alpha", "accelerate-fsdp", "accelerate", "fsdp", "accelerate", "accelerate launch with an FSDP plugin.", True),
+    ("alpha", "accelerate-fsdp", "accelerate", "fsdp", "accelerate",
+     "accelerate launched with torchrun on 2 nodes with 4 GPUs per node", True),
     ("beta", "pytorch-ddp", "pytorch", "ddp", "torchrun", "torchrun per node started by srun.", True),
     ("beta", "deepspeed-zero3", "deepspeed", "zero3", "deepspeed", "DeepSpeed ZeRO-3, deepspeed launcher.", False),
 ]
@@ -89,7 +92,7 @@ def build_count(monkeypatch):
 
 
 def _intent(**fields) -> JobIntent:
-    return JobIntent(launcher="torchrun", nodes=2, gpus_per_node=4, **fields)
+    return JobIntent(**{"launcher": "torchrun", "nodes": 2, "gpus_per_node": 4, **fields})
 
 
 def _template_tables() -> list[str]:
@@ -107,16 +110,23 @@ def test_stated_strategy_beats_similarity(library):
 
 @pytest.mark.parametrize("launcher, expected", [("srun", "alpha-pytorch-ddp-srun"), ("torchrun", "alpha-pytorch-ddp")])
 def test_launcher_picks_between_variants_of_a_strategy(library, launcher, expected):
-    intent = JobIntent(framework="pytorch", strategy="ddp", launcher=launcher, nodes=2, gpus_per_node=4)
-    assert best_template(intent, "alpha").id == expected
+    assert best_template(_intent(framework="pytorch", strategy="ddp", launcher=launcher), "alpha").id == expected
 
 
 @pytest.mark.parametrize(
-    "framework, expected",
-    [("pytorch", "alpha-pytorch-ddp"), ("deepspeed", "alpha-deepspeed-zero3"), ("accelerate", "alpha-accelerate-ddp")],
+    "framework, default, nearest",
+    [
+        ("pytorch", "alpha-pytorch-ddp", "alpha-pytorch-ddp"),
+        ("deepspeed", "alpha-deepspeed-zero3", "alpha-deepspeed-zero2"),
+        ("accelerate", "alpha-accelerate-ddp", "alpha-accelerate-fsdp"),
+    ],
 )
-def test_unstated_strategy_defaults_per_framework(library, framework, expected):
-    assert best_template(_intent(framework=framework), "alpha").id == expected
+def test_unstated_strategy_defaults_per_framework(library, framework, default, nearest):
+    """For deepspeed and accelerate the default wins although similarity alone prefers another strategy."""
+    intent = _intent(framework=framework)
+    hits = search(intent.description(), cluster="alpha", k=len(SYNTHETIC))
+    assert [c.template.id for c in hits if c.template.framework == framework][0] == nearest
+    assert best_template(intent, "alpha").id == default
 
 
 def test_candidates_are_the_clusters_templates_of_the_framework(library):
@@ -227,6 +237,5 @@ def test_real_library_retrieves_each_template_for_its_own_intent(real_library):
         same_intent[(t.cluster, t.framework, t.strategy, t.launcher)].add(t.id)
     assert len({key[:3] for key in same_intent}) >= 48  # 12 clusters x 4 combos; an empty library must not pass
     for t in real_library:
-        intent = JobIntent(framework=t.framework, strategy=t.strategy, launcher=t.launcher, nodes=2, gpus_per_node=4)
-        top = best_template(intent, t.cluster)
+        top = best_template(_intent(framework=t.framework, strategy=t.strategy, launcher=t.launcher), t.cluster)
         assert top.id in same_intent[(t.cluster, t.framework, t.strategy, t.launcher)], (t.id, top.id)
