@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 from fake_github import FakeGitHub
+from scenarios import SCRIPT
+
+from maple_ci.github.delivery import connect
 
 HERE = Path(__file__).parent
 NODE_MODULES = HERE / "node_modules"
@@ -46,3 +49,16 @@ def webhook(_webhook_examples):
 def fake():
     with FakeGitHub() as server:
         yield server
+
+
+@pytest.fixture
+def repo(fake):
+    return connect("ghs_secret", fake.base_url, pace=False).get_repo(f"{fake.owner}/{fake.name}")
+
+
+@pytest.fixture
+def source_pr(fake):
+    """PR #1: branch `feature` adds jobs/train.sh; Codertocat (the recorded commenter) may write."""
+    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sh": SCRIPT}, [fake.refs["heads/main"]], "add train.sh")
+    fake.permissions["Codertocat"] = "write"
+    return fake.open_pull("feature", "main")

@@ -38,7 +38,7 @@ class FakeGitHub:
         self.comments: list[dict] = []
         self.check_runs: list[dict] = []
         self.permissions: dict[str, str] = {}
-        self.requests: list[tuple[str, str]] = []
+        self.requests: list[dict] = []  # every request: method, path, query, body, and the route it hit
         self.fail_next: list[int] = []  # statuses to answer the next requests with (retry tests)
         self.refs["heads/main"] = self.commit_files(files or {"README.md": "hello\n"}, [], "initial")
 
@@ -92,7 +92,8 @@ class FakeGitHub:
 
     # --- request handling: (method, path) -> (status, json) ---
     def handle(self, method: str, path: str, query: dict, body: dict) -> tuple[int, object]:
-        self.requests.append((method, path))
+        request = {"method": method, "path": path, "query": query, "body": body, "route": None}
+        self.requests.append(request)
         if self.fail_next:
             return self.fail_next.pop(0), {"message": "Server Error"}
         repo = f"/repos/{self.owner}/{self.name}"
@@ -101,6 +102,7 @@ class FakeGitHub:
         route = f"{method} {path[len(repo):]}"
         for pattern, handler in self.routes:
             if m := re.fullmatch(pattern, route):
+                request["route"] = pattern
                 return handler(self, body, query, *m.groups())
         return 404, {"message": f"fake has no route for {route}"}
 
@@ -127,9 +129,6 @@ class FakeGitHub:
 
     def get_git_commit(self, body, query, sha):
         return (200, self.commit_json(sha)) if sha in self.commits else (404, {"message": "Not Found"})
-
-    def get_commit(self, body, query, sha):
-        return (200, {"sha": sha, "url": self.url(f"/commits/{sha}"), "commit": self.commit_json(sha)}) if sha in self.commits else (404, {"message": "Not Found"})
 
     def create_blob(self, body, query):
         assert body["encoding"] == "utf-8", body
@@ -224,7 +223,6 @@ class FakeGitHub:
         (r"POST /git/refs", create_ref),
         (r"PATCH /git/refs/(.+)", update_ref),
         (r"GET /git/commits/(\w+)", get_git_commit),
-        (r"GET /commits/(\w+)", get_commit),
         (r"POST /git/blobs", create_blob),
         (r"POST /git/trees", create_tree),
         (r"POST /git/commits", create_commit),

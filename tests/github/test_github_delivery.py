@@ -1,6 +1,7 @@
 """The whole bot against a stateful fake GitHub: what ends up in the repository."""
 
 import pytest
+from scenarios import SCRIPT, comment_plan, port_results
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import run_plan
@@ -13,51 +14,6 @@ from maple_ci.github.delivery import (
     review_comment,
     write_job_summary,
 )
-from maple_ci.github.events import plan_event
-
-KNOWN = ("perlmutter", "aurora", "polaris")
-SCRIPT = "#!/bin/bash\n#SBATCH -N 2\nmodule load pytorch\nsrun python train.py\n"
-
-
-def cluster_result(cluster, failing=0, suggestions=()):
-    checks = [{"name": "shellcheck", "ok": True, "message": "clean"}]
-    checks += [{"name": f"policy-{i}", "ok": False, "message": f"problem {i}", "line": 2, "level": "warning"} for i in range(failing)]
-    return {"cluster": cluster, "path": f"scripts/{cluster}/train.sh", "content": SCRIPT.replace("2", cluster),
-            "template": f"{cluster}/torchrun-ddp", "checks": checks, "verification": "passed",
-            "log_url": f"https://ci.example/{cluster}/1", "suggestions": list(suggestions)}
-
-
-def port_results():
-    suggestions = [
-        {"path": "scripts/aurora/train.sh", "start_line": 3, "line": 3, "body": "module load frameworks", "message": "Aurora's module"},
-        {"path": "scripts/perlmutter/train.sh", "start_line": 3, "line": 4, "body": "module load pytorch/2.3\nsrun --gpu-bind=none python train.py"},
-    ]
-    return [{
-        "source": "jobs/train.sh",
-        "intent": {"scheduler": "slurm", "launcher": "srun", "framework": "pytorch", "nodes": 2, "entrypoint": "train.py",
-                   "script_args": ["--lr", "3e-4|x"], "modules": [], "missing": ["walltime"]},
-        "clusters": [cluster_result("perlmutter", suggestions=suggestions[1:]), cluster_result("aurora", failing=120, suggestions=suggestions[:1])],
-    }]
-
-
-@pytest.fixture
-def repo(fake):
-    return connect("ghs_secret", fake.base_url, pace=False).get_repo("octo/ports")
-
-
-@pytest.fixture
-def source_pr(fake):
-    """PR #1: branch `feature` adds jobs/train.sh; Codertocat (the payload's commenter) may write."""
-    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sh": SCRIPT}, [fake.refs["heads/main"]], "add train.sh")
-    fake.permissions["Codertocat"] = "write"
-    return fake.open_pull("feature", "main")
-
-
-def comment_plan(webhook, number, body="/maple port perlmutter aurora"):
-    payload = webhook("issue_comment", action="created")
-    payload["comment"]["body"] = body
-    payload["issue"].update(number=number, pull_request={})
-    return plan_event("issue_comment", payload, KNOWN), payload["comment"]["id"]
 
 
 def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, repo, source_pr, webhook, tmp_path):
@@ -115,7 +71,7 @@ def test_unauthorized_commenter_changes_nothing(fake, repo, source_pr, webhook):
     assert run_plan(repo, plan, lambda *a: pytest.fail("port must not run")) == []
     assert (fake.refs, len(fake.commits), len(fake.pulls)) == (refs, commits, 1)
     assert fake.reactions == fake.comments == fake.reviews == fake.check_runs == []
-    assert [m for m, _ in fake.requests if m != "GET"] == []
+    assert [r["route"] for r in fake.requests] == ["GET /collaborators/([^/]+)/permission"]
 
 
 def test_invalid_command_gets_a_confused_reaction_and_help(fake, repo, source_pr, webhook):

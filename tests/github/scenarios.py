@@ -1,0 +1,36 @@
+"""Port results and requests shared by the fake-GitHub and OpenAPI tests (what the pipeline would return)."""
+
+from maple_ci.github.events import plan_event
+
+KNOWN = ("perlmutter", "aurora", "polaris")
+SCRIPT = "#!/bin/bash\n#SBATCH -N 2\nmodule load pytorch\nsrun python train.py\n"
+
+
+def cluster_result(cluster, failing=0, suggestions=()):
+    checks = [{"name": "shellcheck", "ok": True, "message": "clean"}]
+    checks += [{"name": f"policy-{i}", "ok": False, "message": f"problem {i}", "line": 2, "level": "warning"} for i in range(failing)]
+    return {"cluster": cluster, "path": f"scripts/{cluster}/train.sh", "content": SCRIPT.replace("2", cluster),
+            "template": f"{cluster}/torchrun-ddp", "checks": checks, "verification": "passed",
+            "log_url": f"https://ci.example/{cluster}/1", "suggestions": list(suggestions)}
+
+
+def port_results():
+    """jobs/train.sh ported to perlmutter (a two-line suggestion) and aurora (120 warnings: three annotation batches)."""
+    suggestions = [
+        {"path": "scripts/aurora/train.sh", "start_line": 3, "line": 3, "body": "module load frameworks", "message": "Aurora's module"},
+        {"path": "scripts/perlmutter/train.sh", "start_line": 3, "line": 4, "body": "module load pytorch/2.3\nsrun --gpu-bind=none python train.py"},
+    ]
+    return [{
+        "source": "jobs/train.sh",
+        "intent": {"scheduler": "slurm", "launcher": "srun", "framework": "pytorch", "nodes": 2, "entrypoint": "train.py",
+                   "script_args": ["--lr", "3e-4|x"], "modules": [], "missing": ["walltime"]},
+        "clusters": [cluster_result("perlmutter", suggestions=suggestions[1:]), cluster_result("aurora", failing=120, suggestions=suggestions[:1])],
+    }]
+
+
+def comment_plan(webhook, number, body="/maple port perlmutter aurora"):
+    """The plan for the recorded issue_comment payload, moved onto PR `number` with `body`."""
+    payload = webhook("issue_comment", action="created")
+    payload["comment"]["body"] = body
+    payload["issue"].update(number=number, pull_request={})
+    return plan_event("issue_comment", payload, KNOWN), payload["comment"]["id"]
