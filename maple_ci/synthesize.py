@@ -92,6 +92,9 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     if source_world and source_world != world_size:
         notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} "
                      f"{'devices' if gpus != profile.gpus_per_node else 'GPUs'}); check batch size and learning rate")
+    if intent.account and intent.source_cluster not in (None, profile.name):
+        notes.append(f"account {intent.account!r} comes from the {intent.source_cluster} script; "
+                     f"check it exists on {profile.name} (accounts there look like {profile.account_example})")
     tasks = gpus if template.launcher in PER_DEVICE_LAUNCHERS else 1
     return Job(
         name=_stem(source_name),

@@ -147,6 +147,9 @@ def test_port_keeps_nodes_fills_each_node_and_says_when_world_size_changes():
     assert "mpiexec --envall -n 24 --ppn 12" in script
     assert "#PBS -l select=2\n" in script
     assert "world size changes from 8 to 24" in script
+    assert "# Job: 2 node(s) x 12 ranks = 24 ranks" in script
+    # An account from another center is kept (the user may have given it for this one) but flagged.
+    assert "#PBS -A proj123" in script and "account 'proj123' comes from the perlmutter script" in script
     same = render(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp"))
     assert "world size" not in same and "-n 8 --ppn 4" in same
 
