@@ -31,7 +31,7 @@ SYNTHETIC = [
     ("alpha", "pytorch-ddp-srun", "pytorch", "ddp", "srun", "srun starts one task per GPU.", True),
     ("alpha", "pytorch-fsdp", "pytorch", "fsdp", "torchrun", "Shards parameters, gradients and optimizer state.", True),
     ("alpha", "deepspeed-zero2", "deepspeed", "zero2", "deepspeed", "ZeRO stage 2 partitions optimizer state.", True),
-    ("alpha", "deepspeed-zero3", "deepspeed", "zero3", "deepspeed", "ZeRO stage 3 also partitions the parameters.", True),
+    ("alpha", "deepspeed-zero3", "deepspeed", "zero3", "deepspeed", "ZeRO stage 3 also partitions parameters.", True),
     ("alpha", "accelerate-ddp", "accelerate", "ddp", "accelerate", "accelerate launch, multi-GPU data parallel.", True),
     ("alpha", "accelerate-fsdp", "accelerate", "fsdp", "accelerate",
      "accelerate launched with torchrun on 2 nodes with 4 GPUs per node", True),
