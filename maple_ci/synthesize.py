@@ -129,8 +129,8 @@ def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[
 
 
 def _deepspeed(intent: JobIntent) -> Optional[dict]:
-    """How the DeepSpeed config reaches the program: None when its arguments already name one;
-    else the config file given with the source, or None as path = write a minimal ZeRO-3 config."""
+    """None when the program's own arguments already name a DeepSpeed config; else {"path": the
+    config file that came with the source, or None for the script to write a minimal ZeRO-3 one}."""
     if any(a == "--deepspeed" or a.startswith("--deepspeed_config") for a in intent.script_args):
         return None
     return {"path": intent.configs.get("deepspeed")}
@@ -149,6 +149,7 @@ def _word(value) -> str:
 
 
 def _environment() -> Environment:
+    # trim_blocks/lstrip_blocks: a {% tag %} on its own line leaves no blank line in the script.
     env = Environment(loader=FileSystemLoader(str(launch_dir())), undefined=StrictUndefined,
                       autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["q"] = lambda value: shlex.quote(str(value))
