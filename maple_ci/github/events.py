@@ -40,6 +40,7 @@ class Plan:
     association: str | None = None  # the actor's author_association, for commands.authorize
     sources: tuple[str, ...] = ()  # launch scripts to port; empty: the command's --from or every tracked script
     reply: str | None = None  # posted as is (help, a command error); nothing is run
+    exit_code: int = 0  # 2: the event carried an invalid command (the CLI's usage-error code)
 
 
 def plan_event(
@@ -85,7 +86,7 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
         if command is not None and command.name == "port" and not on_pr and command.source is None:
             raise CommandError("On an issue there is no changed script to port: name one with `--from PATH`.", known)
     except CommandError as error:
-        return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), **where)
+        return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), exit_code=2, **where)
     if command is None:
         return Plan(reason="no /maple command in the comment")
     if command.name == "help":
@@ -165,7 +166,7 @@ def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str
     try:
         command = parse_comment(f"/maple {text}", known_clusters)
     except CommandError as error:
-        return Plan(reason=f"invalid command: {error.problem}", reply=str(error))
+        return Plan(reason=f"invalid command: {error.problem}", reply=str(error), exit_code=2)
     assert command is not None  # the text was given a /maple prefix
     if command.name == "help":
         return Plan(reason="help", reply=help_text(known_clusters))

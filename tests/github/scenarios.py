@@ -28,9 +28,14 @@ def port_results():
     }]
 
 
-def comment_plan(webhook, number, body="/maple port perlmutter aurora"):
-    """The plan for the recorded issue_comment payload, moved onto PR `number` with `body`."""
+def comment_payload(webhook, number, body="/maple port perlmutter aurora"):
+    """The recorded issue_comment payload, moved onto PR `number` with `body`."""
     payload = webhook("issue_comment", action="created")
     payload["comment"]["body"] = body
     payload["issue"].update(number=number, pull_request={})
+    return payload
+
+
+def comment_plan(webhook, number, body="/maple port perlmutter aurora"):
+    payload = comment_payload(webhook, number, body)
     return plan_event("issue_comment", payload, KNOWN), payload["comment"]["id"]

@@ -1,0 +1,40 @@
+"""run_action: from Actions' environment (event name, payload file, API URL) to an exit code."""
+
+import json
+
+from scenarios import KNOWN, comment_payload, port_results
+
+from maple_ci.github.action import run_action
+
+
+def action_env(fake, tmp_path, payload, event="issue_comment"):
+    (tmp_path / "event.json").write_text(json.dumps(payload))
+    return {"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(tmp_path / "event.json"), "GITHUB_TOKEN": "ghs_x",
+            "GITHUB_API_URL": fake.base_url, "GITHUB_REPOSITORY": f"{fake.owner}/{fake.name}",
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+
+
+def run(env, port=port_results):
+    return run_action(lambda *args: port(), KNOWN, env=env, pace=False)
+
+
+def test_a_failed_check_fails_the_job_after_delivery(fake, source_pr, webhook, tmp_path):
+    def failing():
+        results = port_results()
+        results[0]["clusters"][0]["checks"][0].update(ok=False, line=2)  # level defaults to failure
+        return results
+
+    assert run(action_env(fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port aurora")), failing) == 1
+    assert "heads/maple/port-pr-1" in fake.refs and len(fake.pulls) == 2
+    assert "| perlmutter |" in (tmp_path / "summary.md").read_text()
+
+
+def test_invalid_command_exits_2_after_replying(fake, source_pr, webhook, tmp_path):
+    assert run(action_env(fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port mars"))) == 2
+    assert "Unknown cluster" in fake.comments[0]["body"]
+
+
+def test_events_without_work_make_no_request(fake, webhook, tmp_path):
+    env = action_env(fake, tmp_path, webhook("push", ref="refs/heads/master"), event="push")
+    del env["GITHUB_TOKEN"]  # not even needed
+    assert run(env) == 0 and fake.requests == []
