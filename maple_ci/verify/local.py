@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from ..errors import MapleError
-from .substitute import VerifyResult, parse_result, resolve_miniapp, substitute_entrypoint
+from .substitute import VerifyResult, describe, parse_result, resolve_miniapp, substitute_entrypoint
 
 MPIEXEC_WRAPPER = r"""#!/bin/bash
 # maple-ci local backend (PBS emulation): Cray PALS mpiexec flags -> MPICH Hydra mpiexec.
@@ -81,9 +81,7 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
              f"PBS_NODEFILE lists {nodes_hosts} loopback hosts: {' '.join(hosts)}",
              "mpiexec is MPICH Hydra with the fork launcher; PALS binding flags dropped, --env translated"]
 
-    base = workdir / ".maple-verify"
-    base.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=base) as scratch:
+    with tempfile.TemporaryDirectory(dir=workdir, prefix=".maple-verify-") as scratch:
         scratch = Path(scratch)
         job_id = f"{os.getpid()}.maple-local"
         (scratch / "nodefile").write_text("".join(h + "\n" for h in hosts))
@@ -117,12 +115,6 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
                             notes=notes, message=f"{EMULATION}; it did not finish within {timeout} s and was killed")
     state = "COMPLETED" if process.returncode == 0 else "FAILED"
     ok = state == "COMPLETED" and bool(result and result.get("ok"))
-    if ok:
-        outcome = f"mini-app world_size {result.get('world_size')}"
-    elif result is None:
-        outcome = "the mini-app printed no result line"
-    else:
-        outcome = f"mini-app result: {result}"
     return VerifyResult(ok=ok, backend="local", job_id=job_id, state=state, exit_code=process.returncode,
                         result=result, log=log, notes=notes,
-                        message=f"{EMULATION}; it ended {state} (exit {process.returncode}); {outcome}")
+                        message=f"{EMULATION}; it ended {state} (exit {process.returncode}); {describe(result)}")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from ..errors import MapleError
-from .substitute import VerifyResult, parse_result, resolve_miniapp, substitute_entrypoint
+from .substitute import VerifyResult, describe, parse_result, resolve_miniapp, substitute_entrypoint
 
 # Directives that name things of one site: a machine that verifies someone else's script has no
 # such account, QOS, node feature, license or reservation, and its own partitions have their own
@@ -126,9 +126,7 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
         options.append(f"--time={minutes}")
         notes += dropped + [f"walltime set to {minutes} min (the verification timeout)"]
 
-    base = Path(workdir or Path.cwd()) / ".maple-verify"
-    base.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=base) as scratch:
+    with tempfile.TemporaryDirectory(dir=workdir or Path.cwd(), prefix=".maple-verify-") as scratch:
         job_script = Path(scratch) / Path(script_path).name
         job_script.write_text(script)
         output = Path(scratch) / "job-%j.out"
@@ -165,11 +163,5 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
         return VerifyResult(ok=False, backend="slurm", job_id=job_id, state="TIMEOUT", exit_code=exit_code,
                             result=result, log=log, message=message, notes=notes)
     ok = state == "COMPLETED" and exit_code == 0 and bool(result and result.get("ok"))
-    if ok:
-        message = f"job {job_id} COMPLETED; mini-app world_size {result.get('world_size')}"
-    elif result is None:
-        message = f"job {job_id} ended {state} (exit {exit_code}) and the mini-app printed no result line"
-    else:
-        message = f"job {job_id} ended {state} (exit {exit_code}); mini-app result: {result}"
-    return VerifyResult(ok=ok, backend="slurm", job_id=job_id, state=state, exit_code=exit_code,
-                        result=result, log=log, message=message, notes=notes)
+    return VerifyResult(ok=ok, backend="slurm", job_id=job_id, state=state, exit_code=exit_code, result=result,
+                        log=log, notes=notes, message=f"job {job_id} ended {state} (exit {exit_code}); {describe(result)}")

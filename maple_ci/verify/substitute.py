@@ -143,3 +143,12 @@ def parse_result(log: str) -> Optional[dict]:
                 return None
             return value if isinstance(value, dict) else None
     return None
+
+
+def describe(result: Optional[dict]) -> str:
+    """What the mini-app's result line says, for a message."""
+    if result is None:
+        return "the mini-app printed no result line"
+    if result.get("ok"):
+        return f"mini-app ok, world_size {result.get('world_size')}"
+    return f"mini-app result not ok: {json.dumps(result)}"

@@ -9,9 +9,9 @@ set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "setup.sh: must run as root (installs packages, starts daemons)" >&2; exit 1; }
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/daemons.sh"  # $run, running
 state=/var/spool/maple-slurm
 logs=/var/log/maple-slurm
-run=/run/maple-slurm
 
 need=()
 for cmd in munged slurmctld slurmd sbatch mpiexec.hydra; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
@@ -38,15 +38,12 @@ cp "$here/gres.conf" "$here/cgroup.conf" /etc/slurm/
 python3 "$here/make_modulefiles.py"
 
 # munge: the key comes with the package; munged refuses to run as root, so run it as munge.
-if ! pgrep -x munged >/dev/null; then
+if ! running /run/munge/munged.pid; then
     mkdir -p /run/munge && chown munge:munge /run/munge
     runuser -u munge -- /usr/sbin/munged
 fi
-pgrep -x slurmctld >/dev/null || slurmctld
-for node in n1 n2; do
-    pid=$(cat "$run/slurmd-$node.pid" 2>/dev/null || true)
-    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then slurmd -N "$node"; fi
-done
+running "$run/slurmctld.pid" || slurmctld
+for node in n1 n2; do running "$run/slurmd-$node.pid" || slurmd -N "$node"; done
 
 # Nodes come up idle on their own; a node left DOWN by an earlier run is resumed.
 for _ in $(seq 30); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done

@@ -1,10 +1,13 @@
 #!/bin/bash
-# Stop the maple-ci test cluster started by setup.sh (the daemons only; packages and files stay).
-run=/run/maple-slurm
-for pidfile in "$run"/slurmd-*.pid "$run"/slurmctld.pid; do
-    [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
-    rm -f "$pidfile"
+# Stop the maple-ci test cluster started by setup.sh (the daemons only; packages and files stay),
+# and wait until they are gone, so that setup.sh can start them again at once.
+. "$(dirname "$0")/daemons.sh"
+for pidfile in "${pidfiles[@]}"; do running "$pidfile" && kill "$(cat "$pidfile")"; done
+for _ in $(seq 20); do
+    alive=0
+    for pidfile in "${pidfiles[@]}"; do running "$pidfile" && alive=1; done
+    [ $alive = 0 ] && exit 0
+    sleep 0.5
 done
-# munged is started by setup.sh only for this cluster; its pid file is munge's own.
-[ -f /run/munge/munged.pid ] && kill "$(cat /run/munge/munged.pid)" 2>/dev/null
-exit 0
+echo "stop.sh: daemons still running after 10 s" >&2
+exit 1
