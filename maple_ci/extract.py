@@ -92,7 +92,7 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
     if _SCRIPT_HINT.search(text) or _LAUNCH_LINE.search(text):
         if base_dir is None and name != "<text>" and Path(name).is_file():
             base_dir = Path(name).parent
-        return extract_script(text, base_dir)
+        return extract_script(text, base_dir, name)
     return extract_request(text)
 
 
@@ -101,6 +101,8 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
 
 
 def _seconds_to_walltime(seconds: int) -> str:
+    if seconds >= 10000 * 3600:
+        raise ValueError("is over 9999 hours; no queue allows that")
     return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
@@ -439,7 +441,7 @@ def _pbs_select(value: str, d: _Directives, lineno: int) -> None:
         d.gpus_per_node = int(only)
 
 
-def parse_directives(text: str) -> _Directives:
+def _parse_directives(text: str) -> _Directives:
     d = _Directives()
     found = _directive_tokens(text)
     if not found:
@@ -455,7 +457,7 @@ def _runtime_vars(d: _Directives) -> dict[str, Optional[str]]:
     """Scheduler variables whose value the directives fix."""
     known = {}
     if d.scheduler == "slurm":
-        if d.nodes and d.nodes_given:
+        if d.nodes:
             known["SLURM_NNODES"] = known["SLURM_JOB_NUM_NODES"] = str(d.nodes)
         if d.tasks():
             known["SLURM_NTASKS"] = known["SLURM_NPROCS"] = str(d.tasks())
@@ -667,7 +669,7 @@ def _walk_text(text: str, scan: "_Scan", where: str) -> None:
                         chunk_line = chunk.count("\n", 0, getattr(exc, "position", 0) or 0)
                         problem = f"line {start + 1 + chunk_line}: {exc}"
                     if problem:
-                        raise MapleError(f"{where}: cannot parse the shell script: {problem}") from exc
+                        raise MapleError(f"{where}{problem}; fix the shell syntax there") from exc
                     checked = True
                 trees, end = [], start + 1
             break
@@ -696,7 +698,6 @@ class _Scan:
     vars: dict
     nodes: Optional[int]
     base_dir: Optional[Path]
-    where: str
     env: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict)  # variables as written, for `export NAME` after NAME=...
     modules: list = field(default_factory=list)
@@ -818,8 +819,8 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
     if head in _PLAIN_WRAPPERS:
         return _chain(argv[1:], scan, stages)
     if head in ("env", "numactl", "taskset", "stdbuf", "nice"):
-        _, rest = _parse_options(argv[1:], _PASSTHROUGH)
-        if head == "taskset" and rest and "cpu_list" not in _:
+        opts, rest = _parse_options(argv[1:], _PASSTHROUGH)
+        if head == "taskset" and rest and "cpu_list" not in opts:
             rest = rest[1:]  # the affinity mask
         return _chain(rest, scan, stages)
     if head in ("apptainer", "singularity", "podman-hpc") and argv[1:2] in (["exec"], ["run"]):
@@ -832,7 +833,7 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
         index = argv.index("-c")
         return _inner_script(argv[index + 1], scan, stages) if index + 1 < len(argv) else None
     if head in ("bash", "sh") and len(argv) > 1:
-        return _program(argv[1:], scan, stages)
+        return _finish(stages, argv[1], argv[2:], scan.vars)
     if head.endswith(".sh") and len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1])
                                                    or argv[1] in _MPI_LAUNCHERS | _DL_LAUNCHERS):
         return _chain(argv[1:], scan, stages)  # an affinity wrapper such as set_affinity_gpu_polaris.sh
@@ -847,7 +848,7 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
         return _dl_stage("accelerate", argv[2:], _ACCELERATE, scan, stages)
     if _PYTHON.fullmatch(head):
         return _python(argv, scan, stages)
-    return _program(argv, scan, stages)
+    return _finish(stages, argv[0], argv[1:], scan.vars)
 
 
 def _python(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
@@ -866,46 +867,41 @@ def _python(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
             return _dl_stage("accelerate", rest, _ACCELERATE, scan, stages)
         if module in _PYTHON_TOOLS:
             return None
-        return _finish(stages + [("python", {})], f"-m {module}", rest, scan)
-    return _finish(stages + [("python", {})], argv[i], argv[i + 1:], scan)
+        return _finish([*stages, ("python", {})], f"-m {module}", rest, scan.vars)
+    return _finish([*stages, ("python", {})], argv[i], argv[i + 1:], scan.vars)
 
 
 def _dl_stage(name: str, argv: list[str], spec: _Spec, scan: _Scan, stages: list) -> Optional[_Launch]:
     opts, rest = _parse_options(argv, spec)
     stages = [*stages, (name, opts)]
     if not rest:
-        return _finish(stages, None, [], scan)
+        return _finish(stages, None, [], scan.vars)
     if "module" in opts:
-        return _finish(stages, f"-m {rest[0]}", rest[1:], scan)
-    return _finish(stages, rest[0], rest[1:], scan)
+        return _finish(stages, f"-m {rest[0]}", rest[1:], scan.vars)
+    return _finish(stages, rest[0], rest[1:], scan.vars)
 
 
-def _program(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
-    return _finish(stages, argv[0], argv[1:], scan)
-
-
-def _finish(stages: list, entry: Optional[str], args: list[str], scan: _Scan) -> _Launch:
+def _finish(stages: list, entry: Optional[str], args: list[str], variables: dict) -> _Launch:
     names = {name for name, _ in stages}
     parallel = bool(names & (_MPI_LAUNCHERS | _DL_LAUNCHERS))
     runs_python = bool(names & (_DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
     wrapper = bool(entry and ("/" in entry or entry.endswith(".sh")))
     score = 3 if parallel and runs_python else 2 if parallel and wrapper else 1 if runs_python else 0
-    return _Launch(stages, entry, args, dict(scan.vars), score if entry else 0)
+    return _Launch(stages, entry, args, dict(variables), score if entry else 0)
 
 
 def _inner_script(text: str, scan: _Scan, stages: list) -> Optional[_Launch]:
     """The command string of `bash -c '...'`: a script of its own, seeing the outer variables."""
     if scan.depth > 5:
         return None
-    inner = _Scan(dict(scan.vars), scan.nodes, scan.base_dir, scan.where, env=scan.env, raw=dict(scan.raw),
+    inner = _Scan(dict(scan.vars), scan.nodes, scan.base_dir, env=scan.env, raw=dict(scan.raw),
                   modules=scan.modules, depth=scan.depth + 1)
-    _walk_text(text, inner, f"{scan.where} (the bash -c command)")
+    _walk_text(text, inner, "in the bash -c command, ")
     scan.python_env = inner.python_env or scan.python_env
     best = _best(inner.launches)
     if best is None:
         return None
-    best.stages = [*stages, *best.stages]
-    return _finish(best.stages, best.entry, best.args, _Scan(best.variables, scan.nodes, None, ""))
+    return _finish([*stages, *best.stages], best.entry, best.args, best.variables)
 
 
 def _best(launches: list[_Launch]) -> Optional[_Launch]:
@@ -970,7 +966,7 @@ class _Counts:
 
 
 def _launch_counts(launch: _Launch, d: _Directives, acc_cfg: Optional[dict]) -> _Counts:
-    scan = _Scan(launch.variables, d.nodes, None, "")
+    scan = _Scan(launch.variables, d.nodes, None)
     value = lambda opts, *names: next(  # noqa: E731 - first resolved value among spellings
         (scan.expand(_last(opts, n)) for n in names if _last(opts, n) is not None), None)
     counts = _Counts()
@@ -982,12 +978,16 @@ def _launch_counts(launch: _Launch, d: _Directives, acc_cfg: Optional[dict]) -> 
         outer_nodes = _count(value(opts, "nodes"))
         outer_ppn = _count(value(opts, "ntasks_per_node"))
         outer_tasks = _count(value(opts, "ntasks"))
-        if outer_tasks is None and "ntasks_per_node" not in opts and "ntasks" not in opts:
-            # the step inherits the allocation's task layout: -n, else N x --ntasks-per-node, else one per node
-            outer_tasks = d.tasks() or (outer_nodes or d.nodes if not d.spreads else None)
-            outer_ppn = outer_ppn or d.ntasks_per_node
-        if outer_tasks is None and outer_ppn:
-            outer_tasks = outer_ppn * (outer_nodes or d.nodes) if (outer_nodes or d.nodes) else None
+        step_nodes = outer_nodes or d.nodes
+        if outer_tasks is None and "ntasks" not in opts:
+            # without -n the step takes the allocation's layout: --ntasks-per-node, else -n, else one per node
+            outer_ppn = outer_ppn or (d.ntasks_per_node if "ntasks_per_node" not in opts else None)
+            if outer_ppn and step_nodes:
+                outer_tasks = outer_ppn * step_nodes
+            elif d.ntasks and not outer_nodes:
+                outer_tasks = d.ntasks
+            elif not d.spreads and "ntasks_per_node" not in opts:
+                outer_tasks = step_nodes
     elif outer:
         opts = outer[1]
         outer_tasks = _count(value(opts, "np"))
@@ -1075,10 +1075,12 @@ def _strategy(launch: Optional[_Launch], world: Optional[int], ds_path: Optional
               ds_cfg: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict]) -> Optional[str]:
     if launch is None:
         return None
-    scan = _Scan(launch.variables, None, None, "")
+    scan = _Scan(launch.variables, None, None)
     args = launch.args
-    sizes = [_count(scan.expand(_option_in_args(args, n))) or 1
-             for n in ("tensor-model-parallel-size", "pipeline-model-parallel-size")]
+    written = [_option_in_args(args, n) for n in ("tensor-model-parallel-size", "pipeline-model-parallel-size")]
+    sizes = [_count(scan.expand(value)) if value is not None else 1 for value in written]
+    if None in sizes:
+        return None  # model-parallel sizes only known at run time
     if sizes[1] > 1:
         return "3d"
     if sizes[0] > 1:
@@ -1139,11 +1141,19 @@ def _with_missing(intent: JobIntent) -> JobIntent:
     return intent.model_copy(update={"missing": missing})
 
 
-def extract_script(text: str, base_dir: Optional[str | Path] = None) -> JobIntent:
-    """JobIntent of a batch or launch script."""
-    d = parse_directives(text)
-    scan = _Scan(_runtime_vars(d), d.nodes, Path(base_dir) if base_dir else None, "script")
-    _walk_text(text, scan, "script")
+def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str = "script") -> JobIntent:
+    """JobIntent of a batch or launch script; `name` labels errors, `base_dir` is where config
+    files the script names are read from (not read when None)."""
+    try:
+        return _extract_script(text.replace("\r\n", "\n"), base_dir)
+    except MapleError as exc:
+        raise MapleError(f"{name}: {exc}", exc.exit_code) from exc
+
+
+def _extract_script(text: str, base_dir: Optional[str | Path]) -> JobIntent:
+    d = _parse_directives(text)
+    scan = _Scan(_runtime_vars(d), d.nodes, Path(base_dir) if base_dir else None)
+    _walk_text(text, scan, "")
     launch = _best(scan.launches)
 
     scheduler = d.scheduler
@@ -1168,7 +1178,7 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None) -> JobInten
         ds_cfg = _read_config(ds_path, scan.base_dir)
 
     counts = _launch_counts(launch, d, acc_cfg) if launch else _Counts()
-    nodes = d.nodes if d.nodes_given else counts.nodes or d.nodes
+    nodes = d.nodes if d.nodes_given and d.nodes else counts.nodes or d.nodes
     gpus_per_node = d.gpus_per_node or counts.per_node
     world = counts.world
     if world is None and counts.per_node and (counts.nodes or nodes) and launch and any(
@@ -1182,7 +1192,7 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None) -> JobInten
                 for item in opts.get("env", []) + opts.get("export", []):
                     key, eq, value = item.partition("=")
                     if eq and key not in RENDEZVOUS_VARS:
-                        env[key] = _portable(value, _Scan(launch.variables, d.nodes, None, "", raw=scan.raw))
+                        env[key] = _portable(value, _Scan(launch.variables, d.nodes, None, raw=scan.raw))
 
     framework = _framework(launch, ds_path)
     intent = JobIntent(
@@ -1260,7 +1270,10 @@ def _request_walltime(text: str) -> Optional[str]:
     if not match:
         return None
     unit = {"d": 86400, "h": 3600, "m": 60}[match.group(2)[0]]
-    return _seconds_to_walltime(round(float(match.group(1)) * unit))
+    try:
+        return _seconds_to_walltime(round(float(match.group(1)) * unit))
+    except ValueError as exc:
+        raise MapleError(f"the requested time {match.group(0)!r} {exc}") from exc
 
 
 def _request_entry(original: str) -> tuple[Optional[str], list[str]]:

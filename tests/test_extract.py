@@ -263,6 +263,12 @@ def test_launch_lines(body, expected):
     ("mpiexec -n 4 ./set_affinity_gpu_polaris.sh python3 train.py", "train.py", []),
     ("python -m pip install -r req.txt\nsrun python train.py", "train.py", []),
     ("srun -N1 -n1 hostname\nsrun python main.py", "main.py", []),  # utilities are not the job
+    ("head_ip=$(srun -N1 -n1 -w $head hostname --ip-address)\npython main.py", "main.py", []),
+    ("cat > hostfile <<EOF\nnode1 slots=4\npython fake.py\nEOF\ndeepspeed --hostfile hostfile t.py", "t.py", []),
+    ("if [ \"$N\" -gt 1 ]; then\n  srun python multi.py\nelse\n  python single.py\nfi", "multi.py", []),
+    ("for seed in 1 2; do\n  srun python t.py --seed $seed\ndone", "t.py", ["--seed", "$seed"]),
+    ("run() {\n  srun python t.py \"$@\"\n}\nrun --lr 1", "t.py", ["$@"]),
+    ("cd $SLURM_SUBMIT_DIR && srun python t.py 2>&1 | tee log.txt", "t.py", []),
     ("python prepare.py\nsrun python train.py", "train.py", []),  # a parallel launch beats plain python
 ])
 def test_entrypoint_and_verbatim_args(line, entrypoint, args):
@@ -315,6 +321,17 @@ def test_generated_forms_have_consistent_world_size(body):
     assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 4, 8)
 
 
+@pytest.mark.parametrize("body, world_size", [
+    ("#SBATCH -N 4 --ntasks-per-node=4 --gpus-per-node=4\nsrun -N 2 python t.py", 8),  # a step on part of the job
+    ("#SBATCH -N 2 -n 8\nsrun python t.py", 8),
+    ("#SBATCH -n 8 --gpus-per-task=1\nsrun python t.py", 8),
+    ("#SBATCH -n 8\nsrun --ntasks-per-node=4 python t.py", 8),  # the step inherits SLURM_NTASKS
+    ("#SBATCH -n 8\nsrun -n $NT python t.py", None),  # the step's task count is known only at run time
+])
+def test_srun_inherits_the_allocation_layout(body, world_size):
+    assert extract_script(body + "\n").world_size == world_size
+
+
 def test_aurora_form_counts_tiles():
     intent = extract_script("#PBS -l select=2\nNNODES=$(wc -l < $PBS_NODEFILE)\n"
                             "mpiexec -n $((NNODES*12)) --ppn 12 --cpu-bind=list:4-7:8-11 python train.py\n")
@@ -327,6 +344,16 @@ def test_inconsistent_launch_is_visible_to_the_verifier():
 
 
 # --- environment ----------------------------------------------------------------------------
+
+def test_windows_line_endings_are_read():
+    intent = extract_script("#SBATCH -N 2 --gpus-per-node=4\r\nexport A=1\r\nsrun --ntasks-per-node=4 python t.py\r\n")
+    assert (intent.nodes, intent.world_size, intent.env) == (2, 8, {"A": "1"})
+
+
+def test_node_range_leaves_the_launch_line_to_say():
+    intent = extract_script("#SBATCH -N 2-4\nsrun torchrun --nnodes 2 --nproc_per_node 4 t.py\n")
+    assert (intent.nodes, intent.world_size) == (2, 8)
+
 
 def test_modules_env_and_python_env():
     intent = extract_script(
@@ -379,6 +406,7 @@ def test_exports_inside_the_step_count_but_rank_plumbing_does_not():
      "--pipeline-model-parallel-size 1", "megatron", "ddp"),
     ("srun python train_lightning.py --trainer.strategy=deepspeed_stage_3", "lightning", "zero3"),
     ("srun python main.py fit --trainer.devices 4 --trainer.strategy ddp", "lightning", "ddp"),
+    ("srun python pretrain_gpt.py --tensor-model-parallel-size $TP", "megatron", None),  # run-time size
     ("python train.py", "pytorch", "single"),
 ])
 def test_framework_and_strategy(body, framework, strategy):
@@ -581,7 +609,23 @@ def test_huge_or_binary_text_is_rejected():
 ])
 def test_malformed_scripts_name_the_line(body, line):
     with pytest.raises(MapleError) as err:
-        extract_script(body)
-    assert "line" in str(err.value) and err.value.exit_code == 2
+        extract(body, "job.sbatch")
+    assert str(err.value).startswith("job.sbatch: ") and "line" in str(err.value) and err.value.exit_code == 2
     if line:
         assert f"line {line}" in str(err.value)
+
+
+def test_malformed_script_without_bash_reports_bashlex_line(monkeypatch):
+    def no_bash(*_args, **_kwargs):
+        raise FileNotFoundError("bash")
+
+    monkeypatch.setattr("maple_ci.extract.subprocess.run", no_bash)
+    with pytest.raises(MapleError, match="line 3"):
+        extract_script("#!/bin/bash\necho ok\nsrun python train.py )\n")
+
+
+def test_walltime_beyond_any_queue_is_an_input_error():
+    with pytest.raises(MapleError, match="9999 hours"):
+        extract_script("#SBATCH -t 500-00\n")
+    with pytest.raises(MapleError, match="9999 hours"):
+        extract_request("for 20000 hours")
