@@ -151,6 +151,7 @@ def post_review(pr: PullRequest, commit_sha: str, suggestions: list[Suggestion])
     if not suggestions:
         return None
     comments = [review_comment(s) for s in suggestions]
+    # Pinned to the commit the suggestions were computed on; lazy, so this makes no request.
     commit = pr.base.repo.get_commit(commit_sha)
     return pr.create_review(
         commit=commit,
@@ -201,8 +202,8 @@ def check_runs(repo: Repository, head_sha: str, results: list[PortResult]) -> li
                 head_sha=head_sha,
                 status="completed",
                 conclusion=conclusion(c),
-                details_url=c["log_url"] or None,
                 output={**output, "annotations": batches[0]} if batches else output,
+                **({"details_url": c["log_url"]} if c["log_url"] else {}),  # PyGithub rejects None
             )
             # Annotations from later updates are appended to the run's existing ones.
             for batch in batches[1:]:
@@ -219,10 +220,13 @@ def conclusion(c: ClusterResult) -> str:
     return "neutral" if c["verification"] == "skipped" else "success"
 
 
+def _passed(c: ClusterResult) -> str:
+    """"passed/total" static checks."""
+    return f"{sum(check['ok'] for check in c['checks'])}/{len(c['checks'])}"
+
+
 def _verdict(c: ClusterResult) -> str:
-    failed = sum(not check["ok"] for check in c["checks"])
-    checks = f"{len(c['checks']) - failed}/{len(c['checks'])} checks passed"
-    return f"{checks}, verification {c['verification']}"
+    return f"{_passed(c)} checks passed, verification {c['verification']}"
 
 
 def _check_summary(c: ClusterResult) -> str:
@@ -251,8 +255,7 @@ def render_pr_body(results: list[PortResult]) -> str:
             "|---|---|---|---|---|---|",
         ]
         for c in result["clusters"]:
-            failed = sum(not check["ok"] for check in c["checks"])
-            checks = f"{'✅' if not failed else '❌'} {len(c['checks']) - failed}/{len(c['checks'])}"
+            checks = f"{'✅' if all(check['ok'] for check in c['checks']) else '❌'} {_passed(c)}"
             verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
             log = f"[log]({c['log_url']})" if c["log_url"] else "—"
             parts.append(f"| {c['cluster']} | `{c['path']}` | `{c['template']}` | {checks} | {verification} | {log} |")

@@ -1,13 +1,14 @@
 """The whole bot against a stateful fake GitHub: what ends up in the repository."""
 
 import pytest
-from scenarios import SCRIPT, comment_plan, port_results
+from scenarios import SCRIPT, cluster_result, comment_plan, port_results
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import run_plan
 from maple_ci.github.commands import Command
 from maple_ci.github.delivery import (
     JOB_SUMMARY_LIMIT,
+    check_runs,
     connect,
     deliver,
     render_pr_body,
@@ -147,3 +148,14 @@ def test_job_summary_stays_within_one_mebibyte(tmp_path):
     write_job_summary("é" * 5000, str(path))
     text = path.read_text(encoding="utf-8")
     assert len(text.encode()) <= JOB_SUMMARY_LIMIT and text.rstrip().endswith("truncated by maple-ci")
+
+
+def test_check_run_conclusions(fake, repo):
+    skipped = cluster_result("polaris") | {"verification": "skipped", "log_url": None}
+    failed_check = cluster_result("aurora")
+    failed_check["checks"].append({"name": "walltime", "ok": False, "message": "over the queue limit"})  # no line: no annotation
+    check_runs(repo, fake.refs["heads/main"], [{"source": "a.sh", "intent": {}, "clusters": [skipped, failed_check]}])
+    polaris, aurora = fake.check_runs
+    assert (polaris["conclusion"], "details_url" in polaris) == ("neutral", False)
+    assert (aurora["conclusion"], aurora["annotations"]) == ("failure", [])
+    assert "| walltime | ❌ | over the queue limit |" in aurora["output"]["summary"]
