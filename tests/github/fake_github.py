@@ -39,7 +39,7 @@ class FakeGitHub:
         self.check_runs: list[dict] = []
         self.permissions: dict[str, str] = {}
         self.requests: list[dict] = []  # every request: method, path, query, body, and the route it hit
-        self.fail_next: list[int] = []  # statuses to answer the next requests with (retry tests)
+        self.fail_next: list[int] = []  # statuses to answer the next requests with; 403 = secondary rate limit
         self.refs["heads/main"] = self.commit_files(files or {"README.md": "hello\n"}, [], "initial")
 
     # --- helpers for tests to set up state directly ---
@@ -95,7 +95,8 @@ class FakeGitHub:
         request = {"method": method, "path": path, "query": query, "body": body, "route": None}
         self.requests.append(request)
         if self.fail_next:
-            return self.fail_next.pop(0), {"message": "Server Error"}
+            status = self.fail_next.pop(0)
+            return status, {"message": "You have exceeded a secondary rate limit" if status == 403 else "Server Error"}
         repo = f"/repos/{self.owner}/{self.name}"
         if not path.startswith(repo):
             return 404, {"message": "Not Found"}
@@ -251,6 +252,8 @@ class FakeGitHub:
                     status, data = fake.handle(self.command, url.path.removeprefix(PREFIX), parse_qs(url.query), body)
                 raw = json.dumps(data).encode()
                 self.send_response(status)
+                if status == 403:  # how GitHub marks a secondary rate limit
+                    self.send_header("Retry-After", "0")
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()

@@ -115,9 +115,10 @@ def test_nothing_to_propose_when_the_base_has_the_files(fake, repo):
     assert delivered == (None, fake.refs["heads/main"], False) and "heads/maple/port-k" not in fake.refs
 
 
-def test_server_errors_are_retried(fake, repo):
-    fake.fail_next = [502, 503]
+def test_server_errors_and_secondary_rate_limits_are_retried(fake, repo):
+    fake.fail_next = [502, 403, 503]
     assert deliver(repo, "k", {"scripts/a.sh": "x\n"}, "main", "port", "b").committed
+    assert sum(r["route"] is None for r in fake.requests) == 3  # the failed attempts
     assert fake.pulls[0]["head"] == "maple/port-k"
 
 
