@@ -219,7 +219,8 @@ _SLURM = _Spec(
              "T": "threads", "r": "relative", "l": "label", "u": "unbuffered", "v": "verbose",
              "K": "kill_on_bad_exit", "k": "no_kill", "X": "disable_status", "Q": "quiet",
              "s": "oversubscribe", "O": "overcommit", "H": "hold", "I": "immediate",
-             "E": "preserve_env", "Z": "no_allocate", "h": "help", "W": "wait"},
+             "E": "preserve_env", "Z": "no_allocate", "h": "help", "W": "wait",
+             "tasks-per-node": "ntasks_per_node"},
     flags=frozenset({"exclusive", "overcommit", "oversubscribe", "contiguous", "hold", "requeue",
                      "no_requeue", "spread_job", "use_min_nodes", "parsable", "wait", "test_only",
                      "ignore_pbs", "label", "unbuffered", "verbose", "quiet", "pty", "no_kill",
@@ -280,6 +281,13 @@ _PASSTHROUGH = _Spec(  # env, numactl, taskset, stdbuf, nice: options, then the 
              "i": "interleave", "p": "preferred", "o": "output", "n": "adjustment"},
     values=frozenset({"unset", "cpunodebind", "membind", "physcpubind", "cpu_list", "interleave",
                       "preferred", "output", "adjustment"}),
+    value_default=False,
+)
+
+_RUNNER = _Spec(  # `uv run`, `pipenv run`, `poetry run`, `conda run -n env`: options, then the command
+    aliases={"n": "name", "p": "prefix"},
+    values=frozenset({"with", "python", "project", "directory", "env_file", "group", "extra", "name",
+                      "prefix", "index_url"}),
     value_default=False,
 )
 
@@ -823,15 +831,17 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
         if head == "taskset" and rest and "cpu_list" not in opts:
             rest = rest[1:]  # the affinity mask
         return _chain(rest, scan, stages)
+    if head in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba") and argv[1:2] == ["run"]:
+        return _chain(_parse_options(argv[2:], _RUNNER)[1], scan, stages)
     if head in ("apptainer", "singularity", "podman-hpc") and argv[1:2] in (["exec"], ["run"]):
         _, rest = _parse_options(argv[2:], _CONTAINER)
         return _chain(rest[1:], scan, stages)  # rest[0] is the image
     if head == "shifter":
         _, rest = _parse_options(argv[1:], _CONTAINER)
         return _chain(rest, scan, stages)
-    if head in ("bash", "sh", "zsh") and "-c" in argv[1:]:
-        index = argv.index("-c")
-        return _inner_script(argv[index + 1], scan, stages) if index + 1 < len(argv) else None
+    command_flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
+    if head in ("bash", "sh", "zsh") and command_flag:  # -c, or combined as in `sh -xeuc '...'`
+        return _inner_script(argv[command_flag + 1], scan, stages) if command_flag + 1 < len(argv) else None
     if head in ("bash", "sh") and len(argv) > 1:
         return _finish(stages, argv[1], argv[2:], scan.vars)
     if head.endswith(".sh") and len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1])

@@ -141,6 +141,7 @@ SLURM_HEAD = "#!/bin/bash\n"
     ("#SBATCH -t 2-00", dict(walltime="48:00:00")),
     ("#SBATCH -t 1-12:30", dict(walltime="36:30:00")),
     ("#SBATCH -t 3-01:02:03", dict(walltime="73:02:03")),
+    ("#SBATCH --nodes=1 --tasks-per-node=1 --gpus-per-task=8", dict(nodes=1, gpus_per_node=8)),  # LUMI guide
     ("#SBATCH -J x\n# SBATCH -N 9\n#SBATCH -N 2", dict(nodes=2)),  # '# SBATCH' is a disabled directive
     ("#SBATCH -N 2\nset -e\n#SBATCH -N 8", dict(nodes=2)),  # after the first command: ignored as Slurm does
 ])
@@ -258,6 +259,9 @@ def test_launch_lines(body, expected):
     ("torchrun --nproc_per_node 4 src/train.py \\\n    --epochs 10 \\\n    --out \"$OUT\"", "src/train.py",
      ["--epochs", "10", "--out", "$OUT"]),
     ("time env OMP_NUM_THREADS=4 numactl --cpunodebind=0 python train.py", "train.py", []),
+    ("srun uv run --with wandb torchrun --nproc-per-node 4 train.py", "train.py", []),
+    ("conda run -n torch python train.py --x", "train.py", ["--x"]),
+    ("srun sh -xeuc 'torchrun --nnodes $SLURM_NNODES --nproc-per-node gpu main.py'", "main.py", []),
     ("srun shifter --image=nersc/pytorch:24.06 python train.py", "train.py", []),
     ("apptainer exec --nv --bind /data:/data img.sif python3 train.py --x", "train.py", ["--x"]),
     ("mpiexec -n 4 ./set_affinity_gpu_polaris.sh python3 train.py", "train.py", []),
