@@ -858,7 +858,25 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
         return _dl_stage("accelerate", argv[2:], _ACCELERATE, scan, stages)
     if _PYTHON.fullmatch(head):
         return _python(argv, scan, stages)
+    wrapper = _wrapper_text(argv[0], scan)
+    if wrapper is not None:
+        return _inner_script(wrapper, scan, stages, [scan.expand(arg) for arg in argv[1:]]) or _finish(
+            stages, argv[0], argv[1:], scan.vars)
     return _finish(stages, argv[0], argv[1:], scan.vars)
+
+
+def _wrapper_text(program: str, scan: _Scan) -> Optional[str]:
+    """The text of a wrapper script the job runs (TACC's `ibrun ./run.sh`), when it lies in the
+    script's folder and is readable; None otherwise, and the wrapper stays the entrypoint."""
+    if scan.base_dir is None or "$" in program or not (program.endswith(".sh") or "/" in program):
+        return None
+    path = Path(program) if Path(program).is_absolute() else scan.base_dir / program
+    try:
+        if path.is_file() and path.stat().st_size <= MAX_SOURCE_BYTES:
+            return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
 
 
 def _python(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
@@ -900,13 +918,18 @@ def _finish(stages: list, entry: Optional[str], args: list[str], variables: dict
     return _Launch(stages, entry, args, dict(variables), score if entry else 0)
 
 
-def _inner_script(text: str, scan: _Scan, stages: list) -> Optional[_Launch]:
-    """The command string of `bash -c '...'`: a script of its own, seeing the outer variables."""
+def _inner_script(text: str, scan: _Scan, stages: list, positional: Optional[list] = None) -> Optional[_Launch]:
+    """The command string of `bash -c '...'`, or a wrapper script run with `positional` arguments:
+    a script of its own, seeing the outer variables."""
     if scan.depth > 5:
         return None
-    inner = _Scan(dict(scan.vars), scan.nodes, scan.base_dir, env=scan.env, raw=dict(scan.raw),
+    variables = dict(scan.vars)
+    if positional is not None:
+        variables.update({str(i): value for i, value in enumerate(positional, 1)})
+        variables["#"] = str(len(positional))
+    inner = _Scan(variables, scan.nodes, scan.base_dir, env=scan.env, raw=dict(scan.raw),
                   modules=scan.modules, depth=scan.depth + 1)
-    _walk_text(text, inner, "in the bash -c command, ")
+    _walk_text(text, inner, "in the bash -c command, " if positional is None else "in the wrapper script, ")
     scan.python_env = inner.python_env or scan.python_env
     best = _best(inner.launches)
     if best is None:

@@ -65,10 +65,9 @@ COUNTS = ("launcher", "nodes", "gpus_per_node", "world_size")
     ("delta_srun_torchrun.sbatch", dict(
         launcher="torchrun", nodes=2, gpus_per_node=4, world_size=8, account="bbka-delta-gpu",
         queue="gpuA100x4", modules=["anaconda3_gpu", "nccl"], script_args=["--epochs", "5"])),
-    ("ls6_ibrun_wrapper.sbatch", dict(
-        launcher="ibrun", nodes=2, gpus_per_node=None, world_size=None, entrypoint="./run.sh",
-        strategy=None, missing=["gpus_per_node"],
-        script_args=["$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)", "2"])),
+    ("ls6_ibrun_wrapper.sbatch", dict(  # run.sh lies next to it: followed, $2 is the node count
+        launcher="torchrun", nodes=2, gpus_per_node=3, world_size=6, entrypoint="train.py",
+        script_args=["--epochs", "4"], strategy="ddp", missing=[])),
     ("vista_mpirun_torchrun.sbatch", dict(
         launcher="torchrun", nodes=2, gpus_per_node=1, world_size=2, script_args=["--bf16"],
         python_env="source $SCRATCH/venvs/torch/bin/activate", account=None, queue="gh")),
@@ -94,6 +93,14 @@ COUNTS = ("launcher", "nodes", "gpus_per_node", "world_size")
 def test_sample_scripts(filename, expected):
     intent = script(DATA / filename)
     assert fields(intent, *expected) == expected
+
+
+def test_wrapper_script_not_given_keeps_what_is_known():
+    intent = extract_script((DATA / "ls6_ibrun_wrapper.sbatch").read_text())  # no folder: run.sh unseen
+    assert fields(intent, *COUNTS, "entrypoint", "strategy", "missing") == dict(
+        launcher="ibrun", nodes=2, gpus_per_node=None, world_size=None, entrypoint="./run.sh", strategy=None,
+        missing=["gpus_per_node"])
+    assert intent.script_args == ["$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)", "2"]
 
 
 def test_perlmutter_example_is_recognised_and_complete():
