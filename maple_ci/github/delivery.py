@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, NamedTuple, NotRequired, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 from github import Auth, Github, GithubRetry, InputGitTreeElement, UnknownObjectException
 from github.PullRequest import PullRequest
@@ -24,20 +24,27 @@ JOB_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary file
 
 
 # --- what the port pipeline hands over (one PortResult per ported source script) ---
-class Suggestion(TypedDict):
+# (Optional keys live in total=False bases: typing.NotRequired needs Python 3.11.)
+class _SuggestionOptional(TypedDict, total=False):
+    message: str  # why, shown above the suggestion
+
+
+class Suggestion(_SuggestionOptional):
     path: str
     start_line: int  # equal to `line` for a one-line suggestion
     line: int
     body: str  # replacement text for lines start_line..line of the file at the PR head
-    message: NotRequired[str]  # why, shown above the suggestion
 
 
-class Check(TypedDict):
+class _CheckOptional(TypedDict, total=False):
+    line: int  # line in the generated script, when the check points at one
+    level: str  # "notice" | "warning" | "failure" (default for a failed check)
+
+
+class Check(_CheckOptional):
     name: str
     ok: bool
     message: str
-    line: NotRequired[int]  # line in the generated script, when the check points at one
-    level: NotRequired[str]  # "notice" | "warning" | "failure" (default for a failed check)
 
 
 class ClusterResult(TypedDict):

@@ -20,7 +20,6 @@ from maple_ci.github.commands import (
     parse_comment,
 )
 
-BOT_BRANCH_PREFIX = "maple/port-"
 # A push payload lists at most this many commits; with that many, files may be missing from it.
 PUSH_COMMITS_CAP = 20
 
