@@ -1299,7 +1299,8 @@ def _fix_typos(text: str, vocabulary: tuple[str, ...]) -> str:
 def _request_walltime(text: str) -> Optional[str]:
     if match := re.search(r"\b(?:walltime|time limit|time)\D{0,12}(\d{1,4}:\d{2}:\d{2})\b", text):
         return match.group(1)
-    match = re.search(r"(\d+(?:\.\d+)?)\s*(days?|d|hours?|hrs?|h|minutes?|mins?)\b", text)
+    # no bare "d": "3d parallel" is a strategy, not three days
+    match = re.search(r"(\d+(?:\.\d+)?)\s*(days?|hours?|hrs?|h|minutes?|mins?)\b", text)
     if not match:
         return None
     unit = {"d": 86400, "h": 3600, "m": 60}[match.group(2)[0]]

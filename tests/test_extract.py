@@ -522,6 +522,8 @@ def test_request_source_cluster(two_clusters, text, cluster):
     ("zero stage 2 please", dict(strategy="zero2", framework="deepspeed")),
     ("with accelerate launch", dict(framework="accelerate", launcher="accelerate")),
     ("megatron with tensor parallel", dict(framework="megatron", strategy="tp")),
+    ("megatron 3d parallel", dict(strategy="3d", walltime=None)),
+    ("a single gpu", dict(world_size=1, strategy="single")),
     ("for 2 hours", dict(walltime="02:00:00")),
     ("time limit 90 minutes", dict(walltime="01:30:00")),
     ("1.5 hours", dict(walltime="01:30:00")),
