@@ -59,7 +59,8 @@ def load_source(arg: str) -> tuple[str, str]:
     except OSError as exc:
         raise MapleError(f"cannot read {arg}: {exc.strerror or exc}") from exc
     if len(data) > MAX_SOURCE_BYTES:
-        raise MapleError(f"{arg} is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit; give the launch script itself")
+        raise MapleError(f"{arg} is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit; "
+                         "give the launch script itself")
     if b"\0" in data:
         raise MapleError(f"{arg} looks binary (it contains NUL bytes); give a text launch script")
     try:
@@ -808,7 +809,10 @@ def _module(words: list[str], scan: _Scan) -> None:
         scan.modules[:] = [m for m in scan.modules if m not in names]
     elif action in ("swap", "switch") and len(names) == 2:
         old, new = names
-        scan.modules[:] = [new if m == old else m for m in scan.modules] if old in scan.modules else [*scan.modules, new]
+        if old in scan.modules:
+            scan.modules[:] = [new if m == old else m for m in scan.modules]
+        else:
+            scan.modules.append(new)
 
 
 def _drop_assignments(argv: list[str]) -> list[str]:
@@ -1000,8 +1004,10 @@ class _Counts:
 
 def _launch_counts(launch: _Launch, d: _Directives, acc_cfg: Optional[dict]) -> _Counts:
     scan = _Scan(launch.variables, d.nodes, None)
-    value = lambda opts, *names: next(  # noqa: E731 - first resolved value among spellings
-        (scan.expand(_last(opts, n)) for n in names if _last(opts, n) is not None), None)
+
+    def value(opts: dict, name: str) -> Optional[str]:
+        return scan.expand(_last(opts, name))
+
     counts = _Counts()
     outer = next(((n, o) for n, o in launch.stages if n in _MPI_LAUNCHERS), None)
     inner = next(((n, o) for n, o in reversed(launch.stages) if n in _DL_LAUNCHERS), None)
@@ -1051,7 +1057,7 @@ def _launch_counts(launch: _Launch, d: _Directives, acc_cfg: Optional[dict]) -> 
                 ":" not in nnodes or len(set(nnodes.split(":"))) == 1) else None
         else:
             counts.nodes = 1  # torchrun's default
-        counts.per_node = _count(value(opts, "nproc_per_node", "nproc-per-node"))
+        counts.per_node = _count(value(opts, "nproc_per_node"))
     elif name == "deepspeed":
         if "num_nodes" in opts:
             counts.nodes = _count(value(opts, "num_nodes"))
@@ -1364,7 +1370,8 @@ def extract_request(text: str) -> JobIntent:
                 return int(match.group(1))
         return None
 
-    nodes = first_int(rf"(\d+)\s*(?:x\s+)?{_HOST}\b", r"(?:--nodes|--nnodes|--num[_-]nodes|--num[_-]machines)[= ]\s*(\d+)",
+    nodes = first_int(rf"(\d+)\s*(?:x\s+)?{_HOST}\b",
+                      r"(?:--nodes|--nnodes|--num[_-]nodes|--num[_-]machines)[= ]\s*(\d+)",
                       r"(?:^|\s)-N\s*(\d+)\b")
     per_node = first_int(
         rf"(\d+)\s*(?:x\s+)?{_GPU}\s*(?:per|/|on each|in each|each|an?)\s*{_HOST}\b",
@@ -1378,7 +1385,8 @@ def extract_request(text: str) -> JobIntent:
     gpus_per_node = per_node or _per_node(total, nodes)
     world = total if total and not per_node else None
 
-    launcher = next((value for key, value in _LAUNCHER_WORDS.items() if re.search(rf"\b{re.escape(key)}\b", words)), None)
+    launcher = next((value for key, value in _LAUNCHER_WORDS.items()
+                     if re.search(rf"\b{re.escape(key)}\b", words)), None)
     zero = re.search(r"\bzero[\s_-]*(?:stage[\s_-]*)?([123])\b|\bstage[\s_-]*([123])\b", words)
     if "accelerate" in words:
         framework = "accelerate"
@@ -1412,7 +1420,8 @@ def extract_request(text: str) -> JobIntent:
     if queue and queue.group(1) in ("the", "a", "and", "with", "for", "on"):
         queue = None
     queue = queue or re.search(r"\b(?!the\b|a\b|any\b|which\b)([a-z][\w-]*)\s+(?:queue|qos|partition)\b", words)
-    scheduler = "slurm" if re.search(r"\bslurm\b|\bsbatch\b", words) else "pbs" if re.search(r"\bpbs\b|\bqsub\b", words) else "none"
+    scheduler = ("slurm" if re.search(r"\bslurm\b|\bsbatch\b", words)
+                 else "pbs" if re.search(r"\bpbs\b|\bqsub\b", words) else "none")
 
     intent = JobIntent(
         source_cluster=_request_cluster(words),
