@@ -5,24 +5,13 @@ The npm packages come from tests/github/package-lock.json: `npm ci --prefix test
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
-
 from fake_github import FakeGitHub
+from npm_modules import node_module
 from scenarios import SCRIPT
 
 from maple_ci.github.delivery import connect
-
-HERE = Path(__file__).parent
-NODE_MODULES = HERE / "node_modules"
-
-
-def node_module(path: str) -> Path:
-    found = NODE_MODULES / path
-    if not found.exists():
-        pytest.fail(f"{found} is missing: run `npm ci --prefix tests/github` first")
-    return found
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from conftest import HERE, node_module
 from fake_github import FakeGitHub
+from npm_modules import HERE, node_module
 from scenarios import comment_plan, port_results
 
 from maple_ci.github.bot import permission, run_plan
