@@ -520,13 +520,13 @@ def _arith(expr: str, variables: dict) -> Optional[int]:
 
 
 def _closing(text: str, start: int) -> int:
-    """Index just past the parenthesis that closes the one at `start`."""
+    """Index just past the parenthesis that closes the one at `start`; -1 if none does."""
     depth = 0
     for i in range(start, len(text)):
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         if depth == 0:
             return i + 1
-    return len(text)
+    return -1
 
 
 def _substitution(command: str, scan: "_Scan") -> Optional[str]:
@@ -545,14 +545,15 @@ def _expand(word: str, scan: "_Scan") -> Optional[str]:
     while i < len(word):
         if word.startswith("$((", i):
             end = _closing(word, i + 1)
-            value = _arith(word[i + 3:end - 2], variables)
+            value = _arith(word[i + 3:end - 2], variables) if end > 0 else None
             if value is None:
                 return None
             out.append(str(value))
             i = end
         elif word.startswith("$(", i) or word[i] == "`":
-            end = _closing(word, i + 1) if word[i] == "$" else word.find("`", i + 1) + 1 or len(word)
-            value = _substitution(word[i + 2:end - 1] if word[i] == "$" else word[i + 1:end - 1], scan)
+            quoted = word[i] == "`"
+            end = word.find("`", i + 1) + 1 if quoted else _closing(word, i + 1)
+            value = _substitution(word[i + (1 if quoted else 2):end - 1], scan) if end > 0 else None
             if value is None:
                 return None
             out.append(value)
@@ -583,13 +584,25 @@ def _expand(word: str, scan: "_Scan") -> Optional[str]:
     return "".join(out)
 
 
-def _hide_arithmetic(text: str) -> tuple[str, dict[str, str]]:
-    """bashlex cannot parse $(( )); swap each for a placeholder word and remember it."""
+_SUBSTITUTION = re.compile(r"\$\(|`")
+
+
+def _hide_substitutions(text: str) -> tuple[str, dict[str, str]]:
+    """Swap each one-line $(( )), $( ) and `...` for a placeholder word: bashlex cannot parse
+    $(( )), and without parentheses most lines can be split by shlex instead of bashlex."""
     hidden: dict[str, str] = {}
     out, i = [], 0
-    while (start := text.find("$((", i)) >= 0:
-        end = _closing(text, start + 1)
-        key = f"__maple_arith_{len(hidden)}__"
+    while match := _SUBSTITUTION.search(text, i):
+        start = match.start()
+        if match.group(0) == "`":
+            end = text.find("`", start + 1) + 1
+        else:
+            end = _closing(text, start + 1)
+        if end <= start or "\n" in text[start:end]:  # unbalanced or spanning lines: leave to bashlex
+            out.append(text[i:match.end()])
+            i = match.end()
+            continue
+        key = f"__maple_sub_{len(hidden)}__"
         hidden[key] = text[start:end]
         out.append(text[i:start] + key)
         i = end
@@ -646,7 +659,7 @@ def _walk_text(text: str, scan: "_Scan", where: str) -> None:
     goes to bashlex a chunk at a time, a chunk growing while bashlex wants more input (open quote,
     `if` without `fi`, line continuation). A script bash itself rejects is an error naming the
     line; in a script bash accepts, a line bashlex cannot read ([[ ]], case, arrays) is skipped."""
-    prepared, hidden = _hide_arithmetic(text)
+    prepared, hidden = _hide_substitutions(text)
     lines = prepared.splitlines(keepends=True)
     start, checked = 0, False
     while start < len(lines):
@@ -731,9 +744,9 @@ def _visit(node, hidden: dict, scan: _Scan) -> None:
 
 
 def _restore(word: str, hidden: dict) -> str:
-    if "__maple_arith_" not in word:
+    if "__maple_sub_" not in word:
         return word
-    return re.sub(r"__maple_arith_\d+__", lambda m: hidden.get(m.group(0), m.group(0)), word)
+    return re.sub(r"__maple_sub_\d+__", lambda m: hidden.get(m.group(0), m.group(0)), word)
 
 
 def _command_words(words: list[str], scan: _Scan) -> None:

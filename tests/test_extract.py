@@ -303,6 +303,8 @@ def test_entrypoint_and_verbatim_args(line, entrypoint, args):
      dict(nodes=3, gpus_per_node=4, world_size=12)),
     ("#PBS -l select=3\nNNODES=`sort -u $PBS_NODEFILE | wc -l`\ntorchrun --nnodes=$NNODES --nproc_per_node=4 t.py",
      dict(nodes=3, world_size=12)),
+    ("#PBS -l select=2\n# note: $(unbalanced\nNN=$(\n  wc -l < $PBS_NODEFILE\n)\nmpiexec -n $((NN*4)) --ppn 4 python t.py",
+     dict(nodes=2, world_size=8)),  # a substitution over several lines
     # only known at run time: stays None, never invented
     ("torchrun --nnodes=$NNODES --nproc_per_node=$NGPUS train.py", dict(nodes=None, gpus_per_node=None, world_size=None)),
     ("N=$(get_node_count)\nmpiexec -n $((N*4)) --ppn 4 python t.py", dict(nodes=None, world_size=None, gpus_per_node=4)),
