@@ -152,6 +152,14 @@ def test_every_node_claiming_node_rank_0_hangs_and_is_reported_as_a_timeout(slur
 
 
 @pytest.mark.cluster
+def test_a_job_that_never_starts_is_cancelled_with_slurms_reason(slurm_cluster, tmp_path):
+    script = perlmutter_script().replace("#SBATCH -N 2\n", "#SBATCH -N 2\n#SBATCH --begin=now+1hour\n")
+    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, timeout=5, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert not result.ok and result.state == "TIMEOUT"
+    assert "still PENDING (Reason=BeginTime) after the 5 s timeout and was cancelled" in result.message
+
+
+@pytest.mark.cluster
 def test_loading_a_module_the_site_does_not_have_fails_with_lmods_error(slurm_cluster, tmp_path):
     script = perlmutter_script().replace("#!/bin/bash\n", "#!/bin/bash\nset -e\n").replace(
         "export MASTER_PORT", "module load nonexistent/1.0\nexport MASTER_PORT")

@@ -87,15 +87,14 @@ def _job_fields(job_id: str, env: Mapping[str, str]) -> Optional[dict[str, str]]
     return dict(field.split("=", 1) for field in shown.stdout.split() if "=" in field)
 
 
-def _wait(job_id: str, deadline: float, env: Mapping[str, str]) -> Optional[dict[str, str]]:
-    """The job's last known fields when it reached a final state, its record vanished, or the
-    deadline passed (whichever first)."""
-    fields = None
+def _wait(job_id: str, deadline: float, env: Mapping[str, str]) -> dict[str, str]:
+    """The job's fields when it reached a final state or the deadline passed, whichever first.
+    JobState is UNKNOWN if the record is gone before a final state was seen (it expired after
+    MinJobAge, or the controller could not be asked): then the output file is all there is."""
     while True:
-        current = _job_fields(job_id, env)
-        if current is None:
-            return fields
-        fields = current
+        fields = _job_fields(job_id, env)
+        if fields is None:
+            return {"JobState": "UNKNOWN"}
         if fields.get("JobState") in FINAL_STATES or time.monotonic() >= deadline:
             return fields
         time.sleep(POLL_SECONDS)
@@ -143,15 +142,16 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
                                 message=f"Slurm rejected the script: {submitted.stderr.strip()}")
         job_id = submitted.stdout.strip().split(";")[0]  # "id" or "id;cluster"
 
-        fields = _wait(job_id, time.monotonic() + timeout, env) or {}
-        state = fields.get("JobState", "UNKNOWN")
-        timed_out = state not in FINAL_STATES and bool(fields)
+        fields = _wait(job_id, time.monotonic() + timeout, env)
+        state = fields["JobState"]
+        timed_out = state not in FINAL_STATES | {"UNKNOWN"}
         if timed_out:
             subprocess.run(["scancel", job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
             # Let slurmstepd end the tasks and flush the output file before it is read.
             _wait(job_id, time.monotonic() + 30, env)
         output_file = Path(str(output).replace("%j", job_id))
-        log = output_file.read_text(errors="replace") if output_file.exists() else ""
+        # sbatch's warnings (accepted, but e.g. about a directive) belong with the job's output.
+        log = submitted.stderr + (output_file.read_text(errors="replace") if output_file.exists() else "")
 
     exit_code = int(fields["ExitCode"].split(":")[0]) if "ExitCode" in fields else None
     result = parse_result(log)
