@@ -83,6 +83,9 @@ _LAUNCH_LINE = re.compile(
     re.M,
 )
 _SCRIPT_HINT = re.compile(r"\A#!|^\s*#(?:SBATCH|PBS)\s", re.M)
+# "accelerate launch train.py on two nodes": a command quoted inside a sentence is a request
+_PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
+                    r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)
 
 
 def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = None) -> JobIntent:
@@ -90,7 +93,8 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
 
     Config files a script names are looked up in `base_dir`, by default the script's folder."""
     _check_text(text, name)
-    if _SCRIPT_HINT.search(text) or _LAUNCH_LINE.search(text):
+    one_line_prose = "\n" not in text.strip() and _PROSE.search(text)
+    if _SCRIPT_HINT.search(text) or (_LAUNCH_LINE.search(text) and not one_line_prose):
         if base_dir is None and name != "<text>" and Path(name).is_file():
             base_dir = Path(name).parent
         return extract_script(text, base_dir, name)
@@ -1176,7 +1180,7 @@ def _source_cluster(text: str) -> Optional[str]:
     """The profile whose signatures match the script most; None when none match or two tie."""
     scores = {}
     for name, profile in load_profiles().items():
-        hits = sum(1 for pattern in profile.signatures if re.search(pattern, text))  # flags are the pattern's own
+        hits = sum(1 for pattern in profile.signatures if re.search(pattern, text, re.I))  # see ClusterProfile
         if hits:
             scores[name] = hits
     if not scores:
@@ -1331,7 +1335,7 @@ def _request_walltime(text: str) -> Optional[str]:
 
 def _request_entry(original: str) -> tuple[Optional[str], list[str]]:
     """The training program named in the request and the arguments written right after it."""
-    match = re.search(r"(?:^|\s|`)(?:python[\d.]*\s+)?(-m\s+[\w.]+|[\w./-]+\.py)\b", original)
+    match = re.search(r"(?:^|[\s`(\"'])(?:python[\d.]*\s+)?(-m\s+[\w.]+|[\w./-]+\.py)\b", original)
     if not match:
         return None, []
     entry = " ".join(match.group(1).split())

@@ -546,6 +546,7 @@ def test_request_phrasings(text, expected):
     ("please port `python src/train.py --batch 32` to polaris", "src/train.py", ["--batch", "32"]),
     ("python -m mypkg.train --cfg a.yaml, 4 GPUs", "-m mypkg.train", ["--cfg", "a.yaml"]),
     ("train.py --fp16 on 2 nodes", "train.py", ["--fp16"]),
+    ("I'll use two servers to train GPT-2 (train_gpt2.py)", "train_gpt2.py", []),
     ("no program named here", None, []),
 ])
 def test_request_entrypoint(text, entrypoint, args):
@@ -565,6 +566,8 @@ def test_request_missing_fields():
     ("NNODES=2 accelerate launch --num_machines 2 train.py", True),
     ("train with torchrun on two nodes", False),
     ("deepspeed on 2 nodes please", False),
+    ("accelerate launch train.py on two nodes with 4 GPUs per node", False),  # a command inside a sentence
+    ("torchrun --nnodes 2 --nproc_per_node 4 train.py --epochs 3", True),
 ])
 def test_extract_detects_scripts_and_requests(text, is_script):
     expected = extract_script(text) if is_script else extract_request(text)
