@@ -3,7 +3,7 @@
 The library is embedded once into the LanceDB table "templates" (cached under data_dir(), rebuilt
 when library_hash() changes). A query is one embedding of the intent's description and one
 filtered vector search; the ranking rule in retrieve() then puts the wanted strategy and the
-intent's launcher first.
+intent's launcher (or its kind) first.
 """
 
 from typing import Optional, get_args
@@ -15,6 +15,7 @@ from .errors import MapleError
 from .intent import Framework, JobIntent
 from .library import TemplateMeta, launch_dir, library_hash, load_templates
 from .profiles import get_profile
+from .synthesize import PER_DEVICE_LAUNCHERS
 from .vectordb import cached_table
 
 TABLE = "templates"
@@ -76,9 +77,11 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
       1. the wanted strategy first: intent.strategy, or when the intent does not state one,
          DEFAULT_STRATEGY for its framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp;
          other frameworks have none; an unknown framework reads as JobIntent's default, pytorch);
-      2. then the intent's own launcher first: it picks between a cluster's variants of one
-         strategy (e.g. srun per GPU vs one torchrun per node), since the script was written for it;
-      3. then higher similarity of intent.description() and the template text.
+      2. then the intent's own launcher, since the script was written for it: it picks between a
+         cluster's variants of one strategy (srun per GPU vs one torchrun per node);
+      3. then a launcher of the same kind (per device, like srun, mpiexec; or per node, like
+         torchrun, deepspeed): a Frontier srun script ports to Polaris' mpiexec form, not torchrun;
+      4. then higher similarity of intent.description() and the template text.
     Unsupported templates stay in the list, so the caller can report their `reason`.
     """
     profile = get_profile(cluster)
@@ -89,8 +92,14 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     if not candidates:
         raise _missing_combo(profile.name, intent.framework)
     wanted = intent.strategy or DEFAULT_STRATEGY.get(intent.framework)
-    candidates.sort(key=lambda c: (c.template.strategy != wanted, c.template.launcher != intent.launcher, -c.score))
-    return candidates[:k]
+    per_device = intent.launcher in PER_DEVICE_LAUNCHERS
+
+    def rank(c: Candidate):
+        launcher = c.template.launcher
+        return (c.template.strategy != wanted, launcher != intent.launcher,
+                (launcher in PER_DEVICE_LAUNCHERS) != per_device, -c.score)
+
+    return sorted(candidates, key=rank)[:k]
 
 
 def best_template(intent: JobIntent, cluster: str) -> TemplateMeta:

@@ -108,7 +108,16 @@ def test_stated_strategy_beats_similarity(library):
     assert [c.template.id for c in ranked] == ["alpha-pytorch-fsdp", "alpha-pytorch-ddp", "alpha-pytorch-ddp-srun"]
 
 
-@pytest.mark.parametrize("launcher, expected", [("srun", "alpha-pytorch-ddp-srun"), ("torchrun", "alpha-pytorch-ddp")])
+@pytest.mark.parametrize(
+    "launcher, expected",
+    [
+        ("srun", "alpha-pytorch-ddp-srun"),
+        ("torchrun", "alpha-pytorch-ddp"),
+        # No mpiexec template: the per-device srun form wins although the torchrun one reads closer.
+        ("mpiexec", "alpha-pytorch-ddp-srun"),
+        ("accelerate", "alpha-pytorch-ddp"),
+    ],
+)
 def test_launcher_picks_between_variants_of_a_strategy(library, launcher, expected):
     assert best_template(_intent(framework="pytorch", strategy="ddp", launcher=launcher), "alpha").id == expected
 
