@@ -619,7 +619,7 @@ def _bash_syntax_error(text: str) -> Optional[str]:
     None when there is no bash to ask."""
     try:
         result = subprocess.run(["bash", "-n", "/dev/stdin"], input=text, capture_output=True,
-                                text=True, timeout=10, check=False)
+                                encoding="utf-8", errors="replace", timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if result.returncode == 0:
