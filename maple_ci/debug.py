@@ -83,9 +83,8 @@ _KEYWORDS = (
 
 
 def is_error_line(line: str) -> bool:
-    return (
-        any(k in line for k in _KEYWORDS) and bool(_ERROR_LINE.search(line)) and not _BENIGN_LINE.search(line)
-    )
+    # Cheapest test first: keywords, then the short benign list, then the long error pattern.
+    return any(k in line for k in _KEYWORDS) and not _BENIGN_LINE.search(line) and bool(_ERROR_LINE.search(line))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,19 +121,22 @@ class Failure(BaseModel):
         return "\n".join(dict.fromkeys(lines))  # keep order, drop repeats from other ranks
 
 
-def _first_error_in(text: str) -> Optional[int]:
-    """Offset of the first error line in a block of lines, or None."""
-    starts = set()
+def _first_error_in(lines: list[str]) -> Optional[int]:
+    """Index of the first error line in a block of lines, or None."""
+    text = "\n".join(lines)
+    starts = set()  # offsets of the lines that hold a keyword
     for keyword in _KEYWORDS:
         pos = text.find(keyword)
         while pos != -1:
             starts.add(text.rfind("\n", 0, pos) + 1)
             end = text.find("\n", pos)
             pos = -1 if end == -1 else text.find(keyword, end)
+    index, previous = 0, 0
     for start in sorted(starts):
-        end = text.find("\n", start)
-        if is_error_line(text[start : None if end == -1 else end]):
-            return start
+        index += text.count("\n", previous, start)
+        previous = start
+        if is_error_line(lines[index]):
+            return index
     return None
 
 
@@ -142,22 +144,23 @@ def _first_error_line(lines: list[str]) -> Optional[int]:
     """Index of the first error line. The log is cut into chunks and the first chunk whose prefix
     holds an error is bisected for ("the first c chunks hold an error" is monotone in c); chunk
     results are memoised, so each chunk is scanned at most once and none after the first error."""
-    chunks = ["\n".join(lines[i : i + CHUNK_LINES]) for i in range(0, len(lines), CHUNK_LINES)]
-    first_in_chunk = lru_cache(maxsize=None)(lambda c: _first_error_in(chunks[c]))
+
+    @lru_cache(maxsize=None)
+    def first_in_chunk(c: int) -> Optional[int]:
+        return _first_error_in(lines[c * CHUNK_LINES : (c + 1) * CHUNK_LINES])
 
     def prefix_has_error(c: int) -> bool:
         return any(first_in_chunk(j) is not None for j in range(c + 1))
 
-    lo, hi = 0, len(chunks)
+    chunks = -(-len(lines) // CHUNK_LINES)
+    lo, hi = 0, chunks
     while lo < hi:
         mid = (lo + hi) // 2
         if prefix_has_error(mid):
             hi = mid
         else:
             lo = mid + 1
-    if lo == len(chunks):
-        return None
-    return lo * CHUNK_LINES + chunks[lo].count("\n", 0, first_in_chunk(lo))
+    return None if lo == chunks else lo * CHUNK_LINES + first_in_chunk(lo)
 
 
 def _exception_line(lines: list[str], start: int) -> Optional[int]:
@@ -204,7 +207,7 @@ _CATEGORY_RULES: list[tuple[Category, re.Pattern]] = [
     for c, p in [
         ("infrastructure", r"NODE_FAIL|NODE FAILURE|Node failure|ECC error|Uncorrectable|fallen off the bus|\bXid\b"),
         ("scheduler", r"\b(?:sbatch|salloc): error|(?:^|\s)qsub: |Batch job submission failed|=>> PBS: job killed|DUE TO TIME LIMIT"),
-        ("environment", r"Lmod has detected|command not found|ModuleNotFoundError|ImportError|execve\(\)"),
+        ("environment", r"Lmod has detected|modulefile|command not found|ModuleNotFoundError|ImportError|execve\(\)"),
         ("library", r"\bNCCL\b|\bRCCL\b|\bCCL_|CUDA error|HIP error|cuDNN|libfabric|\bMPICH\b|deepspeed|DeepSpeed"),
         ("launcher", r"rendezvous|Rendezvous|torch\.distributed\.elastic|DistNetworkError|DistStoreError|\bsrun: error|mpiexec|socket"),
     ]
@@ -276,7 +279,8 @@ class AddFlag(_Op):
 
 
 class ReplaceText(_Op):
-    """Guarded edit: `old` (one or more whole lines) must occur exactly once; it becomes `new`."""
+    """Guarded edit: `old` (one or more whole lines) becomes `new` if it occurs exactly once; the
+    script is left as it is when `old` is absent, and an ambiguous `old` is an error."""
 
     op: Literal["replace_text"]
     old: str
@@ -639,14 +643,14 @@ def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
     i = launches[-1]
     line = lines[i]
     existing = re.compile(rf"(?<!\S){re.escape(op.flag)}(?:(?P<sep>=|\s+)(?P<value>[^-\s]\S*))?(?=\s|$)")
-    m = existing.search(line, _LAUNCH.match(line).end("cmd"))
+    end = _LAUNCH.match(line).end("cmd")
+    m = existing.search(line, end)
+    flag = _format_option("", op.flag, op.value)
     if m:
         if not op.value or m["value"] == op.value:
             return lines
-        new_line = line[: m.start("value")] + op.value + line[m.end("value") :] if m["value"] else line
+        new_line = line[: m.start()] + flag + line[m.end() :]  # e.g. --export=NONE -> --export=ALL
     else:
-        flag = _format_option("", op.flag, op.value)
-        end = _LAUNCH.match(line).end("cmd")
         new_line = f"{line[:end]} {flag}{line[end:]}"
     return lines[:i] + [new_line] + lines[i + 1 :]
 
@@ -657,10 +661,12 @@ def _replace_text(lines: list[str], op: ReplaceText, context: dict) -> list[str]
     def occurrences(block: list[str]) -> list[int]:
         return [i for i in range(len(lines) - len(block) + 1) if lines[i : i + len(block)] == block]
 
-    if occurrences(new):  # already applied (new may contain old, e.g. a line added after it)
-        return lines
     found = occurrences(old)
-    if len(found) != 1:
+    # Absent: nothing to do (the guard), also when new already replaced it (new may contain old,
+    # e.g. a line added after it, so that check comes first).
+    if occurrences(new) or not found:
+        return lines
+    if len(found) > 1:
         raise MapleError(f"the script has {len(found)} lines {op.old!r}; the fix edits exactly one")
     i = found[0]
     return lines[:i] + new + lines[i + len(old) :]
@@ -754,7 +760,7 @@ class Attempt(BaseModel):
     category: Category
     entry_id: Optional[str]
     explanation: str
-    ops: list[EditOp]
+    ops: list[EditOp]  # with the values it used filled in
     diff: str
 
 
@@ -817,19 +823,20 @@ def debug_loop(
             # Only exact matches are applied: a similar case is a hint for a person, not evidence.
             if m.kind != "exact" or not m.entry.fix:
                 continue
+            values = context | m.groups
             try:
-                patched = apply_fix(current, m.entry.fix, context | m.groups)
+                patched = apply_fix(current, m.entry.fix, values)
             except MapleError as exc:
                 reasons.append(f"{m.entry.id}: {exc}")
                 continue
             if patched == current:
-                reasons.append(f"{m.entry.id}: its fix is already in the script")
+                reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
                 continue
             attempts.append(
                 Attempt(
                     line_no=failure.line_no, line=failure.line, exception=failure.exception,
                     category=failure.category, entry_id=m.entry.id, explanation=m.entry.explanation,
-                    ops=m.entry.fix, diff=diff(current, patched, path),
+                    ops=[_resolve(op, values) for op in m.entry.fix], diff=diff(current, patched, path),
                 )  # fmt: skip
             )
             current = patched

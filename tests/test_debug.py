@@ -195,7 +195,7 @@ def test_cluster_specific_entries_win_only_on_their_cluster():
     log = "[rank0]:[E1121 05:00:00.0 1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2) ran for 600000 milliseconds before timing out."
     failure = debug.locate(log)
     assert debug.exact_matches(failure, "polaris")[0].entry.id == "polaris-nccl-ofi-hang"
-    assert debug.exact_matches(failure, "frontier")[0].entry.id == "frontier-socket-ifname-hang"
+    assert debug.exact_matches(failure, "frontier")[0].entry.id == "frontier-collective-hang"
     assert [m.entry.id for m in debug.exact_matches(failure, None)] == ["nccl-collective-timeout"]
 
 
@@ -269,6 +269,8 @@ def changed_lines(old: str, new: str) -> list[str]:
         # the training srun (the last one), not the `srun hostname` probe
         (SLURM, {"op": "add_flag", "launcher": "srun", "flag": "--export", "value": "ALL"},
          ["-srun --ntasks-per-node=1 torchrun --nnodes=2 \\", "+srun --export=ALL --ntasks-per-node=1 torchrun --nnodes=2 \\"]),
+        ("srun --export NONE python t.py\n", {"op": "add_flag", "launcher": "srun", "flag": "--export", "value": "ALL"},
+         ["-srun --export NONE python t.py", "+srun --export=ALL python t.py"]),
         (PBS, {"op": "add_flag", "launcher": "mpiexec", "flag": "--no-vni"},
          ["-mpiexec -n 8 --ppn 4 --cpu-bind depth python3 train.py", "+mpiexec --no-vni -n 8 --ppn 4 --cpu-bind depth python3 train.py"]),
         (SLURM, {"op": "replace_text", "old": "module load pytorch/1.13.1", "new": "module load pytorch/2.8.0"},
@@ -288,6 +290,13 @@ def test_inserted_env_goes_before_the_first_launch_line_and_modules_after_the_la
     assert patched == "#!/bin/bash\n#SBATCH -N 1\ncd $SLURM_SUBMIT_DIR\nexport TMPDIR=/tmp\nmodule load gcc\npython train.py\n"
 
 
+def test_a_fix_with_several_guarded_replacements_applies_those_that_fit():
+    fix = next(e.fix for e in debug.load_kb() if e.id == "frontier-collective-hang")
+    script = "#!/bin/bash\nexport FI_MR_CACHE_MONITOR=memhooks\nsrun python train.py\n"
+    patched = debug.apply_fix(script, fix, debug.fix_context("frontier"))
+    assert changed_lines(script, patched) == ["-export FI_MR_CACHE_MONITOR=memhooks", "+export FI_MR_CACHE_MONITOR=kdreg2"]
+
+
 def test_values_come_from_context_and_are_quoted_when_not_plain():
     op = ops({"op": "export_env", "name": "NCCL_NET", "value": "{NCCL_NET}"}, {"op": "set_directive", "name": "--qos", "value": "{qos}"})
     patched = debug.apply_fix(SLURM, op, {"NCCL_NET": "AWS Libfabric", "qos": "regular"})
@@ -304,12 +313,13 @@ def test_values_come_from_context_and_are_quoted_when_not_plain():
     [
         ({"op": "replace_flag", "flag": "--nnodes_per_rack", "value": "1"}, "passes no"),
         ({"op": "add_flag", "launcher": "mpiexec", "flag": "--envall"}, "no mpiexec line"),
-        ({"op": "replace_text", "old": "module load gcc", "new": "module load gcc/12"}, "has 0 lines"),
     ],
 )
 def test_edits_that_cannot_apply_say_why(op, message):
     with pytest.raises(MapleError, match=message):
         debug.apply_fix(SLURM, ops(op), {})
+    absent = ops({"op": "replace_text", "old": "module load gcc", "new": "module load gcc/12"})
+    assert debug.apply_fix(SLURM, absent, {}) == SLURM  # the guard: only an exact line is replaced
     twice = "module load gcc\nsrun a.out\nmodule load gcc\n"
     with pytest.raises(MapleError, match="has 2 lines"):
         debug.apply_fix(twice, ops({"op": "replace_text", "old": "module load gcc", "new": "module load gcc/12"}), {})
@@ -412,6 +422,7 @@ def test_loop_fixes_partition_then_account_and_passes(site):
     assert report.ok and report.stop_reason == "passed"
     assert [a.entry_id for a in report.attempts] == ["slurm-invalid-partition", "slurm-invalid-account"]
     assert report.script == "#!/bin/bash\n#SBATCH -p gpu\n#SBATCH -N 2\n#SBATCH --account=proj_g\nsrun python train.py\n"
+    assert report.attempts[0].ops == ops({"op": "set_directive", "name": "--partition", "value": "gpu"})
     first = report.attempts[0]
     assert first.line == "sbatch: error: invalid partition specified: foo" and first.category == "scheduler"
     assert "-#SBATCH -p foo\n+#SBATCH -p gpu\n" in first.diff
@@ -440,7 +451,7 @@ def test_loop_stops_when_a_fix_does_not_help():
 
     script = "#!/bin/bash\n#SBATCH -N 1\nsrun torchrun --nproc_per_node=8 train.py\n"
     report = debug.debug_loop(script, run, cluster="perlmutter")
-    assert report.stop_reason == "no_fix" and "already in the script" in report.message
+    assert report.stop_reason == "no_fix" and "changes nothing" in report.message
     assert [a.entry_id for a in report.attempts] == ["invalid-device-ordinal"]
     assert len(runs) == 2 and "--nproc_per_node=4" in runs[1]
 
