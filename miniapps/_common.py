@@ -115,12 +115,17 @@ def rendezvous_address(env: Mapping[str, str]) -> tuple[str, str]:
     return addr, port
 
 
-def export_launch_env(launch: LaunchEnv) -> None:
+def export_launch_env(launch: LaunchEnv, device_index: int | None) -> None:
     """Give torch.distributed, DeepSpeed and Accelerate the env:// variables they read, whichever
-    launcher actually started us."""
+    launcher actually started us.
+
+    LOCAL_RANK becomes the index of the device this rank uses, because DeepSpeed and Accelerate pick
+    their device from it: under `srun --gpus-per-task=1` every rank sees one GPU (index 0) while
+    SLURM_LOCALID runs 0..N-1. On CPU it is the launcher's local rank."""
     os.environ["RANK"] = str(launch.rank)
     os.environ["WORLD_SIZE"] = str(launch.world_size)
-    os.environ["LOCAL_RANK"] = str(launch.local_rank if launch.local_rank is not None else 0)
+    local = device_index if device_index is not None else launch.local_rank
+    os.environ["LOCAL_RANK"] = str(local if local is not None else 0)
     addr, port = rendezvous_address(os.environ)
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = addr, port
 
@@ -275,8 +280,8 @@ def run(name: str, body: Callable[[Context], tuple[float, float]], argv: list[st
         launch = detect_launch(os.environ)
         rank = launch.rank
         result.update(launcher=launch.launcher, world_size=launch.world_size)
-        export_launch_env(launch)
         device, backend = pick_device_and_backend(launch)
+        export_launch_env(launch, device.index)
         ctx = Context(name, launch, device, backend, args.steps, timeout)
         loss, step_time = body(ctx)
         if not dist.is_initialized():

@@ -189,6 +189,20 @@ def test_rendezvous_address_sources(tmp_path):
     assert common.rendezvous_address({}) == ("127.0.0.1", "29500")
 
 
+@pytest.mark.parametrize("device_index, local_rank", [(None, "3"), (0, "0")])
+def test_export_launch_env_points_local_rank_at_the_device(monkeypatch, device_index, local_rank):
+    # srun --gpus-per-task=1: local id 3, but the one visible GPU is index 0 (DeepSpeed and
+    # Accelerate pick their device from LOCAL_RANK). On CPU (no index) the local id stays.
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.setenv(name, "")  # restored after the test, whatever export writes
+    monkeypatch.setenv("MASTER_ADDR", "n1")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)  # the port would follow a surrounding job's id
+    monkeypatch.delenv("PBS_JOBID", raising=False)
+    common.export_launch_env(common.LaunchEnv("slurm", 7, 8, 3), device_index)
+    assert (os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"]) == ("7", "8", local_rank)
+    assert (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]) == ("n1", "29500")
+
+
 def test_first_host_of_nodelist_without_scontrol(monkeypatch):
     monkeypatch.setattr(common.shutil, "which", lambda name: None)
     assert common.first_host_of_nodelist("nid[001-004,010],login1") == "nid001"
