@@ -66,7 +66,7 @@ _BENIGN_PATTERNS = [
     r"srun: error: ioctl\(TIOCGWINSZ\)",  # srun without a terminal
     r"from LD_PRELOAD cannot be preloaded .*: ignored",
     r"\b(?:User|Future|Deprecation|Runtime)Warning\b",
-    r"^\s*\[W(?:\d{4})?[ \]]",  # torch C++ warnings ("[W socket.cpp:...]"), retried by the caller
+    r"^\s*\[W(?:\d{4})?[ \]]",  # torch C++ warning-level lines ("[W socket.cpp:...]"): c10d retries
 ]
 _ERROR_LINE = re.compile("|".join(_ERROR_PATTERNS))
 _BENIGN_LINE = re.compile("|".join(_BENIGN_PATTERNS))
@@ -217,9 +217,9 @@ _CATEGORY_RULES: list[tuple[Category, re.Pattern]] = [
 def classify(error_text: str) -> Category:
     """Category of the failure whose text starts at its first error line: the category of the
     knowledge-base entry that matches earliest, else the broad rules, else a user-program error."""
-    hits = _exact_hits(error_text, load_kb(), cluster=None, local_size=None)
+    hits = _exact_hits(error_text, cluster=None, local_size=None, ranks=[])
     if hits:
-        return hits[0][0].category
+        return hits[0].entry.category
     return next((c for c, pattern in _CATEGORY_RULES if pattern.search(error_text)), "program")
 
 
@@ -309,7 +309,7 @@ class KBEntry(BaseModel):
     source: str = Field(pattern=r"^https://")
     examples: list[str] = Field(min_length=1)  # log text the patterns must match
     # Only a match when every failing rank is on a node other than the first (rank >= ranks per
-    # node): the batch node's environment did not reach the others.
+    # node; rank >= 1 when the cluster is unknown): the batch node's environment did not reach them.
     only_remote_ranks: bool = False
 
     @field_validator("patterns")
@@ -371,11 +371,11 @@ class Match(BaseModel):
     groups: dict[str, str] = Field(default_factory=dict)  # named groups captured from the log
 
 
-def _exact_hits(text: str, entries, cluster: Optional[str], local_size: Optional[int], ranks=()) -> list:
-    """(entry, groups) for entries whose patterns match `text`, earliest match first and, at the
-    same place, cluster-specific entries before generic ones."""
+def _exact_hits(text: str, cluster: Optional[str], local_size: Optional[int], ranks: list[int]) -> list[Match]:
+    """Entries whose patterns match `text`, earliest match first; at the same place,
+    cluster-specific entries before generic ones, then in knowledge-base order."""
     hits = []
-    for order, entry in enumerate(entries):
+    for order, entry in enumerate(load_kb()):
         if not entry.applies_to(cluster):
             continue
         if entry.only_remote_ranks and not (ranks and min(ranks) >= (local_size or 1)):
@@ -384,8 +384,8 @@ def _exact_hits(text: str, entries, cluster: Optional[str], local_size: Optional
         if found:
             m = min(found, key=lambda m: m.start())
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
-            hits.append((m.start(), "any" in entry.clusters, order, entry, groups))
-    return [(entry, groups) for *_, entry, groups in sorted(hits, key=lambda h: h[:3])]
+            hits.append((m.start(), "any" in entry.clusters, order, Match(entry=entry, kind="exact", score=1.0, groups=groups)))
+    return [hit[-1] for hit in sorted(hits, key=lambda h: h[:3])]
 
 
 def _kb_table():
@@ -401,10 +401,7 @@ def exact_matches(failure: Failure, cluster: Optional[str] = None) -> list[Match
     """Entries whose patterns match the failure's text, earliest in the log first."""
     profile = load_profiles().get(cluster) if cluster else None
     local_size = profile.devices_per_node if profile else None
-    return [
-        Match(entry=entry, kind="exact", score=1.0, groups=groups)
-        for entry, groups in _exact_hits(failure.error_text, load_kb(), cluster, local_size, failure.ranks)
-    ]
+    return _exact_hits(failure.error_text, cluster, local_size, failure.ranks)
 
 
 def match(failure: Failure, cluster: Optional[str] = None, k: int = 3) -> list[Match]:
@@ -454,9 +451,8 @@ def fix_context(cluster: Optional[str]) -> dict[str, str]:
         m = re.match(r"^(?:--|-l\s+)([\w-]+)=(\S+)$", directive)
         if m:
             context[m[1].replace("-", "_")] = m[2]
-    if profile.gpu_request:
-        request = profile.gpu_request.format(gpus=profile.devices_per_node, total_gpus=profile.devices_per_node)
-        context["gpu_flag"], _, context["gpu_count"] = request.partition("=")
+    if profile.gpu_request and "{total_gpus}" not in profile.gpu_request:  # a total depends on the job
+        context["gpu_flag"], _, context["gpu_count"] = profile.gpu_request.format(gpus=profile.devices_per_node).partition("=")
     modules = profile.setup_for("pytorch").modules
     if modules:
         context["framework_module"] = modules[-1]
@@ -681,8 +677,8 @@ _APPLY = {
 
 def apply_fix(script: str, ops: list, context: Optional[dict] = None) -> str:
     """The script with `ops` applied in order. Pure, deterministic and idempotent; lines no op
-    addresses are left byte for byte. Raises MapleError when an op cannot apply (a value the fix
-    needs is unknown, the line it edits is missing or ambiguous)."""
+    addresses are left byte for byte. Raises MapleError when an op cannot apply: a value the fix
+    needs is unknown, the script has no such launcher or flag, or a line to replace is ambiguous."""
     context = context or {}
     lines = script.split("\n")  # split, not splitlines: "\n".join restores the text exactly
     for op in ops:
@@ -758,7 +754,7 @@ class Attempt(BaseModel):
     line: str
     exception: Optional[str]
     category: Category
-    entry_id: Optional[str]
+    entry_id: str
     explanation: str
     ops: list[EditOp]  # with the values it used filled in
     diff: str
@@ -777,9 +773,9 @@ class DebugReport(BaseModel):
     matches: list[Match] = Field(default_factory=list)  # known cases for the last failure
 
 
-def _infrastructure_advice(failure: Failure, matches: list[Match]) -> str:
-    node = next((m.groups["node"] for m in matches if "node" in m.groups), None)
-    explanation = next((m.entry.explanation for m in matches if m.kind == "exact"), "")
+def _infrastructure_advice(exact: list[Match]) -> str:
+    node = next((m.groups["node"] for m in exact if "node" in m.groups), None)
+    explanation = exact[0].entry.explanation if exact else ""
     where = f" on {node}" if node else ""
     exclude = f" If it fails again there, keep the job off that node: #SBATCH --exclude={node}." if node else ""
     return f"Hardware or system failure{where}: not a problem with the script. Resubmit it.{exclude} {explanation}".strip()
@@ -813,16 +809,14 @@ def debug_loop(
         failure = locate(log)
         if failure is None:
             return report("no_error_found", "the run failed but no line of its log is a recognisable error")
-        matches = match(failure, cluster)
+        exact = exact_matches(failure, cluster)
         if failure.category == "infrastructure":
-            return report("infrastructure", _infrastructure_advice(failure, matches), failure, matches)
+            return report("infrastructure", _infrastructure_advice(exact), failure, match(failure, cluster))
         if len(attempts) == max_iter:
-            return report("max_iter", f"still failing after {max_iter} fixes", failure, matches)
+            return report("max_iter", f"still failing after {max_iter} fixes", failure, match(failure, cluster))
         reasons = []
-        for m in matches:
-            # Only exact matches are applied: a similar case is a hint for a person, not evidence.
-            if m.kind != "exact" or not m.entry.fix:
-                continue
+        # Only exact matches are applied: a similar case is a hint for a person, not evidence.
+        for m in (m for m in exact if m.entry.fix):
             values = context | m.groups
             try:
                 patched = apply_fix(current, m.entry.fix, values)
@@ -843,4 +837,5 @@ def debug_loop(
             break
         else:
             why = "; ".join(reasons) or "no known case with a fix matches this error"
-            return report("no_fix", f"line {failure.line_no}: {failure.line.strip()} — {why}", failure, matches)
+            message = f"line {failure.line_no}: {failure.line.strip()} — {why}"
+            return report("no_fix", message, failure, match(failure, cluster))

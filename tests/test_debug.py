@@ -462,3 +462,17 @@ def test_loop_reports_program_errors_it_cannot_fix_and_honours_max_iter(site):
     assert report.stop_reason == "no_fix" and report.matches[0].entry.id == "cuda-out-of-memory"
     capped = debug.debug_loop(JOB, fake_sbatch(site, {"p"}), cluster="testslurm", max_iter=1, context={"account": "p"})
     assert capped.stop_reason == "max_iter" and len(capped.attempts) == 1
+
+
+def test_loop_uses_the_module_name_lmod_reported_to_swap_in_the_clusters_own():
+    known = get_profile("perlmutter").setup_for("pytorch").modules
+
+    def lmod(script: str) -> debug.RunOutcome:
+        for name in re.findall(r"^module load (\S+)", script, re.M):
+            if name not in known:
+                return debug.RunOutcome(False, f'Lmod has detected the following error:  The following module(s) are unknown: "{name}"\n')
+        return debug.RunOutcome(True, "")
+
+    report = debug.debug_loop("#!/bin/bash\nmodule load pytorch/1.13.1\nsrun python train.py\n", lmod, cluster="perlmutter")
+    assert report.ok and [a.entry_id for a in report.attempts] == ["lmod-unknown-framework-module"]
+    assert report.script == f"#!/bin/bash\nmodule load {known[-1]}\nsrun python train.py\n"
