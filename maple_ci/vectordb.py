@@ -15,8 +15,8 @@ from .paths import data_dir
 
 def _connect():
     os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every table it creates
-    # Imported here, not at module level: lancedb takes ~1.4 s to import, and commands that only
-    # list or show templates import this module's users without ever touching a table.
+    # Imported here, not at module level: lancedb takes ~1.4 s to import, and `maple templates
+    # list|show` import maple_ci.retrieve (hence this module) without ever opening a table.
     import lancedb
 
     return lancedb.connect(str(data_dir() / "lancedb"))
