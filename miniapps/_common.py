@@ -184,6 +184,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--deepspeed_config", "--deepspeed-config", default=None, help=argparse.SUPPRESS)
     # Whatever else the original launch line passed to the training program is ignored too.
     args, _unknown = parser.parse_known_args(argv)
+    if args.steps < 1:
+        parser.error("--steps must be at least 1")  # no step, no loss to report
     return args
 
 
