@@ -730,6 +730,7 @@ class _Scan:
     python_env: Optional[str] = None
     launches: list = field(default_factory=list)
     depth: int = 0
+    positional: Optional[list] = None  # arguments of a bash -c string or wrapper script, as written
 
     def expand(self, word: Optional[str]) -> Optional[str]:
         return None if word is None else _expand(word, self)
@@ -755,6 +756,9 @@ def _restore(word: str, hidden: dict) -> str:
 
 def _command_words(words: list[str], scan: _Scan) -> None:
     """One simple command: leading NAME=value words, then the command and its arguments."""
+    if scan.positional is not None and any(word in ("$@", "${@}") for word in words):
+        # "$@" stands for the arguments, word for word (maple-ci's own `bash -c '... exec "$@"' x ...`)
+        words = [part for word in words for part in (scan.positional if word in ("$@", "${@}") else [word])]
     command = _drop_assignments(words)
     if not command:
         for assignment in words:
@@ -798,10 +802,10 @@ def _export(words: list[str], scan: _Scan) -> None:
 
 
 def _portable(value: str, scan: "_Scan") -> str:
-    """An env value with the script's own variables filled in (the generated script will not set
-    them); values that use scheduler or user variables stay as written."""
-    names = re.findall(r"\$\{?([A-Za-z_]\w*)", value)
-    if names and all(name in scan.raw for name in names):
+    """`value` with the script's own variables and arguments ($1) filled in, since the generated
+    script will not set them; values that use scheduler or user variables stay as written."""
+    names = re.findall(r"\$\{?([A-Za-z_]\w*|\d)", value)
+    if names and all(name in scan.raw or name.isdigit() for name in names):
         return scan.expand(value) or value
     return value
 
@@ -862,9 +866,12 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
         return _chain(rest, scan, stages)
     command_flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
     if head in ("bash", "sh", "zsh") and command_flag:  # -c, or combined as in `sh -xeuc '...'`
-        return _inner_script(argv[command_flag + 1], scan, stages) if command_flag + 1 < len(argv) else None
+        if command_flag + 1 >= len(argv):
+            return None
+        # after the string come $0 (a name) and then $1, $2...
+        return _inner_script(argv[command_flag + 1], scan, stages, argv[command_flag + 3:])
     if head in ("bash", "sh") and len(argv) > 1:
-        return _finish(stages, argv[1], argv[2:], scan.vars)
+        return _program(argv[1:], scan, stages)
     if head.endswith(".sh") and len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1])
                                                    or argv[1] in _MPI_LAUNCHERS | _DL_LAUNCHERS):
         return _chain(argv[1:], scan, stages)  # an affinity wrapper such as set_affinity_gpu_polaris.sh
@@ -879,11 +886,17 @@ def _chain(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
         return _dl_stage("accelerate", argv[2:], _ACCELERATE, scan, stages)
     if _PYTHON.fullmatch(head):
         return _python(argv, scan, stages)
-    wrapper = _wrapper_text(argv[0], scan)
+    return _program(argv, scan, stages)
+
+
+def _program(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
+    """Any other program: a wrapper script we can read is followed, else it is the entrypoint."""
+    wrapper = _wrapper_text(_portable(argv[0], scan), scan)
     if wrapper is not None:
-        return _inner_script(wrapper, scan, stages, [scan.expand(arg) for arg in argv[1:]]) or _finish(
-            stages, argv[0], argv[1:], scan.vars)
-    return _finish(stages, argv[0], argv[1:], scan.vars)
+        launch = _inner_script(wrapper, scan, stages, argv[1:], "wrapper script")
+        if launch:
+            return launch
+    return _finish(stages, _portable(argv[0], scan), argv[1:], scan.vars)
 
 
 def _wrapper_text(program: str, scan: _Scan) -> Optional[str]:
@@ -916,8 +929,8 @@ def _python(argv: list[str], scan: _Scan, stages: list) -> Optional[_Launch]:
             return _dl_stage("accelerate", rest, _ACCELERATE, scan, stages)
         if module in _PYTHON_TOOLS:
             return None
-        return _finish([*stages, ("python", {})], f"-m {module}", rest, scan.vars)
-    return _finish([*stages, ("python", {})], argv[i], argv[i + 1:], scan.vars)
+        return _finish([*stages, ("python", {})], f"-m {_portable(module, scan)}", rest, scan.vars)
+    return _finish([*stages, ("python", {})], _portable(argv[i], scan), argv[i + 1:], scan.vars)
 
 
 def _dl_stage(name: str, argv: list[str], spec: _Spec, scan: _Scan, stages: list) -> Optional[_Launch]:
@@ -926,8 +939,8 @@ def _dl_stage(name: str, argv: list[str], spec: _Spec, scan: _Scan, stages: list
     if not rest:
         return _finish(stages, None, [], scan.vars)
     if "module" in opts:
-        return _finish(stages, f"-m {rest[0]}", rest[1:], scan.vars)
-    return _finish(stages, rest[0], rest[1:], scan.vars)
+        return _finish(stages, f"-m {_portable(rest[0], scan)}", rest[1:], scan.vars)
+    return _finish(stages, _portable(rest[0], scan), rest[1:], scan.vars)
 
 
 def _finish(stages: list, entry: Optional[str], args: list[str], variables: dict) -> _Launch:
@@ -939,18 +952,18 @@ def _finish(stages: list, entry: Optional[str], args: list[str], variables: dict
     return _Launch(stages, entry, args, dict(variables), score if entry else 0)
 
 
-def _inner_script(text: str, scan: _Scan, stages: list, positional: Optional[list] = None) -> Optional[_Launch]:
-    """The command string of `bash -c '...'`, or a wrapper script run with `positional` arguments:
-    a script of its own, seeing the outer variables."""
+def _inner_script(text: str, scan: _Scan, stages: list, positional: list[str],
+                  what: str = "bash -c command") -> Optional[_Launch]:
+    """The command string of `bash -c '...'`, or a wrapper script, run with `positional` arguments
+    (as written): a script of its own, seeing the outer variables."""
     if scan.depth > 5:
         return None
     variables = dict(scan.vars)
-    if positional is not None:
-        variables.update({str(i): value for i, value in enumerate(positional, 1)})
-        variables["#"] = str(len(positional))
+    variables.update({str(i): scan.expand(arg) for i, arg in enumerate(positional, 1)})
+    variables["#"] = str(len(positional))
     inner = _Scan(variables, scan.nodes, scan.base_dir, env=scan.env, raw=dict(scan.raw),
-                  modules=scan.modules, depth=scan.depth + 1)
-    _walk_text(text, inner, "in the bash -c command, " if positional is None else "in the wrapper script, ")
+                  modules=scan.modules, depth=scan.depth + 1, positional=positional)
+    _walk_text(text, inner, f"in the {what}, ")
     scan.python_env = inner.python_env or scan.python_env
     best = _best(inner.launches)
     if best is None:

@@ -103,6 +103,13 @@ def test_wrapper_script_not_given_keeps_what_is_known():
     assert intent.script_args == ["$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n1)", "2"]
 
 
+def test_wrapper_run_with_bash_is_followed(tmp_path):
+    (tmp_path / "launch.sh").write_text('#!/bin/bash\nexport NCCL_DEBUG=INFO\ntorchrun --nnodes=$1 --nproc_per_node=$2 "$3"\n')
+    intent = extract_script("#SBATCH -N 2 --ntasks-per-node=1\nsrun bash launch.sh 2 4 train.py\n", base_dir=tmp_path)
+    assert fields(intent, *COUNTS, "entrypoint", "env") == dict(
+        launcher="torchrun", nodes=2, gpus_per_node=4, world_size=8, entrypoint="train.py", env={"NCCL_DEBUG": "INFO"})
+
+
 def test_perlmutter_example_is_recognised_and_complete():
     intent = script(EXAMPLES / "perlmutter_torchrun_ddp.sbatch")
     assert intent.source_cluster == "perlmutter"
@@ -281,6 +288,8 @@ def test_launch_lines(body, expected):
     ("run() {\n  srun python t.py \"$@\"\n}\nrun --lr 1", "t.py", ["$@"]),
     ("cd $SLURM_SUBMIT_DIR && srun python t.py 2>&1 | tee log.txt", "t.py", []),
     ("python prepare.py\nsrun python train.py", "train.py", []),  # a parallel launch beats plain python
+    ("SCRIPT=src/train.py\nsrun python $SCRIPT --out $SCRATCH", "src/train.py", ["--out", "$SCRATCH"]),
+    ("srun python $HOME/train.py", "$HOME/train.py", []),  # a user variable: kept as written
 ])
 def test_entrypoint_and_verbatim_args(line, entrypoint, args):
     intent = extract_script(line + "\n")
@@ -328,6 +337,15 @@ def test_variables_resolve_only_when_known(body, expected):
     "mpirun -np 2 --map-by ppr:1:node bash -c 'torchrun --nproc_per_node=4 --nnodes=2 train.py'",
     "#PBS -l select=2:ngpus=4\ndeepspeed --hostfile=hostfile --num_gpus 4 train.py --deepspeed_config ds.json",
     "#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=4\nsrun accelerate launch --num_machines 2 --num_processes 8 train.py",
+    # maple-ci's own forms: the rank variables are set inside the step, the command comes as "$@"
+    "#SBATCH --nodes=2 --ntasks-per-node=4 --gpus-per-node=4\nsrun --nodes=2 --ntasks-per-node=4 \\\n"
+    "    bash -c 'export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID; exec \"$@\"' maple-rank \\\n"
+    "    python train.py --epochs 10",
+    "#PBS -l select=2:system=polaris\nmpiexec --envall -n 8 --ppn 4 --depth=8 --cpu-bind depth \\\n"
+    "    bash -c 'export RANK=$PMI_RANK WORLD_SIZE=$PMI_SIZE; exec \"$@\"' maple-rank python train.py",
+    "#SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4\nsrun --nodes=2 --ntasks-per-node=1 \\\n"
+    "    bash -c 'exec accelerate launch --machine_rank=\"$SLURM_NODEID\" \"$@\"' maple-node \\\n"
+    "    --multi_gpu --num_machines=2 --num_processes=8 train.py",
 ])
 def test_generated_forms_have_consistent_world_size(body):
     intent = extract_script(body + "\n")
@@ -343,6 +361,11 @@ def test_generated_forms_have_consistent_world_size(body):
 ])
 def test_srun_inherits_the_allocation_layout(body, world_size):
     assert extract_script(body + "\n").world_size == world_size
+
+
+def test_bash_c_positional_arguments():
+    intent = extract_script("srun -N 1 -n 4 bash -c 'python \"$1\" --seed $2' job train.py 7\n")
+    assert (intent.entrypoint, intent.script_args, intent.world_size) == ("train.py", ["--seed", "$2"], 4)
 
 
 def test_aurora_form_counts_tiles():
