@@ -279,11 +279,11 @@ class AddFlag(_Op):
 
 
 class ReplaceText(_Op):
-    """Guarded edit: `old` (one or more whole lines) becomes `new` if it occurs exactly once; the
-    script is left as it is when `old` is absent, and an ambiguous `old` is an error."""
+    """Guarded edit: `old` (whole words, may span lines) becomes `new` if it occurs exactly once;
+    the script is left as it is when `old` is absent, and an ambiguous `old` is an error."""
 
     op: Literal["replace_text"]
-    old: str
+    old: str = Field(min_length=1)
     new: str
 
 
@@ -498,11 +498,16 @@ _LAUNCH = re.compile(
 _MODULE_LINE = re.compile(r"^\s*(?:module|ml)\s")
 
 
-def _directive_prefix(lines: list[str], context: dict) -> str:
-    for prefix in ("#SBATCH", "#PBS"):
-        if any(line.startswith(prefix) for line in lines):
-            return prefix
-    return "#PBS" if context.get("scheduler") == "pbs" else "#SBATCH"
+def _directive_prefix(lines: list[str], context: dict, name: str) -> str:
+    """#SBATCH or #PBS, whichever the script uses (else the cluster's), checked against the option:
+    long options exist only in Slurm, "-l resource" only in PBS."""
+    prefix = next(
+        (p for p in ("#SBATCH", "#PBS") if any(line.startswith(p) for line in lines)),
+        "#PBS" if context.get("scheduler") == "pbs" else "#SBATCH",
+    )
+    if (prefix == "#PBS" and name.startswith("--")) or (prefix == "#SBATCH" and name.startswith("-l ")):
+        raise MapleError(f"{name} is not a {prefix} option; this fix is for the other scheduler")
+    return prefix
 
 
 def _option_regex(prefix: str, name: str) -> re.Pattern:
@@ -527,7 +532,7 @@ def _format_option(prefix: str, name: str, value: str) -> str:
 
 
 def _set_directive(lines: list[str], op: SetDirective, context: dict) -> list[str]:
-    prefix = _directive_prefix(lines, context)
+    prefix = _directive_prefix(lines, context, op.name)
     pattern = _option_regex(prefix, op.name)
     out, found = list(lines), False
 
@@ -549,7 +554,7 @@ def _set_directive(lines: list[str], op: SetDirective, context: dict) -> list[st
 
 
 def _remove_directive(lines: list[str], op: RemoveDirective, context: dict) -> list[str]:
-    prefix = _directive_prefix(lines, context)
+    prefix = _directive_prefix(lines, context, op.name)
     if prefix == "#PBS" and op.name.startswith("-l "):
         raise MapleError(f"removing the PBS resource {op.name!r} is not supported; edit it by hand")
     pattern = _option_regex(prefix, op.name)
@@ -652,20 +657,20 @@ def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
 
 
 def _replace_text(lines: list[str], op: ReplaceText, context: dict) -> list[str]:
-    old, new = op.old.split("\n"), op.new.split("\n")
+    text = "\n".join(lines)
 
-    def occurrences(block: list[str]) -> list[int]:
-        return [i for i in range(len(lines) - len(block) + 1) if lines[i : i + len(block)] == block]
+    def places(words: str) -> list[int]:  # whole words only: "hsn0" is not inside "hsn0,hsn1"
+        return [m.start() for m in re.finditer(rf"(?<!\S){re.escape(words)}(?!\S)", text)]
 
-    found = occurrences(old)
-    # Absent: nothing to do (the guard), also when new already replaced it (new may contain old,
-    # e.g. a line added after it, so that check comes first).
-    if occurrences(new) or not found:
+    # Done already (new may contain old, e.g. a line added after it, so this check comes first),
+    # or nothing to replace: the guard leaves the script as it is.
+    found = places(op.old)
+    if places(op.new) or not found:
         return lines
     if len(found) > 1:
-        raise MapleError(f"the script has {len(found)} lines {op.old!r}; the fix edits exactly one")
-    i = found[0]
-    return lines[:i] + new + lines[i + len(old) :]
+        raise MapleError(f"{op.old!r} occurs {len(found)} times in the script; the fix edits exactly one")
+    at = found[0]
+    return (text[:at] + op.new + text[at + len(op.old) :]).split("\n")
 
 
 _APPLY = {

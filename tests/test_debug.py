@@ -276,6 +276,9 @@ def changed_lines(old: str, new: str) -> list[str]:
         (SLURM, {"op": "replace_text", "old": "module load pytorch/1.13.1", "new": "module load pytorch/2.8.0"},
          ["-module load pytorch/1.13.1", "+module load pytorch/2.8.0"]),
         (PBS, {"op": "replace_text", "old": "module load conda", "new": "module load conda\nconda activate"}, ["+conda activate"]),
+        # words inside a line: one module of several
+        ("module load PrgEnv-gnu pytorch/1.13.1 cudatoolkit\n", {"op": "replace_text", "old": "pytorch/1.13.1", "new": "pytorch/2.8.0"},
+         ["-module load PrgEnv-gnu pytorch/1.13.1 cudatoolkit", "+module load PrgEnv-gnu pytorch/2.8.0 cudatoolkit"]),
     ],
 )  # fmt: skip
 def test_each_edit_changes_only_its_lines_and_is_idempotent(script, op, expected):
@@ -313,16 +316,30 @@ def test_values_come_from_context_and_are_quoted_when_not_plain():
     [
         ({"op": "replace_flag", "flag": "--nnodes_per_rack", "value": "1"}, "passes no"),
         ({"op": "add_flag", "launcher": "mpiexec", "flag": "--envall"}, "no mpiexec line"),
+        ({"op": "set_directive", "name": "-l walltime", "value": "01:00:00"}, "not a #SBATCH option"),
     ],
 )
 def test_edits_that_cannot_apply_say_why(op, message):
     with pytest.raises(MapleError, match=message):
         debug.apply_fix(SLURM, ops(op), {})
     absent = ops({"op": "replace_text", "old": "module load gcc", "new": "module load gcc/12"})
-    assert debug.apply_fix(SLURM, absent, {}) == SLURM  # the guard: only an exact line is replaced
+    assert debug.apply_fix(SLURM, absent, {}) == SLURM  # the guard: only what is there is replaced
     twice = "module load gcc\nsrun a.out\nmodule load gcc\n"
-    with pytest.raises(MapleError, match="has 2 lines"):
+    with pytest.raises(MapleError, match="occurs 2 times"):
         debug.apply_fix(twice, ops({"op": "replace_text", "old": "module load gcc", "new": "module load gcc/12"}), {})
+
+
+@pytest.mark.parametrize("script, cluster", [(SLURM, "perlmutter"), (PBS, "polaris")])
+def test_every_knowledge_base_fix_applies_idempotently_or_says_why(script, cluster):
+    for entry in (e for e in debug.load_kb() if e.fix):
+        groups = debug.exact_matches(debug.locate(entry.examples[0]), None if "any" in entry.clusters else entry.clusters[0])[0].groups
+        context = debug.fix_context(cluster) | {"account": "proj"} | groups
+        try:
+            patched = debug.apply_fix(script, entry.fix, context)
+        except MapleError:
+            continue
+        assert debug.apply_fix(patched, entry.fix, context) == patched, entry.id
+        assert len(changed_lines(script, patched)) <= 2 * len(entry.fix) + 2, entry.id
 
 
 # --------------------------------------------------------------------------------------------
@@ -465,14 +482,17 @@ def test_loop_reports_program_errors_it_cannot_fix_and_honours_max_iter(site):
 
 
 def test_loop_uses_the_module_name_lmod_reported_to_swap_in_the_clusters_own():
-    known = get_profile("perlmutter").setup_for("pytorch").modules
+    framework = get_profile("perlmutter").setup_for("pytorch").modules[-1]
+    available = {framework, "PrgEnv-gnu"}
 
     def lmod(script: str) -> debug.RunOutcome:
-        for name in re.findall(r"^module load (\S+)", script, re.M):
-            if name not in known:
-                return debug.RunOutcome(False, f'Lmod has detected the following error:  The following module(s) are unknown: "{name}"\n')
+        for line in re.findall(r"^module load (.+)$", script, re.M):
+            unknown = [name for name in line.split() if name not in available]
+            if unknown:
+                return debug.RunOutcome(False, f'Lmod has detected the following error:  The following module(s) are unknown: "{unknown[0]}"\n')
         return debug.RunOutcome(True, "")
 
-    report = debug.debug_loop("#!/bin/bash\nmodule load pytorch/1.13.1\nsrun python train.py\n", lmod, cluster="perlmutter")
+    script = "#!/bin/bash\nmodule load PrgEnv-gnu pytorch/1.13.1\nsrun python train.py\n"
+    report = debug.debug_loop(script, lmod, cluster="perlmutter")
     assert report.ok and [a.entry_id for a in report.attempts] == ["lmod-unknown-framework-module"]
-    assert report.script == f"#!/bin/bash\nmodule load {known[-1]}\nsrun python train.py\n"
+    assert report.script == f"#!/bin/bash\nmodule load PrgEnv-gnu {framework}\nsrun python train.py\n"
