@@ -659,7 +659,7 @@ def _wants_more(exc: Exception) -> bool:
 
 
 def _walk_text(text: str, scan: "_Scan", where: str) -> None:
-    """Run every command of `text` through `_command`. Simple lines are split directly; the rest
+    """Run every command of `text` through `_command_words`. Simple lines are split directly; the rest
     goes to bashlex a chunk at a time, a chunk growing while bashlex wants more input (open quote,
     `if` without `fi`, line continuation). A script bash itself rejects is an error naming the
     line; in a script bash accepts, a line bashlex cannot read ([[ ]], case, arrays) is skipped."""
@@ -673,9 +673,7 @@ def _walk_text(text: str, scan: "_Scan", where: str) -> None:
                 _command_words([_restore(word, hidden) for word in words], scan)
             start += 1
             continue
-        end, single = start + 1, False
-        while end < len(lines) and not _simple_commands(lines[end]):
-            end += 1  # one bashlex call for the whole run: each call has a large fixed cost
+        end = start + 1  # bashlex's cost grows faster than the text: give it one command at a time
         while True:
             while end < len(lines) and lines[end - 1].rstrip("\n").endswith("\\"):
                 end += 1  # a continued line belongs to the same command
@@ -685,9 +683,6 @@ def _walk_text(text: str, scan: "_Scan", where: str) -> None:
             except Exception as exc:  # bashlex raises several types, AttributeError included
                 if _wants_more(exc) and end < len(lines):
                     end = min(len(lines), start + 2 * (end - start))  # doubling keeps long blocks linear
-                    continue
-                if end - start > 1 and not single:  # find the line at fault one line at a time
-                    end, single = start + 1, True
                     continue
                 if not checked:
                     problem = _bash_syntax_error(text)
