@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -99,9 +100,10 @@ def _planned_runs() -> dict[str, list[tuple[list[str], dict[str, str]]]]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, tuple[int, str, str]]:
-    """All runs at once: most of their time is interpreter start-up, imports and rendezvous waits,
-    which overlap well, and one after another they would not fit the suite's time budget. Output
-    goes to files, not pipes, so no run blocks on a pipe nobody is reading yet.
+    """All runs at once: each spends much of its time waiting (rendezvous, launchers polling their
+    workers), so together they keep both cores busy; one after another they would not fit the
+    suite's time budget. Output goes to files, not pipes, so no run blocks on a full pipe nobody
+    reads yet. Each run is its own session, so a hung launcher is killed with its workers.
     Returns name -> (worst exit status of its processes, stdout, stderr)."""
     logs = tmp_path_factory.mktemp("miniapps")
     started = []
@@ -110,13 +112,15 @@ def runs(tmp_path_factory) -> dict[str, tuple[int, str, str]]:
             out = logs / f"{name.replace('/', '_')}.{i}.out"
             err = logs / f"{name.replace('/', '_')}.{i}.err"
             with open(out, "w") as fo, open(err, "w") as fe:
-                started.append((name, subprocess.Popen(cmd, env=env, stdout=fo, stderr=fe, text=True), out, err))
+                proc = subprocess.Popen(cmd, env=env, stdout=fo, stderr=fe, start_new_session=True)
+                started.append((name, proc, out, err))
     results: dict[str, tuple[int, str, str]] = {}
     for name, proc, out, err in started:
         try:
             rc = abs(proc.wait(timeout=TIMEOUT_S))
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             rc = 124
         prev_rc, prev_out, prev_err = results.get(name, (0, "", ""))
         results[name] = (max(prev_rc, rc), prev_out + out.read_text(), prev_err + err.read_text())
