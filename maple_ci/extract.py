@@ -631,6 +631,7 @@ def _bash_syntax_error(text: str) -> Optional[str]:
 _NOT_SIMPLE = re.compile(r"[<>()`]|\\$|(?:^|[;&|]\s*)(?:if|then|elif|else|fi|for|while|until|do|done|case|"
                          r"esac|function|select|\{|\}|\[\[|!)(?:\s|$)")
 _OPERATORS = {"&&", "||", ";", "|", "&", ";;", "|&"}
+_NEEDS_SHLEX = re.compile(r"[\"'\\;&|#]")  # without these, splitting on blanks is exact
 
 
 def _simple_commands(line: str) -> Optional[list[list[str]]]:
@@ -640,6 +641,8 @@ def _simple_commands(line: str) -> Optional[list[list[str]]]:
         return []
     if _NOT_SIMPLE.search(line):
         return None
+    if not _NEEDS_SHLEX.search(line):
+        return [line.split()]
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     commands: list[list[str]] = [[]]
