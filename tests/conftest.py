@@ -1,6 +1,7 @@
 """Session fixtures shared by all tests: the local Slurm test cluster (tests/cluster/)."""
 
 import os
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -18,6 +19,15 @@ START_TIMEOUT = 60
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cluster: needs the local Slurm test cluster (started on demand, as root)")
+
+
+@pytest.fixture
+def master_port() -> int:
+    """A TCP port free right now, for a job's rendezvous: other runs on this machine (earlier tests,
+    other people's) may hold torch's default 29500."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from maple_ci.verify.local import verify_local
 MINIAPP = str(Path(__file__).parent / "cluster" / "allreduce_miniapp.py")
 
 
-def polaris_script(launch: str) -> str:
+def polaris_script(launch: str, master_port: int = 29500) -> str:
     setup = get_profile("polaris").setup_for("pytorch")
     environment = [f"module use {d}" for d in setup.module_use] + [f"module load {m}" for m in setup.modules] + setup.setup
     return textwrap.dedent("""\
@@ -28,9 +28,9 @@ def polaris_script(launch: str) -> str:
         {environment}
         NNODES=$(wc -l < $PBS_NODEFILE)
         export MASTER_ADDR=$(head -n 1 $PBS_NODEFILE)
-        export MASTER_PORT=29500
+        export MASTER_PORT={master_port}
         {launch}
-        """).format(environment="\n".join(environment), launch=launch)
+        """).format(environment="\n".join(environment), launch=launch, master_port=master_port)
 
 
 PALS_LAUNCH = ("mpiexec -n $((NNODES * 4)) --ppn 4 --depth 16 --cpu-bind depth --env OMP_NUM_THREADS=1 "
@@ -46,8 +46,8 @@ def write(tmp_path: Path, text: str, name: str = "job.pbs") -> Path:
 # The cluster provides what the job environment needs (Lmod, modulefiles, conda stand-in); the
 # emulation itself does not use Slurm.
 @pytest.mark.cluster
-def test_polaris_script_runs_eight_ranks_on_two_emulated_nodes(slurm_cluster, tmp_path):
-    result = verify_local(write(tmp_path, polaris_script(PALS_LAUNCH)), miniapp=MINIAPP, timeout=120,
+def test_polaris_script_runs_eight_ranks_on_two_emulated_nodes(slurm_cluster, tmp_path, master_port):
+    result = verify_local(write(tmp_path, polaris_script(PALS_LAUNCH, master_port)), miniapp=MINIAPP, timeout=120,
                           env=slurm_cluster.job_env, workdir=tmp_path)
     assert result.ok, result.message + "\n" + result.log
     assert result.result["world_size"] == 8 and result.state == "COMPLETED"

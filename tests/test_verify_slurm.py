@@ -53,9 +53,9 @@ DELTA_SCRIPT = textwrap.dedent("""\
     """).format(modules=module_lines("delta"))
 
 
-def write(tmp_path: Path, text: str) -> Path:
+def write(tmp_path: Path, text: str, master_port: int = 29500) -> Path:
     path = tmp_path / "job.sbatch"
-    path.write_text(text)
+    path.write_text(text.replace("29500", str(master_port)))
     return path
 
 
@@ -109,8 +109,8 @@ def test_missing_sbatch_is_a_clear_error_not_a_hang(tmp_path):
 
 @pytest.mark.cluster
 @pytest.mark.parametrize("script", [perlmutter_script(), DELTA_SCRIPT], ids=["perlmutter-srun-bash-torchrun", "delta-srun-torchrun-c10d"])
-def test_two_node_job_runs_eight_ranks(slurm_cluster, tmp_path, script):
-    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, timeout=JOB_TIMEOUT,
+def test_two_node_job_runs_eight_ranks(slurm_cluster, tmp_path, master_port, script):
+    result = verify_slurm(write(tmp_path, script, master_port), miniapp=MINIAPP, timeout=JOB_TIMEOUT,
                           env=slurm_cluster.job_env, workdir=tmp_path)
     assert result.ok, result.message + "\n" + result.log
     assert result.state == "COMPLETED" and result.exit_code == 0
@@ -142,8 +142,8 @@ def test_without_adaptation_a_site_partition_is_unknown_here(slurm_cluster, tmp_
 
 
 @pytest.mark.cluster
-def test_every_node_claiming_node_rank_0_hangs_and_is_reported_as_a_timeout(slurm_cluster, tmp_path):
-    result = verify_slurm(write(tmp_path, perlmutter_script(node_rank="0")), miniapp=MINIAPP, timeout=40,
+def test_every_node_claiming_node_rank_0_hangs_and_is_reported_as_a_timeout(slurm_cluster, tmp_path, master_port):
+    result = verify_slurm(write(tmp_path, perlmutter_script(node_rank="0"), master_port), miniapp=MINIAPP, timeout=40,
                           env=slurm_cluster.job_env, workdir=tmp_path)
     assert not result.ok and result.state == "TIMEOUT" and result.result is None
     assert "still RUNNING after the 40 s timeout and was cancelled" in result.message
@@ -160,9 +160,9 @@ def test_a_job_that_never_starts_is_cancelled_with_slurms_reason(slurm_cluster, 
 
 
 @pytest.mark.cluster
-def test_loading_a_module_the_site_does_not_have_fails_with_lmods_error(slurm_cluster, tmp_path):
+def test_loading_a_module_the_site_does_not_have_fails_with_lmods_error(slurm_cluster, tmp_path, master_port):
     script = perlmutter_script().replace("#!/bin/bash\n", "#!/bin/bash\nset -e\n").replace(
         "export MASTER_PORT", "module load nonexistent/1.0\nexport MASTER_PORT")
-    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, env=slurm_cluster.job_env, workdir=tmp_path)
+    result = verify_slurm(write(tmp_path, script, master_port), miniapp=MINIAPP, env=slurm_cluster.job_env, workdir=tmp_path)
     assert not result.ok and result.state == "FAILED"
     assert "module(s) are unknown" in result.log and "nonexistent/1.0" in result.log
