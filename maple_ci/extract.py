@@ -7,6 +7,11 @@ followed through wrappers (srun -> bash -c '...' -> torchrun -> train.py). Count
 literal values, shell variables set earlier and the scheduler's own variables when the directives
 fix them; anything only known at run time stays None. Nothing is guessed to fill a gap: the gap
 goes to `missing`, and the bot asks.
+
+Requests in words ("train ViT with torchrun on 8 GPUs across two nodes") are read with regexes over
+the lower-cased text, after number words become digits and near-miss keywords ("torchrn") are
+corrected with difflib. A cluster named there is the source only when the text says the job runs
+there now; "port to X" names a target, which is not part of a JobIntent.
 """
 
 from __future__ import annotations
