@@ -58,6 +58,7 @@ _ERROR_PATTERNS = [
     r"Cassini Event Queue overflow",
     r"No VNIs available",
     r"failed to acquire job resources",
+    r"allocation failure:",  # sbatch --test-only, salloc
     r"(?:server|client) socket (?:has failed to (?:bind|listen)|cannot be initialized|has timed out)",
 ]
 # Lines that look like errors but are documented as harmless.
@@ -78,7 +79,7 @@ _KEYWORDS = (
     "FATAL", "Fatal", "Lmod has detected", "Killed", "command not found", "No such file",
     "can't open file", "Permission denied", "Segmentation fault", "core dumped", "Aborted", "oom",
     "Out Of Memory", "NODE_FAIL", "NODE FAILURE", "CANCELLED AT", "Uncorrectable", "fallen off the bus",
-    "Xid", "Cassini", "No VNIs", "failed to acquire", "socket", "[E",
+    "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "socket", "[E",
 )  # fmt: skip
 
 
@@ -206,7 +207,7 @@ _CATEGORY_RULES: list[tuple[Category, re.Pattern]] = [
     (c, re.compile(p, re.MULTILINE))
     for c, p in [
         ("infrastructure", r"NODE_FAIL|NODE FAILURE|Node failure|ECC error|Uncorrectable|fallen off the bus|\bXid\b"),
-        ("scheduler", r"\b(?:sbatch|salloc): error|(?:^|\s)qsub: |Batch job submission failed|=>> PBS: job killed|DUE TO TIME LIMIT"),
+        ("scheduler", r"\b(?:sbatch|salloc): error|(?:^|\s)qsub: |Batch job submission failed|allocation failure|Unable to allocate resources|=>> PBS: job killed|DUE TO TIME LIMIT"),
         ("environment", r"Lmod has detected|modulefile|command not found|ModuleNotFoundError|ImportError|execve\(\)"),
         ("library", r"\bNCCL\b|\bRCCL\b|\bCCL_|CUDA error|HIP error|cuDNN|libfabric|\bMPICH\b|deepspeed|DeepSpeed"),
         ("launcher", r"rendezvous|Rendezvous|torch\.distributed\.elastic|DistNetworkError|DistStoreError|\bsrun: error|mpiexec|socket"),

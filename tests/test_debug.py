@@ -3,6 +3,7 @@
 import random
 import re
 import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -397,14 +398,13 @@ def test_suggestions_round_trip_on_random_edits():
 # The loop, against a fake Slurm
 
 
-@pytest.fixture
-def site(tmp_path, monkeypatch):
-    """A templates folder with one extra Slurm cluster whose queues are partitions."""
+def make_site(tmp_path, monkeypatch, partitions: list[str]):
+    """A templates folder with one extra Slurm cluster, "testslurm", whose queues are `partitions`
+    (the first is the default), each allowing 1 h as the local test cluster's gpu partition does
+    (tests/cluster/slurm.conf.in)."""
     profile = get_profile("perlmutter").model_dump()
-    profile.update(name="testslurm", queue_directive="partition", queues=[
-        {"name": "gpu", "max_walltime": "24:00:00", "max_nodes": 64, "default": True},
-        {"name": "gpu-debug", "max_walltime": "01:00:00", "max_nodes": 2},
-    ])  # fmt: skip
+    queues = [{"name": name, "max_walltime": "01:00:00", "max_nodes": 2, "default": i == 0} for i, name in enumerate(partitions)]
+    profile.update(name="testslurm", queue_directive="partition", queues=queues)
     (tmp_path / "clusters").mkdir()
     for path in (templates_dir() / "clusters").glob("*.yaml"):
         shutil.copy(path, tmp_path / "clusters")
@@ -412,6 +412,11 @@ def site(tmp_path, monkeypatch):
     shutil.copytree(templates_dir() / "errors", tmp_path / "errors")
     monkeypatch.setenv("MAPLE_TEMPLATES_DIR", str(tmp_path))
     return get_profile("testslurm")
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    return make_site(tmp_path, monkeypatch, ["gpu", "gpu-debug"])
 
 
 def fake_sbatch(profile, accounts: set[str]):
@@ -496,3 +501,23 @@ def test_loop_uses_the_module_name_lmod_reported_to_swap_in_the_clusters_own():
     report = debug.debug_loop(script, lmod, cluster="perlmutter")
     assert report.ok and [a.entry_id for a in report.attempts] == ["lmod-unknown-framework-module"]
     assert report.script == f"#!/bin/bash\nmodule load PrgEnv-gnu {framework}\nsrun python train.py\n"
+
+
+@pytest.mark.cluster
+def test_loop_on_real_slurm_rejections(slurm_cluster, tmp_path, monkeypatch):
+    """The same loop against the local Slurm cluster's own answers (sbatch --test-only checks a
+    job without queueing it): a partition that does not exist and a walltime over the limit."""
+    make_site(tmp_path, monkeypatch, [slurm_cluster.default_partition])
+    job = tmp_path / "job.sh"
+
+    def sbatch(script: str) -> debug.RunOutcome:
+        job.write_text(script)
+        out = subprocess.run(["sbatch", "--test-only", str(job)], capture_output=True, text=True, timeout=60)
+        log = out.stdout + out.stderr
+        return debug.RunOutcome(out.returncode == 0 and " to start at " in log, log)
+
+    script = "#!/bin/bash\n#SBATCH --partition=nosuchpartition\n#SBATCH --time=99:00:00\n#SBATCH -N 1\nsrun hostname\n"
+    report = debug.debug_loop(script, sbatch, cluster="testslurm")
+    assert report.ok, report.message
+    assert [a.entry_id for a in report.attempts] == ["slurm-invalid-partition", "slurm-time-limit-invalid"]
+    assert f"--partition={slurm_cluster.default_partition}" in report.script and "--time=01:00:00" in report.script
