@@ -488,19 +488,20 @@ def test_loop_reports_program_errors_it_cannot_fix_and_honours_max_iter(site):
 
 def test_loop_uses_the_module_name_lmod_reported_to_swap_in_the_clusters_own():
     framework = get_profile("perlmutter").setup_for("pytorch").modules[-1]
-    available = {framework, "PrgEnv-gnu"}
+    available = {framework, "PrgEnv-gnu", "cudatoolkit/11.7"}
 
     def lmod(script: str) -> debug.RunOutcome:
         for line in re.findall(r"^module load (.+)$", script, re.M):
             unknown = [name for name in line.split() if name not in available]
             if unknown:
-                return debug.RunOutcome(False, f'Lmod has detected the following error:  The following module(s) are unknown: "{unknown[0]}"\n')
+                listed = " ".join(f'"{name}"' for name in unknown)  # as Lmod prints it
+                return debug.RunOutcome(False, f"Lmod has detected the following error: The following module(s) are unknown:\n{listed}\n")
         return debug.RunOutcome(True, "")
 
-    script = "#!/bin/bash\nmodule load PrgEnv-gnu pytorch/1.13.1\nsrun python train.py\n"
+    script = "#!/bin/bash\nmodule load PrgEnv-gnu cudatoolkit/11.7 pytorch/1.13.1\nsrun python train.py\n"
     report = debug.debug_loop(script, lmod, cluster="perlmutter")
     assert report.ok and [a.entry_id for a in report.attempts] == ["lmod-unknown-framework-module"]
-    assert report.script == f"#!/bin/bash\nmodule load PrgEnv-gnu {framework}\nsrun python train.py\n"
+    assert report.script == f"#!/bin/bash\nmodule load PrgEnv-gnu cudatoolkit/11.7 {framework}\nsrun python train.py\n"
 
 
 @pytest.mark.cluster
