@@ -178,6 +178,67 @@ def templates_search(
     out.print(table)
 
 
+@app.command()
+def bench(
+    suite: str = typer.Option("accuracy", help="accuracy | latency"),
+    subset: Optional[int] = typer.Option(None, min=1, help="Run an even spread of N cases instead of all."),
+    output: Path = typer.Option(Path("bench-results.json"), help="Where the full JSON report goes."),
+    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
+    from rich.progress import Progress
+
+    from .bench import load_cases, run_accuracy, run_latency
+
+    if suite not in ("accuracy", "latency"):
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy or latency")
+    cases = load_cases(subset)
+    if suite == "latency":
+        report = run_latency(cases)
+    else:
+        with Progress(console=err, transient=True, disable=json_output) as bar:
+            task = bar.add_task(f"{len(cases)} cases", total=len(cases))
+            report = run_accuracy(cases, lambda done, total: bar.update(task, completed=done))
+    output.write_text(json.dumps(report, indent=2))
+    if json_output:
+        _print_json(report)
+    elif suite == "latency":
+        _print_latency(report)
+    else:
+        _print_accuracy(report)
+    err.print(f"full report: {output}")
+    if suite == "accuracy" and report["failures"]:
+        raise typer.Exit(1)
+
+
+def _print_accuracy(report: dict) -> None:
+    generation = report["generation"]
+    out.print(f"[bold]generation[/]: {generation['passed']}/{generation['scored']} cases "
+              f"({generation['accuracy']:.1%}); {len(report['unsupported'])} known-unsupported combinations")
+    fields = Table("field", "correct", "accuracy", title="extraction")
+    for field, score in report["extraction"].items():
+        fields.add_row(field, f"{score['correct']}/{score['total']}", f"{score['accuracy']:.1%}")
+    clusters = Table("cluster", "passed", "accuracy", title="generation per target cluster")
+    for cluster, score in report["per_cluster"].items():
+        clusters.add_row(cluster, f"{score['passed']}/{score['total']}", f"{score['accuracy']:.1%}")
+    out.print(fields, clusters)
+    for failure in report["failures"][:20]:
+        out.print(f"[red]{failure['case']}[/]: {'; '.join(failure['problems'])}", highlight=False)
+    if len(report["failures"]) > 20:
+        out.print(f"... and {len(report['failures']) - 20} more in the JSON report")
+
+
+def _print_latency(report: dict) -> None:
+    table = Table("stage", "median ms", "max ms", title=f"warm latency ({report['templates']} templates)")
+    for stage, timing in report["warm_ms"].items():
+        table.add_row(stage, f"{timing['median_ms']:.2f}", f"{timing['max_ms']:.2f}")
+    out.print(table)
+    cold = report["cold_start_s"]
+    out.print(f"cold start to first script: {cold['empty_cache']:.2f} s (index built), {cold['cached_index']:.2f} s (cached)")
+    out.print("port to N targets (ms): " + ", ".join(f"{n}: {ms:.0f}" for n, ms in report["targets_ms"].items()))
+    out.print(f"peak RSS: {report['peak_rss_mb']:.0f} MiB")
+
+
 def main() -> None:
     import click
 

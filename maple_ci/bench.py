@@ -1,0 +1,199 @@
+"""`maple bench`: accuracy over the generated case suite, and latency of each pipeline stage.
+
+The accuracy suite (benchmarks/accuracy/suite.yaml) expands into cases: a source (a launch script
+in a documented style, or a request in words) for one model and node count, ported to one target.
+Extraction is scored per field against the values the case was built from; generation is scored
+per case: every expected property of the generated script holds and its static checks pass.
+"""
+
+import itertools
+import random
+import re
+import shlex
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+from pydantic import BaseModel
+
+from .errors import MapleError
+from .extract import extract, extract_script
+from .library import get_template, load_templates
+from .paths import bundled
+from .port import PortResult, port_intent
+from .profiles import get_profile
+
+SCORED_FIELDS = ("scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node", "world_size",
+                 "entrypoint", "script_args", "walltime", "account", "source_cluster")
+_RENDEZVOUS = re.compile(r"MASTER_ADDR|rdzv_endpoint|main_process_ip|hostfile|PBS_NODEFILE")
+
+
+class Case(BaseModel):
+    id: str
+    kind: str  # "script" | "request"
+    text: str
+    target: str
+    expect: dict  # JobIntent fields the extraction must yield
+
+
+def suite_path() -> Path:
+    return bundled("benchmarks") / "accuracy" / "suite.yaml"
+
+
+def expand_cases(suite: dict) -> list[Case]:
+    """Every style/phrasing x model x node count, each assigned its next targets round-robin."""
+    targets = itertools.cycle(suite["targets"])
+    cases = []
+
+    def add(kind: str, name: str, text: str, expect: dict) -> None:
+        for _ in range(suite["targets_per_source"]):
+            target = next(targets)
+            cases.append(Case(id=f"{name}->{target}", kind=kind, text=text, target=target, expect=expect))
+
+    for (style_name, style), (model_name, model), nodes in itertools.product(
+            suite["styles"].items(), suite["models"].items(), suite["node_counts"]):
+        for gpus in style["gpus"]:
+            slots = dict(nodes=nodes, gpus=gpus, world=nodes * gpus, entry=model["entry"], args=shlex.join(model["args"]))
+            expect = style["expect"] | dict(nodes=nodes, gpus_per_node=gpus, world_size=nodes * gpus,
+                                            entrypoint=model["entry"], script_args=model["args"] + style.get("extra_args", []))
+            add("script", f"{style_name}/{model_name}/{nodes}n", style["text"].format(**slots), expect)
+    for (index, phrasing), (model_name, model), nodes in itertools.product(
+            enumerate(suite["phrasings"]), suite["models"].items(), suite["node_counts"]):
+        gpus = 4
+        slots = dict(model=model["name"], entry=model["entry"], nodes=nodes, nodes_word=suite["nodes_words"][nodes],
+                     gpus=gpus, world=nodes * gpus)
+        expect = phrasing["expect"] | dict(nodes=nodes, gpus_per_node=gpus, entrypoint=model["entry"])
+        add("request", f"request{index}/{model_name}/{nodes}n", phrasing["text"].format(**slots), expect)
+    return cases
+
+
+def load_cases(subset: Optional[int] = None) -> list[Case]:
+    cases = expand_cases(yaml.safe_load(suite_path().read_text()))
+    if subset and subset < len(cases):  # a fixed spread over styles, phrasings and targets, not the first N
+        cases = sorted(random.Random(0).sample(cases, subset), key=cases.index)
+    return cases
+
+
+def generation_failures(case: Case, result: PortResult) -> list[str]:
+    """What is wrong with one generated script; empty when the case passes."""
+    if result.status != "ok":
+        return [f"static check {c.name}: {c.message}" for c in result.checks if not c.ok and c.severity == "error"]
+    profile = get_profile(case.target)
+    back = extract_script(result.script)
+    failures = []
+    if not result.script.lstrip().startswith("#!") or ("#SBATCH" if profile.scheduler == "slurm" else "#PBS") not in result.script:
+        failures.append(f"no {profile.scheduler} directives")
+    if back.nodes != case.expect["nodes"]:
+        failures.append(f"nodes {back.nodes} != {case.expect['nodes']}")
+    if not back.gpus_per_node or back.gpus_per_node > profile.devices_per_node:
+        failures.append(f"{back.gpus_per_node} ranks per node on a {profile.devices_per_node}-device node")
+    if back.nodes and back.gpus_per_node and back.world_size != back.nodes * back.gpus_per_node:
+        failures.append(f"world size {back.world_size} != {back.nodes} x {back.gpus_per_node}")
+    if back.entrypoint != case.expect["entrypoint"]:
+        failures.append(f"entrypoint {back.entrypoint!r} != {case.expect['entrypoint']!r}")
+    if "script_args" in case.expect and back.script_args[:len(case.expect["script_args"])] != case.expect["script_args"]:
+        failures.append(f"script args {back.script_args} != {case.expect['script_args']}")
+    template = get_template(result.template)
+    for field in ("framework", "strategy"):
+        if field in case.expect and getattr(template, field) != case.expect[field]:
+            failures.append(f"template {template.id} has {field} {getattr(template, field)}, expected {case.expect[field]}")
+    if case.expect["nodes"] > 1 and not _RENDEZVOUS.search(result.script):
+        failures.append("multi-node script without a rendezvous (MASTER_ADDR, rdzv endpoint or hostfile)")
+    return failures
+
+
+def run_accuracy(cases: list[Case], progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
+    field_hits = {field: [0, 0] for field in SCORED_FIELDS}
+    per_cluster: dict[str, list[int]] = {}
+    failures, unsupported, passed = [], [], 0
+    out_dir = Path(tempfile.mkdtemp(prefix="maple-bench-"))
+    for number, case in enumerate(cases, 1):
+        progress(number, len(cases))
+        intent = extract(case.text, case.id)
+        for field, expected in case.expect.items():
+            if field in field_hits:
+                field_hits[field][1] += 1
+                field_hits[field][0] += getattr(intent, field) == expected
+        wrong = [f for f, v in case.expect.items() if f in field_hits and getattr(intent, f) != v]
+        try:
+            result = port_intent(intent, [case.target], case.id.replace("/", "_"), out_dir)[0]
+        except MapleError as exc:
+            result, problems = None, [f"not generated: {exc}"]
+        if result is not None and result.status == "unsupported":
+            unsupported.append({"case": case.id, "reason": result.reason})
+            continue
+        if result is not None:
+            problems = generation_failures(case, result)
+        tally = per_cluster.setdefault(case.target, [0, 0])
+        tally[1] += 1
+        if problems:
+            failures.append({"case": case.id, "kind": case.kind, "extraction_wrong": wrong, "problems": problems})
+        else:
+            passed += 1
+            tally[0] += 1
+    generated = len(cases) - len(unsupported)
+    return {
+        "cases": len(cases),
+        "generation": {"passed": passed, "scored": generated, "accuracy": passed / generated if generated else 0.0},
+        "extraction": {f: {"correct": c, "total": t, "accuracy": c / t} for f, (c, t) in field_hits.items() if t},
+        "per_cluster": {k: {"passed": p, "total": t, "accuracy": p / t} for k, (p, t) in sorted(per_cluster.items())},
+        "unsupported": unsupported,
+        "failures": failures,
+    }
+
+
+def _timed(function: Callable[[], object], repeat: int) -> dict:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return {"median_ms": statistics.median(samples) * 1000, "max_ms": max(samples) * 1000, "runs": repeat}
+
+
+def run_latency(cases: list[Case], repeat: int = 20) -> dict:
+    """Per-stage latency, warm (model and table loaded), plus scaling with the number of targets."""
+    import resource
+    import subprocess
+    import sys
+
+    from .retrieve import best_template
+    from .synthesize import render
+    from .verify.static import static_checks
+
+    example = bundled("examples") / "perlmutter_torchrun_ddp.sbatch"
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as out:
+        env = {**__import__("os").environ, "MAPLE_DATA_DIR": data}
+        command = [sys.executable, "-m", "maple_ci", "port", str(example), "--to", "perlmutter", "--out", out]
+        start = time.perf_counter()
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        cold_empty_cache = time.perf_counter() - start
+        start = time.perf_counter()
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        cold_cached = time.perf_counter() - start
+
+    case = next(c for c in cases if c.kind == "script")
+    intent = extract(case.text)
+    profile = get_profile(case.target)
+    template = best_template(intent, profile.name)  # loads the model and the table once
+    script = render(intent, profile, template, "bench")
+    all_targets = yaml.safe_load(suite_path().read_text())["targets"]
+    scaling = {}
+    with tempfile.TemporaryDirectory() as out:
+        for count in (1, 4, 8, 12):
+            scaling[count] = _timed(lambda: port_intent(intent, all_targets[:count], "bench", Path(out)), 3)["median_ms"]
+    return {
+        "cold_start_s": {"empty_cache": cold_empty_cache, "cached_index": cold_cached},
+        "warm_ms": {
+            "extract": _timed(lambda: extract(case.text), repeat),
+            "retrieve": _timed(lambda: best_template(intent, profile.name), repeat),
+            "synthesize": _timed(lambda: render(intent, profile, template, "bench"), repeat),
+            "static_checks": _timed(lambda: static_checks(script, intent, profile), repeat),
+        },
+        "targets_ms": scaling,
+        "templates": len(load_templates()),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
