@@ -46,11 +46,11 @@ def write(tmp_path: Path, text: str, name: str = "job.pbs") -> Path:
 # The cluster provides what the job environment needs (Lmod, modulefiles, conda stand-in); the
 # emulation itself does not use Slurm.
 @pytest.mark.cluster
-def test_polaris_script_runs_eight_ranks_on_two_emulated_nodes(slurm_cluster, tmp_path, master_port):
-    result = verify_local(write(tmp_path, polaris_script(PALS_LAUNCH, master_port)), miniapp=MINIAPP, timeout=120,
+def test_polaris_script_trains_the_ddp_miniapp_on_eight_ranks_of_two_emulated_nodes(slurm_cluster, tmp_path, master_port):
+    result = verify_local(write(tmp_path, polaris_script(PALS_LAUNCH, master_port)), miniapp="ddp", timeout=300,
                           env=slurm_cluster.job_env, workdir=tmp_path)
     assert result.ok, result.message + "\n" + result.log
-    assert result.result["world_size"] == 8 and result.state == "COMPLETED"
+    assert result.state == "COMPLETED" and result.result["ranks_seen"] == list(range(8))
     assert result.message.startswith("PBS emulation, not PBS")
 
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from ..errors import MapleError
-from .substitute import VerifyResult, describe, parse_result, resolve_miniapp, substitute_entrypoint
+from ..miniapp_result import parse_result
+from .substitute import VerifyResult, describe, resolve_miniapp, substitute_entrypoint
 
 MPIEXEC_WRAPPER = r"""#!/bin/bash
 # maple-ci local backend (PBS emulation): Cray PALS mpiexec flags -> MPICH Hydra mpiexec.

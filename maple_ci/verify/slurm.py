@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from ..errors import MapleError
-from .substitute import VerifyResult, describe, parse_result, resolve_miniapp, substitute_entrypoint
+from ..miniapp_result import parse_result
+from .substitute import VerifyResult, describe, resolve_miniapp, substitute_entrypoint
 
 # Directives that name things of one site: a machine that verifies someone else's script has no
 # such account, QOS, node feature, license or reservation, and its own partitions have their own

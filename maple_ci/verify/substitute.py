@@ -1,5 +1,6 @@
 """What the run backends (slurm.py, local.py) share: putting a mini-app in place of a launch
-script's training program, reading the result line the mini-app prints, and the result shape."""
+script's training program, describing its result line (parsed by maple_ci.miniapp_result), and
+the result shape."""
 
 import json
 import re
@@ -10,9 +11,6 @@ from pydantic import BaseModel, Field
 
 from ..errors import MapleError
 from ..paths import miniapps_dir
-
-RESULT_PREFIX = "MAPLE_MINIAPP_RESULT"
-
 
 class VerifyResult(BaseModel):
     """The outcome of one real run of a mini-app through a launch script."""
@@ -128,21 +126,6 @@ def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] 
             pieces += [script[done : match.start()], str(miniapp)]
             done = _arguments_end(script, match.end(), quote)
     return "".join(pieces) + script[done:]
-
-
-def parse_result(log: str) -> Optional[dict]:
-    """The last MAPLE_MINIAPP_RESULT line the mini-app printed, or None if there is none (or it is
-    not a JSON object: a truncated line is no result). The line may carry a launcher's rank label
-    in front (`srun -l`: "0: ", `mpiexec -l`: "[0] ")."""
-    for line in reversed(log.splitlines()):
-        _, marker, payload = line.partition(RESULT_PREFIX + " ")
-        if marker:
-            try:
-                value = json.loads(payload)
-            except json.JSONDecodeError:
-                return None
-            return value if isinstance(value, dict) else None
-    return None
 
 
 def describe(result: Optional[dict]) -> str:

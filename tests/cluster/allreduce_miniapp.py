@@ -1,5 +1,6 @@
-"""A trivial verification workload for the backend tests: every rank joins a gloo process group
-and all-reduces its rank, and rank 0 prints the result line the real mini-apps (miniapps/) print.
+"""A trivial verification workload for the backend tests, quicker than the real mini-apps
+(miniapps/): every rank joins a gloo process group and all-reduces its rank, and rank 0 prints the
+result line in the real mini-apps' form.
 Rank and world size come from torchrun's variables, else from MPI's (PMI_*), as under mpiexec;
 with neither it is a single process."""
 
@@ -23,12 +24,12 @@ def main() -> None:
     dist.init_process_group("gloo", rank=rank, world_size=world_size)
     value = torch.tensor([float(rank)])
     dist.all_reduce(value)
-    hosts = [None] * world_size
-    dist.all_gather_object(hosts, os.environ.get("SLURMD_NODENAME", socket.gethostname()))
+    seen = [None] * world_size
+    # The Slurm node each rank ran on: all of them being "n1" would mean one node did all the work.
+    dist.all_gather_object(seen, (rank, os.environ.get("SLURMD_NODENAME", socket.gethostname())))
     if rank == 0:
-        expected = world_size * (world_size - 1) / 2
-        result = {"ok": value.item() == expected, "world_size": world_size, "ranks": world_size,
-                  "rank_sum": value.item(), "hosts": sorted(set(hosts))}
+        result = {"ok": value.item() == world_size * (world_size - 1) / 2, "world_size": world_size,
+                  "ranks_seen": sorted(r for r, _ in seen), "hostnames": sorted({h for _, h in seen})}
         print("MAPLE_MINIAPP_RESULT " + json.dumps(result), flush=True)
     dist.destroy_process_group()
 
