@@ -197,8 +197,10 @@ def tiny_gpt2():
 
     torch.manual_seed(0)
     # GPT-2's default bos/eos (50256) lie outside the tiny vocabulary; transformers warns otherwise.
+    # No dropout: then every strategy computes the same loss on the same data, whichever random
+    # numbers its framework draws on the way.
     config = GPT2Config(vocab_size=256, n_positions=32, n_embd=64, n_layer=2, n_head=2,
-                        bos_token_id=0, eos_token_id=0)
+                        bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     model = GPT2LMHeadModel(config)
     model.loss_type = "ForCausalLM"  # what transformers falls back to anyway, minus its warning per rank
     return model

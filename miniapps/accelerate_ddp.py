@@ -17,9 +17,12 @@ import _common
 def body(ctx: _common.Context) -> tuple[float, float]:
     # Accelerator initialises the process group itself, from the RANK/WORLD_SIZE/MASTER_* variables
     # _common exported, and picks its own device; the collectives below must use that device.
+    # cpu=True on a CPU-only machine: without it Accelerate still joins the process group but
+    # settles on DistributedType.NO and leaves the model unwrapped, so nothing averages gradients.
     # Naming the backend keeps CPU runs on gloo (left alone, Accelerate hands torch no backend and
     # the group reports "undefined") and the timeout bounds hangs like the other mini-apps.
-    accelerator = Accelerator(kwargs_handlers=[InitProcessGroupKwargs(backend=ctx.backend, timeout=ctx.timeout)])
+    accelerator = Accelerator(cpu=ctx.device.type == "cpu",
+                              kwargs_handlers=[InitProcessGroupKwargs(backend=ctx.backend, timeout=ctx.timeout)])
     ctx.device = accelerator.device
     model = _common.tiny_gpt2()
     optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
