@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from ..errors import MapleError
 from ..paths import miniapps_dir
 
+
 class VerifyResult(BaseModel):
     """The outcome of one real run of a mini-app through a launch script."""
 
