@@ -22,8 +22,9 @@ app = typer.Typer(
 templates_app = typer.Typer(help="Browse the launch-template library.", no_args_is_help=True)
 app.add_typer(templates_app, name="templates")
 
-out = Console()
-err = Console(stderr=True)
+# Logs and pipes are not terminals: rich would wrap them at 80 columns and cut paths.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _print_json(data) -> None:

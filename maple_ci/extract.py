@@ -46,6 +46,10 @@ RENDEZVOUS_VARS = frozenset(
 # Reading the input
 
 
+# One word naming a script (a folder in it, or a script suffix) was meant as a file, not a request.
+_LOOKS_LIKE_PATH = re.compile(r"\S*/\S*|\S+\.(?:sh|bash|sbatch|slurm|pbs|qsub|job|batch)")
+
+
 def load_source(arg: str) -> tuple[str, str]:
     """(name, text) of a script file, or of `arg` itself when it is not an existing path."""
     path = Path(arg)
@@ -54,6 +58,8 @@ def load_source(arg: str) -> tuple[str, str]:
     except (OSError, ValueError):  # a long request or one with odd characters is not a path
         exists = False
     if not exists:
+        if _LOOKS_LIKE_PATH.fullmatch(arg):
+            raise MapleError(f"no such file: {arg}")
         _check_text(arg, "the input text")
         return "<text>", arg
     if path.is_dir():

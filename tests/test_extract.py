@@ -1,5 +1,6 @@
 """Extraction agent: scripts in the forms the centres document, requests in words, bad input."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -670,3 +671,15 @@ def test_walltime_beyond_any_queue_is_an_input_error():
         extract_script("#SBATCH -t 500-00\n")
     with pytest.raises(MapleError, match="9999 hours"):
         extract_request("for 20000 hours")
+
+
+@pytest.mark.parametrize("arg", ["nosuch.sbatch", "jobs/train.sh", "./run"])
+def test_a_missing_script_path_is_named_not_read_as_a_request(arg, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MapleError, match=f"no such file: {re.escape(arg)}"):
+        load_source(arg)
+
+
+def test_a_request_that_mentions_paths_is_still_a_request():
+    name, text = load_source("train train.py on 2 nodes with data in /scratch/imagenet")
+    assert name == "<text>" and "/scratch" in text
