@@ -120,6 +120,7 @@ def test_locate_returns_none_when_no_line_is_an_error():
     [
         ("scheduler_invalid_partition.log", 1, "scheduler"),
         ("scheduler_pbs_filesystems.log", 1, "scheduler"),
+        ("scheduler_time_limit_slurm23.log", 2, "scheduler"),  # recorded on the local test cluster
         ("launcher_rendezvous_timeout.log", 6, "launcher"),  # after two benign errno 97 lines
         ("environment_lmod_unknown.log", 1, "environment"),  # not the ModuleNotFoundError it causes
         ("environment_remote_ranks.log", 3, "environment"),
