@@ -176,7 +176,8 @@ def _exception_line(lines: list[str], start: int) -> Optional[int]:
 
 def locate(log: str) -> Optional[Failure]:
     """The first error line of `log` with a window around it, or None if no line is an error."""
-    lines = log.splitlines()
+    # Lines as editors number them: split on newlines only; progress bars redraw with bare \r.
+    lines = [line.removesuffix("\r") for line in log.split("\n")]
     first = _first_error_line(lines)
     if first is None:
         return None

@@ -110,6 +110,13 @@ def test_locate_finds_the_first_error_in_a_20k_line_log(first_error):
     assert elapsed < 2.0
 
 
+def test_line_numbers_count_newlines_only():
+    # A progress bar redraws itself with carriage returns; a Windows-edited log ends lines with \r\n.
+    log = "epoch 1\r\n\r 10%|#         |\r 50%|#####     |\r100%|##########|\nRuntimeError: boom\r\n"
+    failure = debug.locate(log)
+    assert (failure.line_no, failure.line) == (3, "RuntimeError: boom")
+
+
 def test_locate_returns_none_when_no_line_is_an_error():
     log, _ = generated_log(4000, 3501)
     assert debug.locate("\n".join(log.splitlines()[:3500])) is None
