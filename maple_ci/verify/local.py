@@ -69,10 +69,11 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
     (os.environ by default); workdir: PBS_O_WORKDIR, the current directory by default. A run
     longer than `timeout` seconds is killed, with every process it started, and reported TIMEOUT."""
     text = Path(script_path).read_text()
+    job_env = dict(os.environ if env is None else env)
     if re.search(r"(?m)^#SBATCH\b", text):
         raise MapleError(f"{script_path} is a Slurm script; the local backend emulates PBS only, "
                          "use the slurm backend")
-    if re.search(r"\bmpiexec\b", text) and not shutil.which("mpiexec.hydra"):
+    if re.search(r"\bmpiexec\b", text) and not shutil.which("mpiexec.hydra", path=job_env.get("PATH")):
         raise MapleError("the local backend runs mpiexec lines with MPICH's Hydra (mpiexec.hydra), "
                          "which is not installed: apt-get install mpich")
     script = substitute_entrypoint(text, resolve_miniapp(miniapp), entrypoint)
@@ -92,7 +93,6 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
         wrapper.chmod(0o755)
         job_script = scratch / Path(script_path).name
         job_script.write_text(script)
-        job_env = dict(os.environ if env is None else env)
         job_env.update(
             PBS_NODEFILE=str(scratch / "nodefile"), PBS_JOBID=job_id, PBS_JOBNAME=Path(script_path).name,
             PBS_O_WORKDIR=str(workdir), PBS_O_HOST=socket.gethostname(), PBS_ENVIRONMENT="PBS_BATCH",
