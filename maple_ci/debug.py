@@ -59,6 +59,8 @@ _ERROR_PATTERNS = [
     r"No VNIs available",
     r"failed to acquire job resources",
     r"allocation failure:",  # sbatch --test-only, salloc
+    r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
+    r"Unexpected page fault from GPU",
     r"(?:server|client) socket (?:has failed to (?:bind|listen)|cannot be initialized|has timed out)",
 ]
 # Lines that look like errors but are documented as harmless.
@@ -66,6 +68,7 @@ _BENIGN_PATTERNS = [
     r"errno: 97 - Address family not supported",  # c10d IPv6 fallback (OLCF pytorch_frontier)
     r"srun: error: ioctl\(TIOCGWINSZ\)",  # srun without a terminal
     r"from LD_PRELOAD cannot be preloaded .*: ignored",
+    r"PMIX ERROR: PMIX_ERR(?:OR|_NOT_FOUND) in file dstore_base\.c",  # single-node runs (Aurora known issues)
     r"\b(?:User|Future|Deprecation|Runtime)Warning\b",
     r"^\s*\[W(?:\d{4})?[ \]]",  # torch C++ warning-level lines ("[W socket.cpp:...]"): c10d retries
 ]
@@ -79,7 +82,8 @@ _KEYWORDS = (
     "FATAL", "Fatal", "Lmod has detected", "Killed", "command not found", "No such file",
     "can't open file", "Permission denied", "Segmentation fault", "core dumped", "Aborted", "oom",
     "Out Of Memory", "NODE_FAIL", "NODE FAILURE", "CANCELLED AT", "Uncorrectable", "fallen off the bus",
-    "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "socket", "[E",
+    "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
+    "page fault", "socket", "[E",
 )  # fmt: skip
 
 

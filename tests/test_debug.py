@@ -49,6 +49,7 @@ def data_dir(tmp_path_factory):
             "ERROR: No matching distribution found for torch==2.5.1",
         ),
         ("UserWarning: ImportError of apex: falling back to torch implementation", "ImportError: cannot import name 'FusedAdam' from 'apex'"),
+        ("PMIX ERROR: PMIX_ERR_NOT_FOUND in file dstore_base.c at line 1567", "PMIX ERROR: PMIX_ERR_UNREACH in file ptl_base_connect.c at line 200"),
     ],
 )
 def test_benign_lines_are_not_errors_but_their_look_alikes_are(benign, real):
