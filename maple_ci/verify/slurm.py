@@ -62,7 +62,11 @@ def adapt_directives(script: str) -> tuple[str, list[str]]:
             break
         if not stripped.startswith("#SBATCH"):
             continue
-        tokens, kept, dropped = shlex.split(stripped[len("#SBATCH"):], comments=True), [], []
+        try:
+            tokens = shlex.split(stripped[len("#SBATCH"):], comments=True)
+        except ValueError:  # unbalanced quotes: left as written, for sbatch to judge
+            continue
+        kept, dropped = [], []
         i = 0
         while i < len(tokens):
             found = _site_option(tokens[i])
