@@ -42,14 +42,15 @@ POLL_SECONDS = 2
 COMMAND_TIMEOUT = 60
 
 
-def _site_option(token: str) -> Optional[tuple[str, bool]]:
-    """(option, value follows as the next token) if token is a site option, else None."""
+def _site_option_width(token: str) -> int:
+    """How many tokens a site option starting at token spans: 2 for `-A acct` or `--account acct`,
+    1 for `--account=acct` or `-Aacct`, 0 if token is no site option."""
     for long, short in SITE_OPTIONS.items():
         if token == long or token == short:
-            return long, True
+            return 2
         if token.startswith(long + "=") or (short and token.startswith(short) and len(token) > len(short)):
-            return long, False
-    return None
+            return 1
+    return 0
 
 
 def adapt_directives(script: str) -> tuple[str, list[str]]:
@@ -69,9 +70,8 @@ def adapt_directives(script: str) -> tuple[str, list[str]]:
         kept, dropped = [], []
         i = 0
         while i < len(tokens):
-            found = _site_option(tokens[i])
-            if found:
-                width = 2 if found[1] else 1
+            width = _site_option_width(tokens[i])
+            if width:
                 dropped.append(" ".join(tokens[i : i + width]))
                 i += width
             else:
