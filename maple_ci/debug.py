@@ -173,7 +173,8 @@ def _exception_line(lines: list[str], start: int) -> Optional[int]:
     that, without its rank label, is neither indented nor blank nor a traceback header."""
     for i in range(start + 1, min(len(lines), start + _TRACEBACK_SCAN)):
         text = _RANK_PREFIX.sub("", lines[i])
-        if text.strip() and not text[0].isspace() and not text.startswith(("Traceback", "During handling", "The above")):
+        headers = ("Traceback", "During handling", "The above")
+        if text.strip() and not text[0].isspace() and not text.startswith(headers):
             return i
     return None
 
@@ -194,7 +195,8 @@ def locate(log: str) -> Optional[Failure]:
             end = max(end, exc + 1)
     start = max(0, first - WINDOW_BEFORE)
     window = lines[start:end]
-    ranks = sorted({int(m["rank"]) for line in window[first - start :] if is_error_line(line) and (m := _RANK_PREFIX.match(line))})
+    labels = (_RANK_PREFIX.match(line) for line in window[first - start :] if is_error_line(line))
+    ranks = sorted({int(m["rank"]) for m in labels if m})
     error_text = "\n".join(lines[first:end])
     return Failure(
         line_no=first + 1,
@@ -212,10 +214,12 @@ _CATEGORY_RULES: list[tuple[Category, re.Pattern]] = [
     (c, re.compile(p, re.MULTILINE))
     for c, p in [
         ("infrastructure", r"NODE_FAIL|NODE FAILURE|Node failure|ECC error|Uncorrectable|fallen off the bus|\bXid\b"),
-        ("scheduler", r"\b(?:sbatch|salloc): error|(?:^|\s)qsub: |Batch job submission failed|allocation failure|Unable to allocate resources|=>> PBS: job killed|DUE TO TIME LIMIT"),
+        ("scheduler", r"\b(?:sbatch|salloc): error|(?:^|\s)qsub: |Batch job submission failed|allocation failure"
+                      r"|Unable to allocate resources|=>> PBS: job killed|DUE TO TIME LIMIT"),
         ("environment", r"Lmod has detected|modulefile|command not found|ModuleNotFoundError|ImportError|execve\(\)"),
         ("library", r"\bNCCL\b|\bRCCL\b|\bCCL_|CUDA error|HIP error|cuDNN|libfabric|\bMPICH\b|deepspeed|DeepSpeed"),
-        ("launcher", r"rendezvous|Rendezvous|torch\.distributed\.elastic|DistNetworkError|DistStoreError|\bsrun: error|mpiexec|socket"),
+        ("launcher", r"rendezvous|Rendezvous|torch\.distributed\.elastic|DistNetworkError|DistStoreError"
+                     r"|\bsrun: error|mpiexec|socket"),
     ]
 ]
 
@@ -390,8 +394,9 @@ def _exact_hits(text: str, cluster: Optional[str], local_size: Optional[int], ra
         if found:
             m = min(found, key=lambda m: m.start())
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
-            hits.append((m.start(), "any" in entry.clusters, order, Match(entry=entry, kind="exact", score=1.0, groups=groups)))
-    return [hit[-1] for hit in sorted(hits, key=lambda h: h[:3])]
+            found_at = (m.start(), "any" in entry.clusters, order)
+            hits.append((found_at, Match(entry=entry, kind="exact", score=1.0, groups=groups)))
+    return [hit for _, hit in sorted(hits, key=lambda h: h[0])]
 
 
 def _kb_table():
@@ -458,7 +463,8 @@ def fix_context(cluster: Optional[str]) -> dict[str, str]:
         if m:
             context[m[1].replace("-", "_")] = m[2]
     if profile.gpu_request and "{total_gpus}" not in profile.gpu_request:  # a total depends on the job
-        context["gpu_flag"], _, context["gpu_count"] = profile.gpu_request.format(gpus=profile.devices_per_node).partition("=")
+        request = profile.gpu_request.format(gpus=profile.devices_per_node)  # e.g. --gpus-per-node=4
+        context["gpu_flag"], _, context["gpu_count"] = request.partition("=")
     modules = profile.setup_for("pytorch").modules
     if modules:
         context["framework_module"] = modules[-1]
@@ -789,7 +795,8 @@ def _infrastructure_advice(exact: list[Match]) -> str:
     explanation = exact[0].entry.explanation if exact else ""
     where = f" on {node}" if node else ""
     exclude = f" If it fails again there, keep the job off that node: #SBATCH --exclude={node}." if node else ""
-    return f"Hardware or system failure{where}: not a problem with the script. Resubmit it.{exclude} {explanation}".strip()
+    advice = f"Hardware or system failure{where}: not a problem with the script. Resubmit it.{exclude}"
+    return f"{advice} {explanation}".strip()
 
 
 def debug_loop(
