@@ -504,8 +504,10 @@ _SLURM_ALIASES = {
     "-n": "--ntasks", "-C": "--constraint", "-G": "--gpus", "-c": "--cpus-per-task", "-J": "--job-name",
     "-o": "--output", "-e": "--error", "-w": "--nodelist", "-x": "--exclude",
 }  # fmt: skip
+# A launch line: optional `time`/`exec`, optional VAR=value assignments, then the launcher.
 _LAUNCH = re.compile(
-    r"^\s*(?:\w+=\S*\s+)*(?P<cmd>srun|mpiexec|mpirun|ibrun|aprun|jsrun|torchrun|deepspeed|accelerate|python3?)(?=\s|$)"
+    r"^\s*(?:(?:time|exec|nohup)\s+)?(?:\w+=\S*\s+)*"
+    r"(?P<cmd>srun|mpiexec|mpirun|ibrun|aprun|jsrun|torchrun|deepspeed|accelerate|python3?)(?=\s|$)"
 )
 _MODULE_LINE = re.compile(r"^\s*(?:module|ml)\s")
 

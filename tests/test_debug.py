@@ -281,6 +281,8 @@ def changed_lines(old: str, new: str) -> list[str]:
          ["-srun --ntasks-per-node=1 torchrun --nnodes=2 \\", "+srun --export=ALL --ntasks-per-node=1 torchrun --nnodes=2 \\"]),
         ("srun --export NONE python t.py\n", {"op": "add_flag", "launcher": "srun", "flag": "--export", "value": "ALL"},
          ["-srun --export NONE python t.py", "+srun --export=ALL python t.py"]),
+        ("time NCCL_DEBUG=INFO srun python t.py\n", {"op": "add_flag", "launcher": "srun", "flag": "--export", "value": "ALL"},
+         ["-time NCCL_DEBUG=INFO srun python t.py", "+time NCCL_DEBUG=INFO srun --export=ALL python t.py"]),
         (PBS, {"op": "add_flag", "launcher": "mpiexec", "flag": "--no-vni"},
          ["-mpiexec -n 8 --ppn 4 --cpu-bind depth python3 train.py", "+mpiexec --no-vni -n 8 --ppn 4 --cpu-bind depth python3 train.py"]),
         (SLURM, {"op": "replace_text", "old": "module load pytorch/1.13.1", "new": "module load pytorch/2.8.0"},
