@@ -2,6 +2,7 @@
 
     locate(log)                 -> Failure | None   first error line, a window around it, a category
     match(failure, cluster)     -> [Match]          known cases: exact regex hits, then nearest by embedding
+    fix_context(cluster)        -> dict             profile facts a fix may name ({partition}, ...)
     apply_fix(script, ops, ctx) -> str              structured edits, pure and idempotent
     diff / suggestions                              unified diff and line-anchored review suggestions
     debug_loop(script, run, cluster)                locate -> match -> apply -> run again
