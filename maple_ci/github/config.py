@@ -1,0 +1,98 @@
+""".github/maple.yml: what the bot does in one repository.
+
+    targets: [perlmutter, aurora]          # clusters the tracked scripts are kept ported to
+    sources: ["jobs/*.sbatch"]             # globs (repository-relative) of the tracked launch scripts
+    output: scripts                        # ported scripts go to <output>/<cluster>/
+    verification:                          # backend per cluster: none | jacamar | slurm | local
+      default: none                        # slurm and local need a self-hosted runner on the machine
+      perlmutter: jacamar
+    schedule:
+      report_issue_title: Portability report
+      labels: [maple-ci]
+
+A missing file means the defaults. MAPLE_TARGETS and MAPLE_BACKEND (the action's inputs) override
+`targets` and `verification.default`, as DESIGN.md orders settings: variable over file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Literal, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from maple_ci.errors import MapleError
+
+DEFAULT_PATH = ".github/maple.yml"
+Backend = Literal["none", "jacamar", "slurm", "local"]
+BACKENDS = ("none", "jacamar", "slurm", "local")
+
+
+class _Strict(BaseModel):
+    # A misspelt key is an error, not a silently ignored setting.
+    model_config = ConfigDict(extra="forbid")
+
+
+class Schedule(_Strict):
+    report_issue_title: str = Field("Portability report", min_length=1, max_length=200)
+    labels: list[str] = Field(default_factory=lambda: ["maple-ci"])
+
+
+def _inside_repo(value: str) -> str:
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts or "\\" in value:
+        raise ValueError(f"{value!r} must be a relative path inside the repository")
+    return value
+
+
+class Config(_Strict):
+    targets: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)
+    output: str = "scripts"
+    # `default` applies to every cluster not named; other keys are cluster names.
+    verification: dict[str, Backend] = Field(default_factory=lambda: {"default": "none"})
+    schedule: Schedule = Field(default_factory=Schedule)
+
+    @field_validator("sources")
+    @classmethod
+    def _globs_inside(cls, globs: list[str]) -> list[str]:
+        return [_inside_repo(g) for g in globs]
+
+    @field_validator("output")
+    @classmethod
+    def _output_inside(cls, output: str) -> str:
+        return _inside_repo(output).rstrip("/")
+
+    def backend(self, cluster: str) -> str:
+        return self.verification.get(cluster, self.verification.get("default", "none"))
+
+
+def load_config(path: str | Path, known_clusters: Iterable[str], env: Mapping[str, str] = {}) -> Config:
+    """The configuration at `path` (defaults when there is none), with env overrides applied.
+
+    Raises MapleError naming the file and the key for anything a person must fix."""
+    path = Path(path)
+    data = {}
+    if path.is_file():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as error:
+            raise MapleError(f"{path} is not valid YAML: {error}") from error
+        if not isinstance(data, dict):
+            raise MapleError(f"{path} must be a mapping of settings (targets, sources, ...), not a {type(data).__name__}")
+    if env.get("MAPLE_TARGETS", "").strip():
+        data["targets"] = env["MAPLE_TARGETS"].replace(",", " ").split()
+    if env.get("MAPLE_BACKEND", "").strip():
+        data["verification"] = {**(data.get("verification") or {}), "default": env["MAPLE_BACKEND"].strip()}
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as error:
+        problems = [f"  `{'.'.join(map(str, e['loc'])) or '(top level)'}`: {e['msg']}" for e in error.errors()]
+        raise MapleError(f"{path} is invalid:\n" + "\n".join(problems)) from error
+    known = set(known_clusters)
+    unknown = [c for c in config.targets + [k for k in config.verification if k != "default"] if c not in known]
+    if unknown:
+        raise MapleError(f"{path}: unknown cluster(s) {', '.join(sorted(set(unknown)))} in `targets` or `verification`; "
+                         f"known: {', '.join(sorted(known))}")
+    return config
