@@ -171,6 +171,12 @@ def _nodes(value: str, known: tuple[str, ...]) -> int:
     return int(value)
 
 
+def refusal(login: str) -> str:
+    """The reply to a command from someone who may not run it: polite, and it changes nothing."""
+    return (f"Sorry @{login}, maple-ci only runs commands from people with write access to this repository, "
+            "because it pushes branches and opens pull requests. A maintainer can run the command for you.")
+
+
 def authorize(author_association: str, permission: str | None) -> bool:
     """Whether a commenter may make the bot push: a trusted association *and* write access, as the
     collaborator permission API reports it (None when it was not asked or the user is unknown)."""

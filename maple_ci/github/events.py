@@ -16,8 +16,10 @@ from maple_ci.github.commands import (
     TRUSTED_ASSOCIATIONS,
     Command,
     CommandError,
+    command_line,
     help_text,
     parse_comment,
+    refusal,
 )
 
 # A push payload lists at most this many commits; with that many, files may be missing from it.
@@ -33,6 +35,7 @@ class Plan:
     ref: str | None = None  # commit or branch to check out and attach check runs to; None: the PR head
     pull_number: int | None = None  # the PR a comment was made on
     issue_number: int | None = None  # where replies go; None: the job summary only
+    report: bool = False  # keep the "Portability report" issue in step with the results (nightly)
     comment_id: int | None = None  # the comment to react to
     reaction: str | None = None  # "eyes" (accepted) or "confused" (rejected)
     actor: str | None = None  # whose write permission to confirm before anything; None: implied by the event
@@ -69,8 +72,8 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
         return Plan(reason=f"comment {payload.get('action')}, not created")
     if comment["user"].get("type") == "Bot":
         return Plan(reason="comment by a bot")
-    if comment.get("author_association") not in TRUSTED_ASSOCIATIONS:
-        return Plan(reason=f"comment by {comment.get('author_association')}, not a trusted association")
+    if command_line(comment["body"] or "") is None:
+        return Plan(reason="no /maple command in the comment")
     known = tuple(known_clusters)
     on_pr = "pull_request" in issue
     where = dict(
@@ -80,14 +83,17 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
         association=comment["author_association"],
         pull_number=issue["number"] if on_pr else None,
     )
+    if comment.get("author_association") not in TRUSTED_ASSOCIATIONS:
+        # No permission lookup: the association already rules out write access. Only the reply.
+        return Plan(reason=f"comment by {comment.get('author_association')}, not a trusted association",
+                    reply=refusal(comment["user"]["login"]), **{**where, "actor": None})
     try:
         command = parse_comment(comment["body"] or "", known)
         if command is not None and command.name == "port" and not on_pr and command.source is None:
             raise CommandError("On an issue there is no changed script to port: name one with `--from PATH`.", known)
     except CommandError as error:
         return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), exit_code=2, **where)
-    if command is None:
-        return Plan(reason="no /maple command in the comment")
+    assert command is not None  # command_line found a /maple line
     if command.name == "help":
         return Plan(reason="help", reaction="eyes", reply=help_text(known), **where)
     if on_pr:
@@ -151,7 +157,8 @@ def plan_schedule(payload: dict[str, Any], targets: Iterable[str]) -> Plan:
     if not targets:
         return Plan(reason="no target clusters configured")
     default = payload["repository"]["default_branch"]
-    return Plan(reason="scheduled verification", command=Command("verify", targets), key=branch_key(default), base=default, ref=default)
+    return Plan(reason="scheduled verification", command=Command("verify", targets), key=branch_key(default), base=default,
+                ref=default, report=True)
 
 
 def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str], targets: Iterable[str]) -> Plan:

@@ -53,11 +53,17 @@ def test_help_comment(webhook):
     assert p.command is None and p.reply.startswith("Usage:")
 
 
+def test_commands_from_untrusted_associations_get_only_a_refusal(webhook):
+    for association in ("NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR"):
+        p = plan("issue_comment", comment_event(webhook, "/maple port aurora", author_association=association))
+        assert p.command is None and p.reaction is None and p.actor is None, p.reason
+        assert p.reply.startswith("Sorry @Codertocat") and p.issue_number is not None
+
+
 def test_comments_the_bot_ignores(webhook):
     ignored = [
         comment_event(webhook, "nice work"),
-        comment_event(webhook, "/maple port aurora", author_association="NONE"),
-        comment_event(webhook, "/maple port aurora", author_association="CONTRIBUTOR"),
+        comment_event(webhook, "nice work", author_association="NONE"),
         comment_event(webhook, "/maple port aurora", user={"login": "maple[bot]", "type": "Bot"}),
     ]
     edited = webhook("issue_comment", action="edited")
@@ -103,7 +109,7 @@ def test_pushes_the_bot_ignores(webhook):
 def test_schedule_verifies_every_target_on_the_default_branch(webhook):
     payload = {"schedule": "17 3 * * *", "repository": webhook("push", ref="refs/heads/master")["repository"]}
     p = plan("schedule", payload)
-    assert p.command == Command("verify", TARGETS) and p.ref == "master" and p.issue_number is None
+    assert p.command == Command("verify", TARGETS) and p.ref == "master" and p.issue_number is None and p.report
 
 
 def test_workflow_dispatch_runs_its_command_input(webhook):
