@@ -1,6 +1,7 @@
 """The Action's entry point: the event GitHub Actions ran us for, planned, then carried out.
 
-`maple action` (cli.py) calls run_action with the port pipeline and the repository's settings.
+`maple action` (cli.py) calls run_action with the real pipeline (pipeline.Pipeline) and the
+repository's configuration; tests call it with stand-ins.
 """
 
 from __future__ import annotations
@@ -10,9 +11,14 @@ import os
 from typing import Iterable, Mapping
 
 from maple_ci.errors import MapleError
-from maple_ci.github.bot import PortFn, run_plan
+from maple_ci.github.bot import Done, PortFn, VerifyFn, results_as_given, run_plan
+from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import conclusion, connect
 from maple_ci.github.events import plan_event
+
+# Worst first: a cluster's status is the worst of its scripts'.
+SEVERITY = ("failure", "neutral", "success")
+SECRETS = ("MAPLE_GITLAB_TRIGGER_TOKEN", "MAPLE_GITLAB_TOKEN")
 
 
 def run_action(
@@ -22,6 +28,8 @@ def run_action(
     targets: Iterable[str] = (),
     env: Mapping[str, str] = os.environ,
     pace: bool = True,
+    verify: VerifyFn = results_as_given,
+    report: Schedule | None = None,
 ) -> int:
     """The exit code: 0 done or nothing to do, 1 a check or verification failed, 2 an invalid command."""
     name, path = env.get("GITHUB_EVENT_NAME"), env.get("GITHUB_EVENT_PATH")
@@ -33,7 +41,34 @@ def run_action(
     if plan.command is None and plan.reply is None:
         print(f"maple: {plan.reason}", flush=True)
         return 0  # no token needed, no request made: most events end here
+    for secret in SECRETS:  # secrets: masks already; a value passed any other way is masked too
+        if env.get(secret):
+            print(f"::add-mask::{env[secret]}", flush=True)
     repo = connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
-    results = run_plan(repo, plan, port, env.get("GITHUB_STEP_SUMMARY"))
-    failed = any(conclusion(c) == "failure" for r in results for c in r["clusters"])
+    done = run_plan(repo, plan, port, env.get("GITHUB_STEP_SUMMARY"), verify, report)
+    write_outputs(done, env.get("GITHUB_OUTPUT"))
+    failed = any(conclusion(c) == "failure" for r in done.results for c in r["clusters"])
     return plan.exit_code or (1 if failed else 0)
+
+
+def cluster_status(done: Done) -> dict[str, str]:
+    """{cluster: "success" | "neutral" | "failure"}, the check-run conclusion, worst over its scripts."""
+    status: dict[str, str] = {}
+    for result in done.results:
+        for c in result["clusters"]:
+            found = [s for s in (status.get(c["cluster"]), conclusion(c)) if s]
+            status[c["cluster"]] = min(found, key=SEVERITY.index)
+    return status
+
+
+def write_outputs(done: Done, path: str | None) -> None:
+    """The action's outputs (pr-number, pr-url, status), appended to GITHUB_OUTPUT."""
+    if not path:
+        return
+    outputs = {
+        "pr-number": str(done.pr.number) if done.pr else "",
+        "pr-url": done.pr.html_url if done.pr else "",
+        "status": json.dumps(cluster_status(done), sort_keys=True),
+    }
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(f"{key}={value}\n" for key, value in outputs.items())  # single-line values only

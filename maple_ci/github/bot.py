@@ -1,51 +1,75 @@
 """Carry out a Plan (events.py) against one repository.
 
-The port pipeline is passed in as a function, so the bot can be tested without it and the
-pipeline without GitHub: port(command, sources, ref) -> list[PortResult] runs on the checkout of
-`ref`; `sources` empty means the command's --from, or every tracked script when that is None.
+The pipeline is passed in as two functions, so the bot can be tested without it and the pipeline
+without GitHub (pipeline.Pipeline has both):
+  port(command, sources, ref) -> list[PortResult] generates on the checkout of `ref`; `sources`
+    empty means the command's --from, or every tracked script when that is None; for `verify` it
+    collects the ported scripts at `ref`.
+  verify(command, results, commit, skip) -> list[PortResult] runs verification on `commit`, which
+    holds the files (the jacamar backend fetches them by commit); `skip` says why it may not run.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, NamedTuple, Optional
 
 from github import UnknownObjectException
+from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.commands import Command, authorize
+from maple_ci.github.commands import Command, authorize, refusal
+from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import (
     PortResult,
     check_runs,
     deliver,
+    edit_pr,
     post_review,
     react,
     render_pr_body,
     write_job_summary,
 )
 from maple_ci.github.events import Plan
+from maple_ci.github.report import sync_report
 
 PortFn = Callable[[Command, tuple[str, ...], str], list[PortResult]]
+VerifyFn = Callable[[Command, list[PortResult], str, Optional[str]], list[PortResult]]
+FORK = "the PR comes from a fork, and maple-ci never runs a fork's code"
 
 
-def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | None = None) -> list[PortResult]:
-    """Do what the plan says; the port results, or [] when nothing was run."""
+class Done(NamedTuple):
+    results: list[PortResult]  # [] when nothing was run
+    pr: PullRequest | None = None  # the PR opened or updated, if any
+
+
+def results_as_given(command: Command, results: list[PortResult], commit: str, skip: str | None) -> list[PortResult]:
+    """A VerifyFn for port functions whose results already carry their verification."""
+    return results
+
+
+def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | None = None,
+             verify: VerifyFn = results_as_given, report: Schedule | None = None) -> Done:
+    """Do what the plan says.
+    `report`: where the nightly report issue goes (plans with `report` set)."""
     print(f"maple: {plan.reason}", flush=True)
     if plan.command is None and plan.reply is None:
-        return []
+        return Done([])
     if plan.actor is not None and not authorize(plan.association or "", permission(repo, plan.actor)):
-        # Silence, not a reply: anyone can comment, and the bot must not be a way to spam a PR.
-        print(f"maple: {plan.actor} has no write access; nothing done", flush=True)
-        return []
+        print(f"maple: {plan.actor} has no write access; refused", flush=True)
+        _reply(repo, plan, refusal(plan.actor), summary_path)
+        return Done([])
     comment = repo.get_issue(plan.issue_number).get_comment(plan.comment_id) if plan.comment_id else None
     if comment is not None and plan.reaction:
         react(comment, plan.reaction)
     if plan.reply is not None:
         _reply(repo, plan, plan.reply, summary_path)
-        return []
+        return Done([])
     assert plan.command is not None
     base, ref = plan.base, plan.ref
+    command = plan.command
+    skip = None if command.verify else "`--no-verify` was given"
     if plan.pull_number is not None:
         pr = repo.get_pull(plan.pull_number)
         ref = pr.head.sha
@@ -53,41 +77,49 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | Non
         # branch cannot take a PR from here, so then the PR's base takes it.
         same_repo = pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
         base = pr.head.ref if same_repo else pr.base.ref
+        skip = skip if same_repo else FORK
     assert base is not None and ref is not None
     try:
-        results = port(plan.command, plan.sources, ref)
-        message = _publish(repo, plan, plan.command, results, base, ref)
+        results = port(command, plan.sources, ref)
+        results, message, pr = _publish(repo, plan, command, results, base, ref, lambda r, sha: verify(command, r, sha, skip))
+        if plan.report and report is not None:
+            sync_report(repo, report, results, commit_sha(repo, ref))
     except MapleError as error:
         if comment is not None:
             react(comment, "confused")
-        _reply(repo, plan, f"maple-ci could not {plan.command.name}:\n\n{error}", summary_path)
+        _reply(repo, plan, f"maple-ci could not {command.name}:\n\n{error}", summary_path)
         raise
     if comment is not None:
         react(comment, "rocket")
     if plan.issue_number is not None:
         repo.get_issue(plan.issue_number).create_comment(message)
     write_job_summary(render_pr_body(results), summary_path)
-    return results
+    return Done(results, pr)
 
 
-def _publish(repo: Repository, plan: Plan, command: Command, results: list[PortResult], base: str, ref: str) -> str:
-    """Deliver a port (PR, review, check runs) or report a verification; the reply text."""
-    body = render_pr_body(results)
+def _publish(repo: Repository, plan: Plan, command: Command, results: list[PortResult], base: str, ref: str,
+             verify: Callable[[list[PortResult], str], list[PortResult]]) -> tuple[list[PortResult], str, PullRequest | None]:
+    """Deliver a port (PR, verification, review, check runs) or verify ported scripts; the results and the reply."""
     if command.name != "port":
-        check_runs(repo, commit_sha(repo, ref), results)
-        return body
+        sha = commit_sha(repo, ref)
+        results = verify(results, sha)
+        check_runs(repo, sha, results)
+        return results, render_pr_body(results), None
     assert plan.key is not None
     files = {c["path"]: c["content"] for r in results for c in r["clusters"]}
     sources = ", ".join(sorted({r["source"] for r in results}))
     title = f"maple: port {sources} to {', '.join(command.clusters)}"
-    delivered = deliver(repo, plan.key, files, base, title, body)
+    delivered = deliver(repo, plan.key, files, base, title, render_pr_body(results))
     if delivered.pr is None:
-        return f"The ported scripts are already on `{base}`; no PR needed."
-    # An unchanged branch already carries this review and these check runs.
-    if delivered.committed:
-        post_review(delivered.pr, delivered.sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
-        check_runs(repo, delivered.sha, results)
-    return f"Ported in {delivered.pr.html_url}" + ("" if delivered.committed else " (unchanged)")
+        return results, f"The ported scripts are already on `{base}`; no PR needed.", None
+    if not delivered.committed:
+        # The branch already holds these files, verified, with their review and check runs.
+        return results, f"Ported in {delivered.pr.html_url} (unchanged)", delivered.pr
+    results = verify(results, delivered.sha)
+    edit_pr(delivered.pr, title, render_pr_body(results))
+    post_review(delivered.pr, delivered.sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
+    check_runs(repo, delivered.sha, results)
+    return results, f"Ported in {delivered.pr.html_url}", delivered.pr
 
 
 def permission(repo: Repository, login: str) -> str | None:

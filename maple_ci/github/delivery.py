@@ -47,18 +47,26 @@ class Check(_CheckOptional):
     message: str
 
 
-class ClusterResult(TypedDict):
+class _ClusterOptional(TypedDict, total=False):
+    note: str  # one sentence for the PR: why verification was skipped, what failed, what the debug agent found
+
+
+class ClusterResult(_ClusterOptional):
     cluster: str
     path: str  # scripts/<cluster>/...
     content: str
     template: str  # template id
     checks: list[Check]
-    verification: str  # "passed" | "failed" | "error" | "skipped"
+    verification: str  # "pending" | "passed" | "failed" | "error" | "skipped"
     log_url: str | None
     suggestions: list[Suggestion]
 
 
-class PortResult(TypedDict):
+class _PortOptional(TypedDict, total=False):
+    notes: list[str]  # e.g. clusters no script was generated for, and why
+
+
+class PortResult(_PortOptional):
     source: str  # the launch script that was ported
     intent: dict[str, Any]  # JobIntent as `maple extract --json` prints it
     clusters: list[ClusterResult]
@@ -99,7 +107,7 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR.
 
     Idempotent: the same request again finds the open PR, builds the same tree, and makes no
-    commit and no new PR."""
+    commit, no new PR and no edit (the PR already describes that tree)."""
     branch = BRANCH_PREFIX + request_key
     open_prs = list(repo.get_pulls(state="open", head=f"{repo.owner.login}:{branch}", base=base_branch))
     pr = open_prs[0] if open_prs else None
@@ -114,9 +122,6 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     ]
     tree = repo.create_git_tree(elements, base_tree=parent.tree)
     if tree.sha == parent.tree.sha:
-        if pr is None:
-            return Delivered(None, parent_sha, False)
-        _edit_if_changed(pr, title, body)
         return Delivered(pr, parent_sha, False)
     commit = repo.create_git_commit(f"{title}\n\nmaple-ci request {request_key}", tree, [parent])
     if ref is None:
@@ -128,7 +133,7 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     if pr is None:
         pr = repo.create_pull(base=base_branch, head=branch, title=title, body=body)
     else:
-        _edit_if_changed(pr, title, body)
+        edit_pr(pr, title, body)
     return Delivered(pr, commit.sha, True)
 
 
@@ -141,7 +146,7 @@ def _find_ref(repo: Repository, name: str):
     return ref
 
 
-def _edit_if_changed(pr: PullRequest, title: str, body: str) -> None:
+def edit_pr(pr: PullRequest, title: str, body: str) -> None:
     if pr.title != title or (pr.body or "") != body:
         pr.edit(title=title, body=body)
 
@@ -173,7 +178,9 @@ def review_comment(s: Suggestion) -> dict[str, Any]:
     # The fence must be longer than any backtick run in the replacement, or the block ends early.
     longest = max((len(run) for run in re.findall(r"`+", s["body"])), default=0)
     fence = "`" * max(3, longest + 1)
-    text = f"{fence}suggestion\n{s['body'].rstrip(chr(10))}\n{fence}"
+    # An empty block deletes the lines; a blank line inside it would replace them with a blank line.
+    lines = s["body"].rstrip("\n")
+    text = f"{fence}suggestion\n{lines + chr(10) if lines else ''}{fence}"
     if s.get("message"):
         text = f"{s['message']}\n\n{text}"
     comment: dict[str, Any] = {"path": s["path"], "body": text, "line": s["line"], "side": "RIGHT"}
@@ -241,14 +248,14 @@ def _check_summary(c: ClusterResult) -> str:
     for check in c["checks"]:
         where = f" (line {check['line']})" if check.get("line") else ""
         mark = "✅" if check["ok"] else "❌"
-        lines.append(f"| {_cell(check['name'])} | {mark}{where} | {_cell(check['message'])} |")
+        lines.append(f"| {table_cell(check['name'])} | {mark}{where} | {table_cell(check['message'])} |")
     return "\n".join(lines)
 
 
 # Shown in the PR body, in this order, from the JobIntent.
 INTENT_FIELDS = ("source_cluster", "scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
                  "world_size", "entrypoint", "script_args", "walltime", "modules", "configs")
-VERIFICATION_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️"}
+VERIFICATION_MARKS = {"pending": "⏳", "passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️"}
 
 
 def render_pr_body(results: list[PortResult]) -> str:
@@ -266,9 +273,12 @@ def render_pr_body(results: list[PortResult]) -> str:
             verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
             log = f"[log]({c['log_url']})" if c["log_url"] else "—"
             parts.append(f"| {c['cluster']} | `{c['path']}` | `{c['template']}` | {checks} | {verification} | {log} |")
+        notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
+        if notes:
+            parts += [""] + [f"- {table_cell(note)}" for note in notes]
         intent = result["intent"]
         parts += ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
-        parts += [f"| {name} | {_cell(_show(intent[name]))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
+        parts += [f"| {name} | {table_cell(_show(intent[name]))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
         parts += ["", "</details>", ""]
         if intent.get("missing"):
             parts += [f"**Not found in the script:** {', '.join(intent['missing'])}; defaults were used.", ""]
@@ -283,7 +293,7 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _cell(text: str) -> str:
+def table_cell(text: str) -> str:
     """Text that cannot break a Markdown table row."""
     return text.replace("|", "\\|").replace("\n", " ")
 

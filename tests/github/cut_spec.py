@@ -24,6 +24,8 @@ OPERATIONS = {
     "/repos/{owner}/{repo}/pulls": ["get", "post"],
     "/repos/{owner}/{repo}/pulls/{pull_number}": ["get", "patch"],
     "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": ["post"],
+    "/repos/{owner}/{repo}/issues": ["get", "post"],
+    "/repos/{owner}/{repo}/issues/{issue_number}": ["patch"],
     "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions": ["post"],
     "/repos/{owner}/{repo}/issues/{issue_number}/comments": ["post"],
     "/repos/{owner}/{repo}/collaborators/{username}/permission": ["get"],

@@ -2,7 +2,7 @@
 
 Prism (test_github_openapi.py) proves each request matches GitHub's description; this fake keeps
 state across requests so a test can assert the end result of a whole flow: branches, commits,
-PRs, reviews, reactions, check runs. It serves under /api/v3 like GitHub Enterprise Server, which
+PRs, reviews, reactions, check runs, issues. It serves under /api/v3 like GitHub Enterprise Server, which
 also proves the bot never assumes api.github.com's root paths.
 """
 
@@ -33,6 +33,7 @@ class FakeGitHub:
         self.commits: dict[str, dict] = {}
         self.refs: dict[str, str] = {}  # "heads/main" -> sha
         self.pulls: list[dict] = []
+        self.issues: list[dict] = []  # plain issues; PRs and issues share numbers, as on GitHub
         self.reviews: list[dict] = []
         self.reactions: list[dict] = []
         self.comments: list[dict] = []
@@ -54,9 +55,15 @@ class FakeGitHub:
         return sha
 
     def open_pull(self, head: str, base: str, title: str = "source PR", body: str = "") -> dict:
-        pull = {"number": len(self.pulls) + 1, "head": head, "base": base, "title": title, "body": body, "state": "open"}
+        pull = {"number": self._next_number(), "head": head, "base": base, "title": title, "body": body, "state": "open"}
         self.pulls.append(pull)
         return pull
+
+    def _next_number(self) -> int:
+        return len(self.pulls) + len(self.issues) + 1
+
+    def pull(self, n: str) -> dict:
+        return next(p for p in self.pulls if p["number"] == int(n))
 
     def files_at(self, ref: str) -> dict[str, str]:
         tree = self.trees[self.commits[self.refs[ref]]["tree"]]
@@ -80,6 +87,13 @@ class FakeGitHub:
                 "issue_url": self.url(f"/issues/{n}"), "html_url": f"http://github.test/{self.owner}/{self.name}/pull/{n}",
                 "head": {"ref": p["head"], "sha": self.refs[f"heads/{p['head']}"], "repo": self.repo_json()},
                 "base": {"ref": p["base"], "sha": self.refs[f"heads/{p['base']}"], "repo": self.repo_json()}}
+
+    def issue_json(self, i: dict) -> dict:
+        n = i["number"]
+        return {"id": 5000 + n, "number": n, "title": i["title"], "body": i["body"], "state": i["state"],
+                "state_reason": i.get("state_reason"), "labels": [{"name": name} for name in i["labels"]],
+                "user": {"login": "github-actions[bot]", "type": "Bot"}, "url": self.url(f"/issues/{n}"),
+                "html_url": f"http://github.test/{self.owner}/{self.name}/issues/{n}"}
 
     def ref_json(self, ref: str) -> dict:
         return {"ref": f"refs/{ref}", "url": self.url(f"/git/refs/{ref}"), "object": {"type": "commit", "sha": self.refs[ref]}}
@@ -167,16 +181,16 @@ class FakeGitHub:
         return 201, self.pull_json(self.open_pull(body["head"], body["base"], body["title"], body.get("body", "")))
 
     def get_pull(self, body, query, n):
-        return 200, self.pull_json(self.pulls[int(n) - 1])
+        return 200, self.pull_json(self.pull(n))
 
     def edit_pull(self, body, query, n):
-        pull = self.pulls[int(n) - 1]
+        pull = self.pull(n)
         pull.update({k: body[k] for k in ("title", "body") if k in body})
         return 200, self.pull_json(pull)
 
     def create_review(self, body, query, n):
         """Accepts only what GitHub accepts: comments on lines of files the PR changes, at its head."""
-        pull = self.pulls[int(n) - 1]
+        pull = self.pull(n)
         head = self.files_at(f"heads/{pull['head']}")
         base = self.files_at(f"heads/{pull['base']}")
         if body.get("commit_id") != self.refs[f"heads/{pull['head']}"]:
@@ -189,6 +203,22 @@ class FakeGitHub:
                 return 422, {"message": f"line {c} could not be resolved"}
         self.reviews.append({"pull": int(n), **body})
         return 200, {"id": len(self.reviews), "state": "COMMENTED", "body": body.get("body"), "commit_id": body.get("commit_id")}
+
+    def list_issues(self, body, query):
+        labels = set(query.get("labels", [""])[0].split(",")) - {""}
+        found = [i for i in self.issues if i["state"] == query.get("state", ["open"])[0] and labels <= set(i["labels"])]
+        return 200, [self.issue_json(i) for i in found]
+
+    def create_issue(self, body, query):
+        issue = {"number": self._next_number(), "title": body["title"], "body": body.get("body", ""), "state": "open",
+                 "labels": list(body.get("labels", []))}
+        self.issues.append(issue)
+        return 201, self.issue_json(issue)
+
+    def edit_issue(self, body, query, n):
+        issue = next(i for i in self.issues if i["number"] == int(n))
+        issue.update({k: body[k] for k in ("title", "body", "state", "state_reason") if k in body})
+        return 200, self.issue_json(issue)
 
     def create_reaction(self, body, query, comment_id):
         self.reactions.append({"comment_id": int(comment_id), "content": body["content"]})
@@ -232,6 +262,9 @@ class FakeGitHub:
         (r"GET /pulls/(\d+)", get_pull),
         (r"PATCH /pulls/(\d+)", edit_pull),
         (r"POST /pulls/(\d+)/reviews", create_review),
+        (r"GET /issues", list_issues),
+        (r"POST /issues", create_issue),
+        (r"PATCH /issues/(\d+)", edit_issue),
         (r"POST /issues/comments/(\d+)/reactions", create_reaction),
         (r"POST /issues/(\d+)/comments", create_comment),
         (r"GET /collaborators/([^/]+)/permission", get_permission),

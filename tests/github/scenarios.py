@@ -1,5 +1,6 @@
 """Port results and requests shared by the fake-GitHub and OpenAPI tests (what the pipeline would return)."""
 
+from maple_ci.github.bot import run_plan
 from maple_ci.github.events import plan_event
 
 KNOWN = ("perlmutter", "aurora", "polaris")
@@ -39,3 +40,18 @@ def comment_payload(webhook, number, body="/maple port perlmutter aurora"):
 def comment_plan(webhook, number, body="/maple port perlmutter aurora"):
     payload = comment_payload(webhook, number, body)
     return plan_event("issue_comment", payload, KNOWN), payload["comment"]["id"]
+
+
+def nightly(fake, repo, conclusions, report):
+    """One scheduled run where each cluster's ported script verifies as `conclusions` says (passed/failed)."""
+    plan = plan_event("schedule", {"repository": {"default_branch": "main"}}, KNOWN, targets=tuple(conclusions))
+
+    def verify(command, results, commit, skip):
+        for c in results[0]["clusters"]:
+            c.update(verification=conclusions[c["cluster"]], note=f"{c['cluster']} run {conclusions[c['cluster']]}")
+        return results
+
+    collected = [{"source": "scripts", "intent": {}, "clusters": [
+        cluster_result(cluster) | {"verification": "pending", "log_url": f"https://ci.example/{cluster}/{len(fake.requests)}"}
+        for cluster in conclusions]}]
+    return run_plan(repo, plan, lambda *args: collected, verify=verify, report=report)

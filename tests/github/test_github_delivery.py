@@ -1,11 +1,12 @@
 """The whole bot against a stateful fake GitHub: what ends up in the repository."""
 
 import pytest
-from scenarios import SCRIPT, cluster_result, comment_plan, port_results
+from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import run_plan
 from maple_ci.github.commands import Command
+from maple_ci.github.events import plan_event
 from maple_ci.github.delivery import (
     JOB_SUMMARY_LIMIT,
     check_runs,
@@ -64,15 +65,25 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
     assert fake.comments[-1]["body"].endswith("(unchanged)")
 
 
-def test_unauthorized_commenter_changes_nothing(fake, repo, source_pr, webhook):
+def test_commenter_without_write_access_gets_a_polite_refusal_and_no_changes(fake, repo, source_pr, webhook):
     fake.permissions["Codertocat"] = "read"  # an OWNER association with only read access is not enough
     plan, _ = comment_plan(webhook, source_pr["number"])
     refs, commits = dict(fake.refs), len(fake.commits)
 
-    assert run_plan(repo, plan, lambda *a: pytest.fail("port must not run")) == []
+    assert run_plan(repo, plan, lambda *a: pytest.fail("port must not run")) == ([], None)
     assert (fake.refs, len(fake.commits), len(fake.pulls)) == (refs, commits, 1)
-    assert fake.reactions == fake.comments == fake.reviews == fake.check_runs == []
-    assert [r["route"] for r in fake.requests] == ["GET /collaborators/([^/]+)/permission"]
+    assert fake.reactions == fake.reviews == fake.check_runs == []
+    [reply] = fake.comments
+    assert reply["issue"] == 1 and reply["body"].startswith("Sorry @Codertocat") and "write access" in reply["body"]
+    assert [r["route"] for r in fake.requests] == ["GET /collaborators/([^/]+)/permission", r"POST /issues/(\d+)/comments"]
+
+
+def test_untrusted_association_is_refused_without_a_permission_lookup(fake, repo, source_pr, webhook):
+    payload = comment_payload(webhook, source_pr["number"])
+    payload["comment"]["author_association"] = "CONTRIBUTOR"
+    run_plan(repo, plan_event("issue_comment", payload, KNOWN), lambda *a: pytest.fail("port must not run"))
+    assert [c["body"][:16] for c in fake.comments] == ["Sorry @Codertoca"]
+    assert [r["route"] for r in fake.requests] == [r"POST /issues/(\d+)/comments"] and fake.reactions == []
 
 
 def test_invalid_command_gets_a_confused_reaction_and_help(fake, repo, source_pr, webhook):

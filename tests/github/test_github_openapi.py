@@ -18,9 +18,10 @@ import pytest
 import requests
 from fake_github import FakeGitHub
 from npm_modules import HERE, node_module
-from scenarios import comment_plan, port_results
+from scenarios import comment_plan, nightly, port_results
 
 from maple_ci.github.bot import permission, run_plan
+from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import check_runs, connect, deliver, post_review
 
 SHA = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
@@ -76,6 +77,8 @@ def test_every_request_of_the_bot_flows_matches_the_description(prism, fake, rep
     run_plan(repo, plan, lambda *args: port_results())  # creates branch, commit, PR, review, check runs
     run_plan(repo, plan, lambda *args: port_results())  # finds them again, changes nothing
     deliver(repo, "pr-1", {"scripts/aurora/train.sh": "changed\n"}, "feature", "new title", "new body")  # fast-forward, PR edit
+    for aurora in ("failed", "failed", "passed"):  # nightly: report issue opened, updated, closed
+        nightly(fake, repo, {"aurora": aurora}, Schedule())
 
     first = {}
     for request in fake.requests:

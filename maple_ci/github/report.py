@@ -1,0 +1,52 @@
+"""The nightly "Portability report" issue: one per repository, opened on the first regression,
+kept up to date while anything fails, closed when everything passes again."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from github.Repository import Repository
+
+from maple_ci.github.config import Schedule
+from maple_ci.github.delivery import PortResult, conclusion, table_cell
+
+# Finds the bot's own issue again whatever account the token belongs to; people do not write it.
+MARKER = "<!-- maple-ci portability report -->"
+CELLS = {"success": "✅ pass", "failure": "❌ fail", "neutral": "⏭️ not run"}
+
+
+def render_report(results: list[PortResult], blob_url: str, commit: str) -> str:
+    """A matrix: one row per script name, one column per cluster; each cell links the file and its log.
+
+    blob_url: the repository's web address + "/blob" (files are linked at `commit`)."""
+    cells: dict[str, dict[str, str]] = {}
+    for result in results:
+        for c in result["clusters"]:
+            cell = f"[{CELLS[conclusion(c)]}]({blob_url}/{commit}/{c['path']})"
+            if c["log_url"]:
+                cell += f" · [log]({c['log_url']})"
+            cells.setdefault(PurePosixPath(c["path"]).stem, {})[c["cluster"]] = cell
+    clusters = sorted({cluster for row in cells.values() for cluster in row})
+    lines = [MARKER, f"Nightly verification of the ported scripts at {commit[:12]}.", "",
+             "| Script | " + " | ".join(clusters) + " |", "|---|" + "---|" * len(clusters)]
+    lines += [f"| `{name}` | " + " | ".join(row.get(cluster, "—") for cluster in clusters) + " |" for name, row in sorted(cells.items())]
+    notes = [f"- `{c['path']}`: {table_cell(c['note'])}" for r in results for c in r["clusters"] if conclusion(c) == "failure" and c.get("note")]
+    return "\n".join(lines + ([""] + notes if notes else []))
+
+
+def failing(results: list[PortResult]) -> bool:
+    return any(conclusion(c) == "failure" for r in results for c in r["clusters"])
+
+
+def sync_report(repo: Repository, settings: Schedule, results: list[PortResult], commit: str):
+    """Open, update or close the report issue; the issue touched, or None when all pass and none is open."""
+    body = render_report(results, f"{repo.html_url}/blob", commit)
+    issue = next((i for i in repo.get_issues(state="open", labels=settings.labels)
+                  if i.title == settings.report_issue_title and MARKER in (i.body or "")), None)
+    if issue is None:
+        return repo.create_issue(settings.report_issue_title, body=body, labels=settings.labels) if failing(results) else None
+    if not failing(results):
+        issue.edit(body=body, state="closed", state_reason="completed")
+    elif issue.body != body:
+        issue.edit(body=body)
+    return issue
