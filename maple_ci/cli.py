@@ -240,6 +240,24 @@ def _print_latency(report: dict) -> None:
     out.print(f"peak RSS: {report['peak_rss_mb']:.0f} MiB")
 
 
+@app.command()
+def action() -> None:
+    """Run as the GitHub Action: answer the event this job was started for (comment, push, schedule)."""
+    import os
+
+    from .github.action import run_action
+    from .github.config import DEFAULT_PATH, load_config
+    from .github.pipeline import Pipeline, git_checkout
+    from .profiles import load_profiles
+
+    known = sorted(load_profiles())
+    # Read from the workspace, the default branch: a PR cannot change what the bot is allowed to do.
+    config = load_config(os.environ.get("MAPLE_CONFIG") or DEFAULT_PATH, known, os.environ)
+    pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))))
+    raise typer.Exit(run_action(pipeline.port, known, config.sources, config.targets,
+                                verify=pipeline.verify, report=config.schedule))
+
+
 def main() -> None:
     import click
 

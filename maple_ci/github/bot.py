@@ -2,9 +2,9 @@
 
 The pipeline is passed in as two functions, so the bot can be tested without it and the pipeline
 without GitHub (pipeline.Pipeline has both):
-  port(command, sources, ref) -> list[PortResult] generates on the checkout of `ref`; `sources`
-    empty means the command's --from, or every tracked script when that is None; for `verify` it
-    collects the ported scripts at `ref`.
+  port(command, sources, ref) -> list[PortResult] generates on the checkout of `ref`: the command's
+    --from, else the launch scripts among `sources` (what a push or the PR changed), else every
+    tracked script; for `verify` it collects the ported scripts at `ref`.
   verify(command, results, commit, skip) -> list[PortResult] runs verification on `commit`, which
     holds the files (the jacamar backend fetches them by commit); `skip` says why it may not run.
 """
@@ -67,7 +67,7 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | Non
         _reply(repo, plan, plan.reply, summary_path)
         return Done([])
     assert plan.command is not None
-    base, ref = plan.base, plan.ref
+    base, ref, sources = plan.base, plan.ref, plan.sources
     command = plan.command
     skip = None if command.verify else "`--no-verify` was given"
     if plan.pull_number is not None:
@@ -78,9 +78,12 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | Non
         same_repo = pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
         base = pr.head.ref if same_repo else pr.base.ref
         skip = skip if same_repo else FORK
+        if command.source is None:
+            # What the PR changes is what to port; the pipeline keeps the launch scripts among them.
+            sources = tuple(f.filename for f in pr.get_files() if f.status != "removed")
     assert base is not None and ref is not None
     try:
-        results = port(command, plan.sources, ref)
+        results = port(command, sources, ref)
         results, message, pr = _publish(repo, plan, command, results, base, ref, lambda r, sha: verify(command, r, sha, skip))
         if plan.report and report is not None:
             sync_report(repo, report, results, commit_sha(repo, ref))

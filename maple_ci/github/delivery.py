@@ -178,9 +178,10 @@ def review_comment(s: Suggestion) -> dict[str, Any]:
     # The fence must be longer than any backtick run in the replacement, or the block ends early.
     longest = max((len(run) for run in re.findall(r"`+", s["body"])), default=0)
     fence = "`" * max(3, longest + 1)
-    # An empty block deletes the lines; a blank line inside it would replace them with a blank line.
-    lines = s["body"].rstrip("\n")
-    text = f"{fence}suggestion\n{lines + chr(10) if lines else ''}{fence}"
+    # Only the final newline goes: a trailing blank line is part of the replacement, and an empty
+    # block (not a blank line) deletes the lines.
+    body = s["body"] if s["body"].endswith("\n") or not s["body"] else s["body"] + "\n"
+    text = f"{fence}suggestion\n{body}{fence}"
     if s.get("message"):
         text = f"{s['message']}\n\n{text}"
     comment: dict[str, Any] = {"path": s["path"], "body": text, "line": s["line"], "side": "RIGHT"}

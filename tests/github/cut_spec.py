@@ -23,6 +23,7 @@ OPERATIONS = {
     "/repos/{owner}/{repo}/git/trees": ["post"],
     "/repos/{owner}/{repo}/pulls": ["get", "post"],
     "/repos/{owner}/{repo}/pulls/{pull_number}": ["get", "patch"],
+    "/repos/{owner}/{repo}/pulls/{pull_number}/files": ["get"],
     "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": ["post"],
     "/repos/{owner}/{repo}/issues": ["get", "post"],
     "/repos/{owner}/{repo}/issues/{issue_number}": ["patch"],

@@ -188,6 +188,13 @@ class FakeGitHub:
         pull.update({k: body[k] for k in ("title", "body") if k in body})
         return 200, self.pull_json(pull)
 
+    def list_pull_files(self, body, query, n):
+        pull = self.pull(n)
+        head, base = self.files_at(f"heads/{pull['head']}"), self.files_at(f"heads/{pull['base']}")
+        changed = [{"filename": p, "status": "modified" if p in base else "added"} for p in head if head[p] != base.get(p)]
+        changed += [{"filename": p, "status": "removed"} for p in base if p not in head]
+        return 200, [{**f, "sha": _sha("blob", head.get(f["filename"], "")), "additions": 0, "deletions": 0, "changes": 0} for f in changed]
+
     def create_review(self, body, query, n):
         """Accepts only what GitHub accepts: comments on lines of files the PR changes, at its head."""
         pull = self.pull(n)
@@ -261,6 +268,7 @@ class FakeGitHub:
         (r"POST /pulls", create_pull),
         (r"GET /pulls/(\d+)", get_pull),
         (r"PATCH /pulls/(\d+)", edit_pull),
+        (r"GET /pulls/(\d+)/files", list_pull_files),
         (r"POST /pulls/(\d+)/reviews", create_review),
         (r"GET /issues", list_issues),
         (r"POST /issues", create_issue),

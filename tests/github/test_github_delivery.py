@@ -29,7 +29,7 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
 
     run_plan(repo, plan, port, summary_path=str(tmp_path / "summary.md"))
 
-    assert calls == [(Command("port", ("perlmutter", "aurora")), (), feature_head)]
+    assert calls == [(Command("port", ("perlmutter", "aurora")), ("jobs/train.sh",), feature_head)]  # what the PR changed
     head = fake.refs["heads/maple/port-pr-1"]
     assert fake.commits[head]["parents"] == [feature_head]  # exactly one commit, on the PR's branch
     files = fake.files_at("heads/maple/port-pr-1")

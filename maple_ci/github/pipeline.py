@@ -1,0 +1,261 @@
+"""The real pipeline behind the bot: extract -> port -> verify -> debug, in delivery's shapes.
+
+Two steps, because the jacamar backend verifies a script the center fetches by commit: `port`
+generates the files (verification "pending"); the bot commits them; `verify` runs the backends
+against that commit and turns a debug-agent fix into review suggestions.
+
+Files come from `checkout(ref)`, a directory holding the repository at `ref`. The bot only reads
+them: a PR's launch script is text to parse, never a program to run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path, PurePosixPath
+from typing import Callable, ContextManager, Iterator, Mapping, NamedTuple
+
+from maple_ci.errors import MapleError
+from maple_ci.github.commands import Command
+from maple_ci.github.config import Config
+from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
+
+Checkout = Callable[[str], ContextManager[Path]]
+LAUNCH_SUFFIXES = (".sh", ".sbatch", ".slurm", ".pbs", ".qsub", ".job")
+
+
+class Outcome(NamedTuple):
+    """One verification run, whatever the backend."""
+
+    ok: bool
+    log: str
+    log_url: str | None
+    message: str
+
+
+# A backend runs `script` (the text of repo file `path`, committed at `commit`) with `miniapp` in
+# place of the training program. `committed` is False for a debug agent's patched script, which
+# exists only here; backends that fetch by commit (jacamar) cannot run it.
+Backend = Callable[..., Outcome]
+
+
+def miniapp_for(intent: Mapping) -> str:
+    """The mini-app that exercises what the job uses (miniapps/README.md)."""
+    if intent.get("framework") == "deepspeed":
+        return "deepspeed_zero3"
+    if intent.get("framework") == "accelerate":
+        return "accelerate_ddp"
+    return "fsdp" if intent.get("strategy") == "fsdp" else "ddp"
+
+
+def _from_verify_result(result) -> Outcome:
+    # slurm/local and jacamar return two VerifyResult models; both have ok, log and message.
+    return Outcome(result.ok, result.log, getattr(result, "log_url", "") or None, result.message)
+
+
+def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: str, commit: str,
+                committed: bool, env: Mapping[str, str]) -> Outcome:
+    """Run one verification with the named backend."""
+    if backend == "jacamar":
+        if not committed:
+            raise MapleError("the jacamar backend runs committed scripts only")
+        from maple_ci.verify.jacamar import verify_jacamar
+
+        return _from_verify_result(verify_jacamar(
+            Path(path), cluster=cluster, miniapp=miniapp, commit=commit,
+            gitlab_url=env.get("MAPLE_GITLAB_URL", ""), project=env.get("MAPLE_GITLAB_PROJECT", ""),
+            trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""), api_token=env.get("MAPLE_GITLAB_TOKEN") or None,
+        ))
+    if backend not in ("slurm", "local"):
+        raise MapleError(f"unknown verification backend {backend!r}")
+    # slurm and local read a file: the script goes to a scratch copy, never into the checkout.
+    with tempfile.TemporaryDirectory(prefix="maple-verify-") as scratch:
+        file = Path(scratch) / Path(path).name
+        file.write_text(script)
+        if backend == "slurm":
+            from maple_ci.verify.slurm import verify_slurm
+
+            return _from_verify_result(verify_slurm(file, miniapp=miniapp))
+        from maple_ci.verify.local import verify_local
+
+        return _from_verify_result(verify_local(file, miniapp=miniapp))
+
+
+@dataclass
+class Pipeline:
+    config: Config
+    checkout: Checkout
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    backend: Backend = run_backend
+
+    # --- step 1: generate ---
+    def port(self, command: Command, sources: tuple[str, ...], ref: str) -> list[PortResult]:
+        """`port`: each source ported to the command's clusters. `verify`: the ported scripts at ref."""
+        with self.checkout(ref) as root:
+            if command.name == "verify":
+                return self._ported_scripts(root, command.clusters)
+            names = (command.source,) if command.source else [n for n in sources if self._is_launch_script(n)]
+            paths = [_inside(root, name) for name in names] or self._tracked(root)
+            if not paths:
+                raise MapleError("No launch script to port: name one with `--from PATH`, or list the tracked scripts "
+                                 "under `sources` in .github/maple.yml.", exit_code=2)
+            return [self._port_one(root, path, command) for path in paths]
+
+    def _is_launch_script(self, name: str) -> bool:
+        """A tracked script (a `sources` glob), or without globs one named like a batch script;
+        never a ported script, which would port the port."""
+        if PurePosixPath(name).is_relative_to(self.config.output):
+            return False
+        if self.config.sources:
+            return any(fnmatch(name, pattern) for pattern in self.config.sources)
+        return PurePosixPath(name).suffix in LAUNCH_SUFFIXES
+
+    def _tracked(self, root: Path) -> list[Path]:
+        found = {p for pattern in self.config.sources for p in root.glob(pattern) if p.is_file()}
+        return sorted(p for p in found if p.resolve().is_relative_to(root.resolve()))
+
+    def _port_one(self, root: Path, path: Path, command: Command) -> PortResult:
+        from maple_ci.extract import extract, load_source
+        from maple_ci.port import apply_overrides, port_intent
+
+        name = path.relative_to(root).as_posix()
+        _, text = load_source(str(path))
+        intent = extract(text, name, base_dir=path.parent)
+        intent = apply_overrides(intent, framework=command.framework, strategy=command.strategy, nodes=command.nodes)
+        notes, clusters = [], []
+        for r in port_intent(intent, list(command.clusters), name, Path(self.config.output)):
+            if r.status == "unsupported":
+                notes.append(f"{r.cluster}: not generated: {r.reason}")
+                continue
+            clusters.append(_cluster(r.cluster, str(r.path), r.script, r.template or "", r.checks))
+        return PortResult(source=name, intent=intent.model_dump(), clusters=clusters, notes=notes)
+
+    def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
+        """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
+        from maple_ci.extract import extract
+        from maple_ci.profiles import get_profile, load_profiles
+        from maple_ci.verify.static import static_checks
+
+        out = root / self.config.output
+        names = clusters or tuple(sorted(p.name for p in out.glob("*") if p.name in load_profiles()))
+        results = []
+        for cluster in names:
+            for file in sorted(p for p in (out / cluster).glob("*") if p.is_file()):
+                path, text = file.relative_to(root).as_posix(), file.read_text()
+                intent = extract(text, path)
+                checks = static_checks(text, intent, get_profile(cluster))
+                results.append(PortResult(source=path, intent=intent.model_dump(),
+                                          clusters=[_cluster(cluster, path, text, "", checks)]))
+        return results
+
+    # --- step 2: verify (after the files are committed at `commit`) ---
+    def verify(self, command: Command, results: list[PortResult], commit: str, skip: str | None = None) -> list[PortResult]:
+        """Results with verification filled in; `skip` says why nothing may run (e.g. a fork)."""
+        verified: dict[str, str] = {}  # cluster -> the script verified there in this request
+        for result in results:
+            for c in result["clusters"]:
+                backend = self.config.backend(c["cluster"])
+                if skip or backend == "none":
+                    why = skip or f"no verification backend configured for {c['cluster']} (`verification` in .github/maple.yml)"
+                    c.update(verification="skipped", note=f"Verification skipped: {why}.")
+                elif command.name == "port" and c["cluster"] in verified:
+                    # Each run holds a real allocation: one per cluster per request (a nightly verify checks all).
+                    c.update(verification="skipped",
+                             note=f"Verification skipped: one run per cluster per request; `{verified[c['cluster']]}` was run.")
+                else:
+                    verified[c["cluster"]] = c["path"]
+                    self._verify_one(c, backend, miniapp_for(result["intent"]), commit)
+        return results
+
+    def _verify_one(self, c: ClusterResult, backend: str, miniapp: str, commit: str) -> None:
+        def run(script: str, committed: bool) -> Outcome:
+            return self.backend(backend, cluster=c["cluster"], path=c["path"], script=script, miniapp=miniapp,
+                                commit=commit, committed=committed, env=self.env)
+
+        try:
+            first = run(c["content"], True)
+        except MapleError as error:  # the backend could not run at all (misconfigured, no sbatch...)
+            c.update(verification="error", note=f"Verification could not run on {backend}: {error}")
+            return
+        c.update(verification="passed" if first.ok else "failed", log_url=first.log_url)
+        if not first.ok:
+            c["note"] = f"Verification failed: {first.message}"
+            c["suggestions"], advice = _debug(c, first, run, rerun=backend != "jacamar")
+            c["note"] += f" Debug agent: {advice}"
+
+
+def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome], rerun: bool) -> tuple[list[Suggestion], str]:
+    """Review suggestions from the debug agent's fixes, and what it concluded."""
+    from maple_ci.debug import RunOutcome, debug_loop, suggestions
+
+    runs = iter([first])
+
+    def attempt(script: str) -> RunOutcome:
+        # The first run is the verification already made; a backend that cannot run an uncommitted
+        # script (rerun False) reports that failure again, so the loop stops after one fix.
+        outcome = next(runs, None) or (run(script, False) if rerun else first)
+        return RunOutcome(outcome.ok, outcome.log)
+
+    report = debug_loop(c["content"], attempt, c["cluster"], max_iter=5 if rerun else 1, path=c["path"])
+    if not report.attempts:
+        return [], report.message
+    why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))
+    found = [Suggestion(path=s.path, start_line=s.start_line, line=s.line, body=s.body, message=why)
+             for s in suggestions(c["content"], report.script, c["path"])]
+    if report.ok:
+        return found, f"the run passed with the suggested fix ({why})."
+    if not rerun:
+        return found, f"suggested a fix ({why}), not re-run: this backend runs committed scripts only."
+    return found, f"suggested fix(es) ({why}); then: {report.message}."
+
+
+def _cluster(cluster: str, path: str, content: str, template: str, checks) -> ClusterResult:
+    return ClusterResult(cluster=cluster, path=path, content=content, template=template, checks=[_check(c) for c in checks],
+                         verification="pending", log_url=None, suggestions=[])
+
+
+_LEVELS = {"error": "failure", "warning": "warning"}
+
+
+def _check(check) -> Check:
+    converted = Check(name=check.name, ok=check.ok, message=check.message, level=_LEVELS.get(check.severity, "notice"))
+    if check.line:
+        converted["line"] = check.line
+    return converted
+
+
+def _inside(root: Path, name: str) -> Path:
+    """root/name, refusing anything that resolves outside the checkout (`..`, a symlink out)."""
+    path = (root / name).resolve()
+    if not path.is_relative_to(root.resolve()) or not path.is_file():
+        raise MapleError(f"`{name}` is not a file in the repository.", exit_code=2)
+    return root / name
+
+
+@contextlib.contextmanager
+def _worktree(root: Path, ref: str) -> Iterator[Path]:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    # A branch or a PR head (also a fork's, by sha) is fetched and, unless the workspace already
+    # holds it, checked out beside the workspace, to be read only.
+    git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", ref)
+    if git("rev-parse", "FETCH_HEAD") == git("rev-parse", "HEAD"):
+        yield root
+        return
+    with tempfile.TemporaryDirectory(prefix="maple-ref-") as scratch:
+        tree = Path(scratch) / "tree"
+        git("worktree", "add", "--quiet", "--detach", str(tree), "FETCH_HEAD")
+        try:
+            yield tree
+        finally:
+            git("worktree", "remove", "--force", str(tree))
+
+
+def git_checkout(root: Path) -> Checkout:
+    """The repository at a ref, from the Actions workspace `root` (a clone with `origin`)."""
+    return lambda ref: _worktree(root, ref)
