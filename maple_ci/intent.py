@@ -11,6 +11,10 @@ Scheduler = Literal["slurm", "pbs", "none"]
 Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning"]
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single"]
 
+# Launchers (JobIntent.launcher values) that start one process per device themselves; the others
+# (torchrun, accelerate, deepspeed) run once per node and fork the per-device workers.
+PER_DEVICE_LAUNCHERS = frozenset({"srun", "mpiexec", "mpirun", "ibrun", "python"})
+
 # What a port cannot do without; anything else has a sensible default.
 REQUIRED_FOR_PORT = ("entrypoint", "nodes", "gpus_per_node", "framework")
 

@@ -12,10 +12,9 @@ from pydantic import BaseModel
 
 from .embedding import embed
 from .errors import MapleError
-from .intent import Framework, JobIntent
+from .intent import PER_DEVICE_LAUNCHERS, Framework, JobIntent
 from .library import TemplateMeta, launch_dir, library_hash, load_templates
 from .profiles import get_profile
-from .synthesize import PER_DEVICE_LAUNCHERS
 from .vectordb import cached_table
 
 TABLE = "templates"

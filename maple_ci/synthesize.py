@@ -21,13 +21,10 @@ from typing import Optional
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from .errors import MapleError
-from .intent import JobIntent
+from .intent import PER_DEVICE_LAUNCHERS, JobIntent
 from .library import TemplateMeta, launch_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 
-# Launchers that start one process per device themselves; the others (torchrun, accelerate,
-# deepspeed) run once per node and fork the per-device workers.
-PER_DEVICE_LAUNCHERS = {"srun", "mpiexec", "mpirun", "ibrun", "python"}
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
 # Settings that belong to the source machine's network and devices; the target profile sets its own.
