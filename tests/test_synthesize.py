@@ -119,6 +119,17 @@ def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_pa
     assert program["env"] == setting
 
 
+def test_profile_prologue_runs_before_any_module_command():
+    sophia = render(typical(), get_profile("sophia"), get_template("sophia-pytorch-ddp"))
+    (prologue,) = get_profile("sophia").prologue
+    assert sophia.count("/etc/profile") == 1  # the profile's line, not a template's copy
+    assert sophia.index(prologue) < sophia.index("module ")
+    # Any cluster's profile can have one, and it runs before that cluster's software set-up.
+    profile = get_profile("perlmutter").model_copy(update={"prologue": ["source /opt/site/init.sh"]})
+    script = render(typical(), profile, get_template("perlmutter-pytorch-ddp"))
+    assert script.index("source /opt/site/init.sh\n") < script.index("module load pytorch")
+
+
 def test_deepspeed_without_config_gets_a_zero3_config_written_by_the_script():
     template = get_template("perlmutter-deepspeed-zero3")
     script = render(typical("deepspeed"), get_profile("perlmutter"), template)
