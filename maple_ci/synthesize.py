@@ -7,9 +7,16 @@ How a job is resized for the target (the port rule):
   * when that changes the world size, the script's header says so (global batch size and learning
     rate schedules usually depend on it); script_args are passed through unchanged.
 
-Everything a user typed reaches the script through the `q` filter (shlex.quote) in shell code, or
-through `word` in scheduler directives: directives are comments to bash, where quoting protects
-nothing, so their values must be single safe tokens and anything else is refused.
+Everything a user typed reaches the script through a filter. In shell code, `arg` (shell_word)
+for values from the source script where the shell's expansion is part of their meaning (program,
+arguments, env values, config paths): $SCRATCH/data stays a path on the target's scratch, while
+command substitution and the like stay literal text. `q` (shlex.quote) for names and for the
+profiles' literal values. In scheduler directives, `word`: directives are comments to bash, where
+quoting protects nothing, so their values must be single safe tokens and anything else is refused.
+
+The header's Submit line names the script as written under `out_dir` (relative to where the user
+runs maple-ci, normally their repository root): jobs run in the directory they are submitted from,
+and the program's relative paths (train.py, configs) resolve there, as they did for the source.
 """
 
 import re
@@ -32,6 +39,9 @@ _SITE_ENV = re.compile(r"^(NCCL_(?!DEBUG)|FI_|CCL_|MPICH_|CXI_|UCX_|HSA_|ZE_|ROC
                        r"MASTER_ADDR$|MASTER_PORT$|RANK$|LOCAL_RANK$|WORLD_SIZE$)")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIRECTIVE_WORD = re.compile(r"^[A-Za-z0-9_.,:=+/@%-]+$")
+# A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
+# quoting rules inside double quotes (no $, backtick, backslash, quote or brace).
+_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
 
 
 @dataclass
@@ -109,20 +119,22 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     )
 
 
-def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str], notes: list[str]) -> dict[str, str]:
-    """Target settings first, then the user's own variables minus the source machine's network ones."""
-    env = {**profile.env, **framework_env}
-    dropped = []
+def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str],
+                notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the target's settings, the user's own variables minus the source machine's network ones).
+    Kept apart because the target's values are literal and the user's may expand ($SCRATCH)."""
+    site = {**profile.env, **framework_env}
+    user, dropped = {}, []
     for key, value in intent.env.items():
         if not _ENV_NAME.match(key):
             raise MapleError(f"environment variable name {key!r} is not a valid shell name")
-        if _SITE_ENV.match(key) or key in env:
+        if _SITE_ENV.match(key) or key in site:
             dropped.append(key)
         else:
-            env[key] = value
+            user[key] = value
     if dropped:
         notes.append(f"source settings replaced by {profile.name}'s: {', '.join(sorted(dropped))}")
-    return env
+    return site, user
 
 
 def _deepspeed(intent: JobIntent) -> Optional[dict]:
@@ -138,6 +150,30 @@ def _comment(text: str) -> str:
     return re.sub(r"[\x00-\x1f\x7f]", "?", str(text))
 
 
+def shell_word(value) -> str:
+    """`value` as one shell word that keeps the value's plain parameter expansions (_EXPANSION)
+    and, at its start, `~/`: those mean the target's own $SCRATCH or home. The word goes in double
+    quotes when, the expansions aside, nothing in it is special there ($, backtick, backslash,
+    double quote); otherwise it is quoted literally (shlex.quote), so command substitution,
+    arithmetic and other ${...} forms from a user's script are never run."""
+    text = str(value)
+    if text.startswith("~/"):
+        # Tilde expansion needs the ~ and its slash unquoted.
+        return "~/" + shell_word(text[2:]) if text[2:] else text
+    rest = _EXPANSION.sub("", text)
+    if rest != text and not re.search(r'[$`\\"]', rest):
+        return f'"{text}"'
+    return shlex.quote(text)
+
+
+def split_entrypoint(entrypoint: str) -> tuple[bool, str]:
+    """(whether it is a module, the script path or module name): extract writes `python -m pkg.mod`
+    as the entrypoint "-m pkg.mod", and launchers take the flag and the name as two words."""
+    if entrypoint.startswith("-m "):
+        return True, entrypoint[3:]
+    return False, entrypoint
+
+
 def _word(value) -> str:
     text = str(value)
     if not _DIRECTIVE_WORD.match(text):
@@ -150,20 +186,24 @@ def _environment() -> Environment:
     env = Environment(loader=FileSystemLoader(str(launch_dir())), undefined=StrictUndefined,
                       autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["q"] = lambda value: shlex.quote(str(value))
+    env.filters["arg"] = shell_word
     env.filters["word"] = _word
     env.filters["comment"] = _comment
     return env
 
 
-def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> str:
-    """The complete batch script for `profile` from `template`; MapleError if it cannot be made."""
+def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>",
+           out_dir: Path = Path("scripts")) -> str:
+    """The complete batch script for `profile` from `template`, to be written under `out_dir` (the
+    CLI's and the bot's default shown; see the module docstring); MapleError if it cannot be made."""
     if template.cluster != profile.name:
         raise MapleError(f"template {template.id} is for {template.cluster}, not {profile.name}")
     if not template.supported:
         raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
     job = resolve_job(intent, profile, template, source_name)
     setup = profile.setup_for(template.framework)
-    env = _script_env(intent, profile, setup.env, job.notes)
+    site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
+    module, program = split_entrypoint(intent.entrypoint)
     if intent.python_env:
         job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
                          f"{profile.name}'s {template.framework} set-up is used")
@@ -173,13 +213,15 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         meta=template,
         profile=profile,
         setup=setup,
-        env=env,
+        site_env=site_env,
+        user_env=user_env,
+        exported=[*site_env, *user_env],
         job=job,
-        entrypoint=intent.entrypoint,
+        module=module,
+        entrypoint=program,
         args=intent.script_args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
-        accelerate_config=intent.configs.get("accelerate"),
+        configs=intent.configs,
         source_name=source_name,
-        script_name=output_path(Path(), profile, source_name).name,
-        submit="sbatch" if profile.scheduler == "slurm" else "qsub",
+        submit=f"{'sbatch' if profile.scheduler == 'slurm' else 'qsub'} {output_path(out_dir, profile, source_name)}",
     )

@@ -121,6 +121,22 @@ def test_entrypoint_must_be_run():
     assert "never runs train.py" in failures(script, "perlmutter")["entrypoint"].message
 
 
+@pytest.mark.parametrize("template_id, entrypoint, written", [
+    ("perlmutter-pytorch-ddp", "-m pkg.train", "python -m pkg.train"),
+    ("perlmutter-pytorch-fsdp", "-m pkg.train", "--module pkg.train"),
+    ("perlmutter-pytorch-ddp", "$SCRATCH/code/train.py", 'python "$SCRATCH/code/train.py"'),
+])
+def test_entrypoint_is_found_as_synthesize_writes_it(template_id, entrypoint, written):
+    intent = INTENT.model_copy(update={"entrypoint": entrypoint})
+    script = script_for(template_id, intent)
+    check = next(c for c in static_checks(script, intent, get_profile("perlmutter")) if c.name == "entrypoint")
+    assert check.ok and check.line == line_of(script, written)
+    # A module is run only with the module flag: the bare name is some other word.
+    if entrypoint.startswith("-m "):
+        bare = script.replace(written, "python pkg.train")
+        assert not next(c for c in static_checks(bare, intent, get_profile("perlmutter")) if c.name == "entrypoint").ok
+
+
 def test_directives_read_like_the_scheduler_reads_them():
     slurm = "#!/bin/bash\n#SBATCH -N2 -A abc\n#SBATCH --time 30 --exclusive\necho hi\n#SBATCH -p late\n"
     found = {(d.key, d.value, d.line) for d in parse_directives(slurm, "slurm")}

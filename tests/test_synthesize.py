@@ -1,6 +1,8 @@
 """Synthesis: every template renders to a script that passes static checks, user values are quoted
-and never run, and the port rule (keep nodes, fill each node) is applied and reported."""
+and never run while their $VAR expansions still expand, and the port rule (keep nodes, fill each
+node) is applied and reported."""
 
+import importlib
 import json
 import re
 import subprocess
@@ -13,7 +15,7 @@ from maple_ci.errors import MapleError
 from maple_ci.intent import JobIntent
 from maple_ci.library import get_template, load_templates
 from maple_ci.profiles import get_profile, load_profiles
-from maple_ci.synthesize import output_path, render, resolve_job
+from maple_ci.synthesize import output_path, render, resolve_job, shell_word
 from maple_ci.verify.static import checks_ok, static_checks
 
 TEMPLATES = load_templates()
@@ -47,13 +49,16 @@ def test_every_template_renders_a_script_that_passes_static_checks(template):
     assert script.startswith("#!/bin/bash\n")
     assert template.id in script and profile.docs_url in script
     submit = "sbatch" if profile.scheduler == "slurm" else "qsub"
-    assert f"# Submit: {submit} submit_pm.{profile.script_suffix}" in script
+    assert f"# Submit: {submit} scripts/{profile.name}/submit_pm.{profile.script_suffix}, from the directory" in script
     # The mini-app is substituted for the entrypoint: it must be a plain word with its arguments after it.
     assert re.search(r"(^|\s)train\.py --epochs 3 --lr 0\.1(\s|$)", script, re.M)
 
 
 HOSTILE_ARGS = ["--name", "two words", "it's", "$(touch {tmp}/pwned-arg)", "`touch {tmp}/pwned-tick`",
-                "x; touch {tmp}/pwned-semi", '"double"', "back\\slash", "*"]
+                "x; touch {tmp}/pwned-semi", '"double"', "back\\slash", "*",
+                # A plain expansion next to, or around, something that would run: all stays literal.
+                "$SCRATCH/$(touch {tmp}/pwned-mixed)", "${{SCRATCH:-$(touch {tmp}/pwned-default)}}",
+                "${{SCRATCH/x/`touch {tmp}/pwned-pattern`}}", "$((1 + 1))", '"$SCRATCH"', "\\$SCRATCH"]
 
 # Stand-ins for the cluster commands: launchers run the command they wrap once (as a one-task step);
 # the programs record the argv and environment they received.
@@ -85,10 +90,23 @@ def stub_env(tmp_path):
     nodefile.write_text("x1.hostmgmt.example\nx2.hostmgmt.example\n")
     return {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log.jsonl"), "HOME": str(tmp_path),
             "PBS_NODEFILE": str(nodefile), "PBS_O_WORKDIR": str(tmp_path), "SLURM_JOB_NODELIST": "node[1-2]",
-            "MAPLE_PYTHON_ENV": str(tmp_path)}
+            "MAPLE_PYTHON_ENV": str(tmp_path), "SCRATCH": "/x", "USER": "alice",
+            "SLURM_NODEID": "0"}
 
 
-@pytest.mark.parametrize("template_id", [
+def run_script(script: str, stub_env: dict, cwd: Path) -> list[dict]:
+    """Run a generated script with the stand-ins; the calls they logged, in order."""
+    run = subprocess.run(["bash", "-c", script], cwd=cwd, env=stub_env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return [json.loads(line) for line in Path(stub_env["STUB_LOG"]).read_text().splitlines()]
+
+
+def program_call(calls: list[dict]) -> dict:
+    """The first call of a program that runs the training code (a launcher or python)."""
+    return next(c for c in calls if c["name"] in ("python", "torchrun", "accelerate", "deepspeed"))
+
+
+LAUNCH_FAMILIES = [
     "perlmutter-pytorch-ddp",  # srun, one task per GPU, program after bash -c '...'
     "perlmutter-accelerate-ddp",  # accelerate launch inside the step
     "polaris-deepspeed-zero3",  # deepspeed launcher, hostfile and .deepspeed_env
@@ -96,7 +114,11 @@ def stub_env(tmp_path):
     "vista-pytorch-ddp",  # mpirun -> torchrun
     "delta-pytorch-ddp",  # srun -> torchrun with the head node's IP
     "frontier-deepspeed-zero3",  # srun per GCD, generated ds_config
-])
+    "sophia-pytorch-ddp",  # Open MPI mpiexec, variables forwarded with -x
+]
+
+
+@pytest.mark.parametrize("template_id", LAUNCH_FAMILIES)
 def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_path):
     template = get_template(template_id)
     args = [a.format(tmp=tmp_path) for a in HOSTILE_ARGS]
@@ -106,17 +128,73 @@ def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_pa
     script = render(intent, get_profile(template.cluster), template, "evil\nrm -rf ~.sh")
 
     assert "\nrm -rf" not in script  # the source name stays inside its comment
-    run = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=stub_env, capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
+    program = program_call(run_script(script, stub_env, tmp_path))
     assert not list(tmp_path.rglob("pwned*"))
-    calls = [json.loads(line) for line in Path(stub_env["STUB_LOG"]).read_text().splitlines()]
-    program = next(c for c in calls if c["name"] in ("python", "torchrun", "accelerate", "deepspeed"))
     expected = [entrypoint, *args]
     if template.framework == "deepspeed":
         expected += ["--deepspeed_config", "ds_config.maple.json"]
     start = program["argv"].index(entrypoint)
     assert program["argv"][start:] == expected
     assert program["env"] == setting
+
+
+@pytest.mark.parametrize("template_id", LAUNCH_FAMILIES)
+def test_plain_expansions_still_expand_on_the_target(template_id, stub_env, tmp_path):
+    """Extract keeps "$SCRATCH/imagenet" as written (quotes removed); the target's shell expands it."""
+    template = get_template(template_id)
+    intent = typical(template.framework, entrypoint="$SCRATCH/code/train.py",
+                     script_args=["--data-dir", "$SCRATCH/imagenet", "--cache=${HF_HOME:-/scratch/hf}",
+                                  "--run", "${USER}-${SLURM_JOB_ID:-local}", "--out", "~/runs/$USER"],
+                     env={"MY_SETTING": "${HF_HOME:-/scratch/hf}/$USER"})
+    program = program_call(run_script(render(intent, get_profile(template.cluster), template), stub_env, tmp_path))
+    expected = ["/x/code/train.py", "--data-dir", "/x/imagenet", "--cache=/scratch/hf", "--run", "alice-local",
+                "--out", f"{tmp_path}/runs/alice"]
+    if template.framework == "deepspeed":
+        expected += ["--deepspeed_config", "ds_config.maple.json"]
+    start = program["argv"].index("/x/code/train.py")
+    assert program["argv"][start:] == expected
+    assert program["env"] == "/scratch/hf/alice"
+
+
+@pytest.mark.parametrize("value, word", [
+    ("$SCRATCH/imagenet", '"$SCRATCH/imagenet"'),
+    ("${HF_HOME:-/scratch/hf cache}", '"${HF_HOME:-/scratch/hf cache}"'),
+    ("it's $HOME", '"it\'s $HOME"'),
+    ("~/data", "~/data"),
+    ("plain", "plain"),
+    ("$1", "'$1'"),  # positional parameters are the source script's, filled in by extract or not at all
+    ("$HOME$(id)", "'$HOME$(id)'"),
+    ("${HOME:-`id`}", "'${HOME:-`id`}'"),
+    ("${HOME#/}", "'${HOME#/}'"),
+])
+def test_shell_word_keeps_only_plain_expansions(value, word):
+    assert shell_word(value) == word
+
+
+# How each launcher family takes `python -m pkg.train`, read back by the launcher's own parser.
+MODULE_LAUNCHERS = {
+    "perlmutter-pytorch-ddp": None,  # python -m
+    "perlmutter-pytorch-ddp-torchrun": "torch.distributed.run:get_args_parser",
+    "polaris-deepspeed-zero3": "deepspeed.launcher.runner:parse_args",
+    "perlmutter-accelerate-ddp": "accelerate.commands.launch:launch_command_parser",
+}
+
+
+@pytest.mark.parametrize("template_id", MODULE_LAUNCHERS)
+def test_module_entrypoint_runs_as_a_module(template_id, stub_env, tmp_path):
+    template = get_template(template_id)
+    intent = typical(template.framework, entrypoint="-m pkg.train")
+    program = program_call(run_script(render(intent, get_profile(template.cluster), template), stub_env, tmp_path))
+    argv = program["argv"][1:] if program["name"] == "accelerate" else program["argv"]  # after `launch`
+    if MODULE_LAUNCHERS[template_id] is None:
+        assert argv[:2 + len(ARGS)] == ["-m", "pkg.train", *ARGS]
+        return
+    module, name = MODULE_LAUNCHERS[template_id].split(":")
+    parser = getattr(importlib.import_module(module), name)
+    parsed = parser().parse_args(argv) if name.endswith("parser") else parser(argv)
+    script, script_args = (parsed.user_script, parsed.user_args) if hasattr(parsed, "user_script") else \
+        (parsed.training_script, parsed.training_script_args)
+    assert (parsed.module, script, script_args[:len(ARGS)]) == (True, "pkg.train", ARGS)
 
 
 def test_profile_prologue_runs_before_any_module_command():
@@ -128,6 +206,12 @@ def test_profile_prologue_runs_before_any_module_command():
     profile = get_profile("perlmutter").model_copy(update={"prologue": ["source /opt/site/init.sh"]})
     script = render(typical(), profile, get_template("perlmutter-pytorch-ddp"))
     assert script.index("source /opt/site/init.sh\n") < script.index("module load pytorch")
+
+
+def test_submit_line_names_the_script_where_it_is_written():
+    script = render(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp"), "jobs/run.sh",
+                    out_dir=Path("ported"))
+    assert "# Submit: qsub ported/polaris/run.pbs, from the directory the source was submitted from" in script
 
 
 def test_deepspeed_without_config_gets_a_zero3_config_written_by_the_script():

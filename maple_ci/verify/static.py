@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from ..extract import extract_script
 from ..intent import JobIntent
 from ..profiles import ClusterProfile, Queue, walltime_seconds
+from ..synthesize import shell_word, split_entrypoint
 
 # Short Slurm options as their long names, so "-N 2" and "--nodes=2" read the same.
 _SLURM_SHORT = {"-A": "account", "-N": "nodes", "-t": "time", "-p": "partition", "-q": "qos", "-C": "constraint",
@@ -307,12 +308,14 @@ def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int]) -> C
 
 
 def _entrypoint(script: str, intent: JobIntent) -> Check:
-    """The training program must be run by the script (and stay a plain word the verifier can swap)."""
+    """The training program must be run by the script (and stay a plain word the verifier can swap),
+    written as synthesize writes it: one shell word, after a module flag for `-m pkg.mod`."""
     if not intent.entrypoint:
         return _fail("entrypoint", "the job has no entrypoint", severity="warning")
-    word = shlex.quote(intent.entrypoint)
+    module, program = split_entrypoint(intent.entrypoint)
+    pattern = (r"(^|\s)(-m|--module)\s+" if module else r"(^|\s)") + re.escape(shell_word(program)) + r"(\s|$)"
     for number, text in enumerate(script.splitlines(), start=1):
-        if not text.lstrip().startswith("#") and re.search(rf"(^|\s){re.escape(word)}(\s|$)", text):
+        if not text.lstrip().startswith("#") and re.search(pattern, text):
             return _ok("entrypoint", f"runs {intent.entrypoint}", number)
     return _fail("entrypoint", f"the script never runs {intent.entrypoint}")
 
