@@ -229,13 +229,26 @@ def real_library(real_data_dir, monkeypatch):
     return load_templates()
 
 
-def test_real_library_covers_every_cluster_with_the_four_basic_combos(real_library):
-    assert len(real_library) >= 48
+BASIC_COMBOS = {"pytorch-ddp", "pytorch-fsdp", "deepspeed-zero3", "accelerate-ddp", "accelerate-fsdp", "accelerate-zero3"}
+
+
+def test_real_library_covers_every_cluster_with_the_basic_combos(real_library):
+    assert len(real_library) >= 72
     combos = defaultdict(set)
     for t in real_library:
         combos[t.cluster].add(f"{t.framework}-{t.strategy}")
     for cluster in load_profiles():
-        assert {"pytorch-ddp", "pytorch-fsdp", "deepspeed-zero3", "accelerate-ddp"} <= combos[cluster], cluster
+        assert BASIC_COMBOS <= combos[cluster], cluster
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "zero3"])
+def test_real_library_keeps_accelerates_strategy_on_every_cluster(real_library, strategy):
+    """`accelerate launch --use_fsdp` (or --use_deepspeed --zero_stage 3) reads as framework
+    accelerate, launcher accelerate; every cluster ports it with that strategy, not as plain DDP."""
+    intent = _intent(framework="accelerate", strategy=strategy, launcher="accelerate")
+    for cluster in load_profiles():
+        top = best_template(intent, cluster)
+        assert (top.framework, top.strategy) == ("accelerate", strategy), (cluster, top.id)
 
 
 def test_real_library_retrieves_each_template_for_its_own_intent(real_library):
@@ -244,7 +257,7 @@ def test_real_library_retrieves_each_template_for_its_own_intent(real_library):
     same_intent = defaultdict(set)  # templates no intent field can tell apart
     for t in real_library:
         same_intent[(t.cluster, t.framework, t.strategy, t.launcher)].add(t.id)
-    assert len({key[:3] for key in same_intent}) >= 48  # 12 clusters x 4 combos; an empty library must not pass
+    assert len({key[:3] for key in same_intent}) >= 72  # 12 clusters x 6 combos; an empty library must not pass
     for t in real_library:
         top = best_template(_intent(framework=t.framework, strategy=t.strategy, launcher=t.launcher), t.cluster)
         assert top.id in same_intent[(t.cluster, t.framework, t.strategy, t.launcher)], (t.id, top.id)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from maple_ci.errors import MapleError
+from maple_ci.extract import extract_script
 from maple_ci.intent import JobIntent
 from maple_ci.library import get_template, load_templates
 from maple_ci.profiles import get_profile, load_profiles
@@ -19,7 +20,8 @@ from maple_ci.synthesize import output_path, render, resolve_job, shell_word
 from maple_ci.verify.static import checks_ok, static_checks
 
 TEMPLATES = load_templates()
-COMBOS = {("pytorch", "ddp"), ("pytorch", "fsdp"), ("deepspeed", "zero3"), ("accelerate", "ddp")}
+COMBOS = {("pytorch", "ddp"), ("pytorch", "fsdp"), ("deepspeed", "zero3"),
+          ("accelerate", "ddp"), ("accelerate", "fsdp"), ("accelerate", "zero3")}
 ARGS = ["--epochs", "3", "--lr", "0.1"]
 
 
@@ -31,7 +33,7 @@ def typical(framework: str = "pytorch", **update) -> JobIntent:
 
 
 def test_library_covers_every_profiled_cluster():
-    assert len(TEMPLATES) >= 48
+    assert len(TEMPLATES) >= 72
     for name in load_profiles():
         combos = {(t.framework, t.strategy) for t in TEMPLATES if t.cluster == name}
         assert COMBOS <= combos, f"{name} lacks {COMBOS - combos}"
@@ -176,7 +178,7 @@ MODULE_LAUNCHERS = {
     "perlmutter-pytorch-ddp": None,  # python -m
     "perlmutter-pytorch-ddp-torchrun": "torch.distributed.run:get_args_parser",
     "polaris-deepspeed-zero3": "deepspeed.launcher.runner:parse_args",
-    "perlmutter-accelerate-ddp": "accelerate.commands.launch:launch_command_parser",
+    "perlmutter-accelerate-fsdp": "accelerate.commands.launch:launch_command_parser",
 }
 
 
@@ -195,6 +197,35 @@ def test_module_entrypoint_runs_as_a_module(template_id, stub_env, tmp_path):
     script, script_args = (parsed.user_script, parsed.user_args) if hasattr(parsed, "user_script") else \
         (parsed.training_script, parsed.training_script_args)
     assert (parsed.module, script, script_args[:len(ARGS)]) == (True, "pkg.train", ARGS)
+
+
+def test_accelerate_fsdp_and_zero3_set_their_mode_and_keep_a_given_config():
+    profile = get_profile("perlmutter")
+    fsdp, zero3 = get_template("perlmutter-accelerate-fsdp"), get_template("perlmutter-accelerate-zero3")
+    script = render(typical("accelerate"), profile, fsdp)
+    assert "--use_fsdp --fsdp_auto_wrap_policy=SIZE_BASED_WRAP --num_machines=2" in script
+    assert "--multi_gpu" not in script  # accelerate refuses --multi_gpu together with --use_fsdp
+    # The source's accelerate config keeps its own FSDP settings: only the mode is named.
+    given = render(typical("accelerate", configs={"accelerate": "fsdp.yaml"}), profile, fsdp)
+    assert "--config_file fsdp.yaml --use_fsdp --num_machines" in given
+    script = render(typical("accelerate"), profile, zero3)
+    assert "--use_deepspeed --deepspeed_multinode_launcher=standard --zero_stage=3 --num_machines" in script
+    given = render(typical("accelerate", configs={"deepspeed": "$SCRATCH/ds.json"}), profile, zero3)
+    assert '--deepspeed_config_file="$SCRATCH/ds.json" --num_machines' in given and "--zero_stage" not in given
+    # The strategy is read back from the generated launch line.
+    assert extract_script(script).strategy == "zero3"
+    assert extract_script(render(typical("accelerate"), profile, fsdp)).strategy == "fsdp"
+
+
+@pytest.mark.parametrize("template_id, exports", [
+    ("frontier-accelerate-fsdp", "export ACCELERATE_USE_FSDP=true FSDP_AUTO_WRAP_POLICY=SIZE_BASED_WRAP"),
+    ("aurora-accelerate-zero3", "export ACCELERATE_USE_DEEPSPEED=true ACCELERATE_DEEPSPEED_ZERO_STAGE=3"),
+])
+def test_accelerate_without_its_launcher_gets_the_mode_from_the_environment(template_id, exports):
+    """Where ranks start one per device (no accelerate launch), Accelerator() reads these variables."""
+    template = get_template(template_id)
+    script = render(typical("accelerate"), get_profile(template.cluster), template)
+    assert exports in script and "accelerate launch" not in script
 
 
 def test_profile_prologue_runs_before_any_module_command():
