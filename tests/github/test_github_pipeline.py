@@ -1,0 +1,138 @@
+"""The pipeline adapter's own rules, without GitHub: which scripts it reads, when verification runs
+(once per cluster, never for a fork, per the configured backend), what the debug agent adds."""
+
+import shutil
+import subprocess
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from maple_ci.errors import MapleError
+from maple_ci.github.commands import Command
+from maple_ci.github.config import Config
+from maple_ci.github.pipeline import Outcome, Pipeline, git_checkout, miniapp_for
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "perlmutter_torchrun_ddp.sbatch"
+SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"
+NCCL_LOG = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system error\n"
+PORT = Command("port", ("perlmutter", "aurora"))
+
+
+def ported(*paths):
+    """Results as `port` hands them over: one source per path, each ported to the cluster in its path."""
+    return [{"source": f"jobs/{Path(p).stem}.sh", "intent": {"framework": "pytorch", "strategy": "fsdp"}, "clusters": [
+        {"cluster": p.split("/")[1], "path": p, "content": SCRIPT, "template": "t", "checks": [],
+         "verification": "pending", "log_url": None, "suggestions": []}]} for p in paths]
+
+
+def backend_failing_until(fixed, runs, error=None):
+    def backend(name, *, cluster, path, script, miniapp, commit, committed, env):
+        runs.append((name, path, miniapp, committed))
+        if error:
+            raise MapleError(error)
+        ok = fixed in script
+        return Outcome(ok, "" if ok else NCCL_LOG, f"https://ci.example/{len(runs)}", "job FAILED")
+    return backend
+
+
+def pipeline(verification, backend, root=Path(".")):
+    return Pipeline(Config(verification=verification), lambda ref: nullcontext(root), env={}, backend=backend)
+
+
+def clusters(results):
+    return {c["path"]: c for r in results for c in r["clusters"]}
+
+
+def test_one_verification_per_cluster_per_request():
+    runs = []
+    p = pipeline({"default": "slurm"}, backend_failing_until("srun", runs))  # every run passes
+    out = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch", "scripts/perlmutter/b.sbatch", "scripts/aurora/a.pbs"), "c0"))
+    assert runs == [("slurm", "scripts/perlmutter/a.sbatch", "fsdp", True), ("slurm", "scripts/aurora/a.pbs", "fsdp", True)]
+    assert [c["verification"] for c in out.values()] == ["passed", "skipped", "passed"]
+    assert "one run per cluster per request; `scripts/perlmutter/a.sbatch` was run" in out["scripts/perlmutter/b.sbatch"]["note"]
+    # A nightly `verify` checks every script.
+    p.verify(Command("verify"), ported("scripts/perlmutter/a.sbatch", "scripts/perlmutter/b.sbatch"), "c0")
+    assert len(runs) == 4
+
+
+@pytest.mark.parametrize("verification, skip, note", [
+    ({"default": "none"}, None, "no verification backend configured for perlmutter"),
+    ({"default": "slurm"}, "the PR comes from a fork", "Verification skipped: the PR comes from a fork."),
+])
+def test_skipped_verification_says_why(verification, skip, note):
+    p = pipeline(verification, lambda *a, **k: pytest.fail("nothing may run"))
+    [c] = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch"), "c0", skip)).values()
+    assert c["verification"] == "skipped" and note in c["note"]
+
+
+def test_a_backend_that_cannot_run_is_an_error_not_a_failure():
+    p = pipeline({"default": "slurm"}, backend_failing_until("x", [], error="sbatch not found on PATH"))
+    [c] = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch"), "c0")).values()
+    assert c["verification"] == "error" and "could not run on slurm: sbatch not found" in c["note"] and not c["suggestions"]
+
+
+def test_debug_fix_is_rerun_where_the_backend_can_and_suggested_on_the_failing_lines():
+    runs = []
+    p = pipeline({"default": "slurm"}, backend_failing_until("NCCL_DEBUG=INFO", runs))
+    [c] = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch"), "c0")).values()
+    assert (c["verification"], c["log_url"], [r[3] for r in runs]) == ("failed", "https://ci.example/1", [True, False])
+    [s] = c["suggestions"]
+    assert (s["path"], s["start_line"], s["line"]) == ("scripts/perlmutter/a.sbatch", 3, 3)  # the blank line before srun
+    assert s["body"] == "\nexport NCCL_DEBUG=INFO\n" and "NCCL" in s["message"]
+    assert "the run passed with the suggested fix" in c["note"]
+
+
+def test_jacamar_fix_is_suggested_without_a_rerun():
+    runs = []
+    p = pipeline({"default": "jacamar"}, backend_failing_until("NCCL_DEBUG=INFO", runs))
+    [c] = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch"), "c0")).values()
+    assert len(runs) == 1 and len(c["suggestions"]) == 1 and "not re-run" in c["note"]
+
+
+def test_from_must_stay_inside_the_checkout(tmp_path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "secret.sh").write_text(SCRIPT)
+    (tmp_path / "repo" / "link.sh").symlink_to(tmp_path / "secret.sh")
+    p = pipeline({}, None, tmp_path / "repo")
+    for name in ("link.sh", "../secret.sh", "missing.sh"):
+        with pytest.raises(MapleError, match="is not a file in the repository"):
+            p.port(Command("port", ("aurora",), source=name), (), "c0")
+
+
+def test_verify_collects_every_ported_script_with_its_static_checks(tmp_path):
+    (tmp_path / "scripts" / "perlmutter").mkdir(parents=True)
+    shutil.copy(EXAMPLE, tmp_path / "scripts" / "perlmutter" / "train.sbatch")
+    (tmp_path / "scripts" / "notacluster").mkdir()
+    [result] = pipeline({}, None, tmp_path).port(Command("verify"), (), "c0")
+    [c] = result["clusters"]
+    assert (result["source"], c["cluster"], c["verification"]) == ("scripts/perlmutter/train.sbatch", "perlmutter", "pending")
+    assert c["checks"] and result["intent"]["launcher"] == "torchrun"
+
+
+def test_miniapp_follows_framework_and_strategy():
+    assert [miniapp_for(i) for i in ({"framework": "deepspeed"}, {"framework": "accelerate"}, {"strategy": "fsdp"}, {})] == \
+        ["deepspeed_zero3", "accelerate_ddp", "fsdp", "ddp"]
+
+
+def test_git_checkout_reads_another_ref_beside_the_workspace(tmp_path):
+    def git(cwd, *args):
+        return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    git(origin, "init", "-q", "-b", "main")
+    git(origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "base")
+    git(tmp_path, "clone", "-q", str(origin), "workspace")
+    git(origin, "checkout", "-q", "-b", "feature")
+    (origin / "job.sh").write_text(SCRIPT)
+    git(origin, "add", "job.sh")
+    git(origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "job")
+    head = git(origin, "rev-parse", "HEAD")
+
+    checkout = git_checkout(tmp_path / "workspace")
+    with checkout(head) as tree:
+        assert (tree / "job.sh").read_text() == SCRIPT and tree != tmp_path / "workspace"
+    assert not tree.exists() and not (tmp_path / "workspace" / "job.sh").exists()
+    with checkout("main") as tree:
+        assert tree == tmp_path / "workspace"  # already there: no second tree
