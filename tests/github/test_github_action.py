@@ -38,3 +38,21 @@ def test_events_without_work_make_no_request(fake, webhook, tmp_path):
     env = action_env(fake, tmp_path, webhook("push", ref="refs/heads/master"), event="push")
     del env["GITHUB_TOKEN"]  # not even needed
     assert run(env) == 0 and fake.requests == []
+
+
+def test_maple_action_command_reads_the_config_and_stops_on_an_invalid_one(fake, webhook, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from maple_ci.cli import app
+
+    env = action_env(fake, tmp_path, webhook("push", ref="refs/heads/master"), event="push")
+    (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nsources: ['jobs/*.sh']\n")
+    env |= {"MAPLE_CONFIG": str(tmp_path / "maple.yml"), "GITHUB_WORKSPACE": str(tmp_path)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    ok = CliRunner().invoke(app, ["action"])
+    assert ok.exit_code == 0 and "no tracked launch script changed" in ok.output and fake.requests == []
+
+    (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nverification: {perlmutter: ssh}\n")
+    bad = CliRunner().invoke(app, ["action"])
+    assert "`verification.perlmutter`" in str(bad.exception) and bad.exception.exit_code == 2
