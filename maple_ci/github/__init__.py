@@ -3,6 +3,9 @@
 commands  parse `/maple ...` comments, decide who may run them        (pure)
 events    event payload -> Plan: what to do, for whom, where          (pure)
 delivery  PyGithub calls: one branch/commit/PR, review, check runs, summaries
-bot       carry out a Plan with a port function from the pipeline
-action    `maple action`: Actions' environment -> plan -> exit code
+config    .github/maple.yml: targets, tracked sources, output dir, backend per cluster, schedule
+pipeline  the real port/verify functions: extract, port, verify backends, debug-agent suggestions
+report    the nightly "Portability report" issue (open on regression, update, close)
+bot       carry out a Plan with the pipeline's port and verify functions
+action    `maple action`: Actions' environment -> plan -> exit code and outputs
 """

@@ -78,7 +78,7 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | Non
         same_repo = pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
         base = pr.head.ref if same_repo else pr.base.ref
         skip = skip if same_repo else FORK
-        if command.source is None:
+        if command.name == "port" and command.source is None:
             # What the PR changes is what to port; the pipeline keeps the launch scripts among them.
             sources = tuple(f.filename for f in pr.get_files() if f.status != "removed")
     assert base is not None and ref is not None

@@ -85,7 +85,7 @@ class FakeGitHub:
         n = p["number"]
         return {"number": n, "state": p["state"], "title": p["title"], "body": p["body"], "url": self.url(f"/pulls/{n}"),
                 "issue_url": self.url(f"/issues/{n}"), "html_url": f"http://github.test/{self.owner}/{self.name}/pull/{n}",
-                "head": {"ref": p["head"], "sha": self.refs[f"heads/{p['head']}"], "repo": self.repo_json()},
+                "head": {"ref": p["head"], "sha": self.refs[f"heads/{p['head']}"], "repo": p.get("head_repo") or self.repo_json()},
                 "base": {"ref": p["base"], "sha": self.refs[f"heads/{p['base']}"], "repo": self.repo_json()}}
 
     def issue_json(self, i: dict) -> dict:
