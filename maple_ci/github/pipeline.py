@@ -183,9 +183,8 @@ class Pipeline:
             return
         c.update(verification="passed" if first.ok else "failed", log_url=first.log_url)
         if not first.ok:
-            c["note"] = f"Verification failed: {first.message}"
             c["suggestions"], advice = _debug(c, first, run, rerun=backend != "jacamar")
-            c["note"] += f" Debug agent: {advice}"
+            c["note"] = f"Verification failed: {first.message.rstrip('.')}. Debug agent: {advice}"
 
 
 def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome], rerun: bool) -> tuple[list[Suggestion], str]:
