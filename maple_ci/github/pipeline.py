@@ -53,8 +53,7 @@ def miniapp_for(intent: Mapping) -> str:
 
 
 def _from_verify_result(result) -> Outcome:
-    # slurm/local and jacamar return two VerifyResult models; both have ok, log and message.
-    return Outcome(result.ok, result.log, getattr(result, "log_url", "") or None, result.message)
+    return Outcome(result.ok, result.log, result.log_url or None, result.message)
 
 
 def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: str, commit: str,

@@ -17,12 +17,13 @@ class VerifyResult(BaseModel):
     """The outcome of one real run of a mini-app through a launch script."""
 
     ok: bool
-    backend: str  # "slurm", "local"
+    backend: str  # "slurm", "local", "jacamar"
     job_id: Optional[str] = None  # None when the scheduler refused the script
     state: str  # the scheduler's final job state (COMPLETED, FAILED, ...), REJECTED, or TIMEOUT
     exit_code: Optional[int] = None
     result: Optional[dict] = None  # the mini-app's MAPLE_MINIAPP_RESULT line, parsed
     log: str = ""  # the job's stdout and stderr
+    log_url: str = ""  # where a person can read the log (a CI pipeline page), when it lives elsewhere
     message: str  # one paragraph for a person: what happened and why it failed
     notes: list[str] = Field(default_factory=list)  # what the backend changed or emulated
 

@@ -1,0 +1,133 @@
+"""A small stateful GitLab (API v4) for the jacamar backend's tests.
+
+It implements only the endpoints maple-ci calls, with GitLab's shapes and status codes, and runs
+the job that workflows/gitlab/maple-verify.gitlab-ci.yml defines: its `script:` lines, in bash,
+through a runner that stands in for Jacamar (a local shell, or sbatch with SCHEDULER_PARAMETERS on
+the test Slurm cluster, as Jacamar's batch executor does).
+"""
+
+import itertools
+import json
+import re
+import subprocess
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Callable
+from urllib.parse import parse_qs, unquote
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CI_FILE = REPO / "workflows" / "gitlab" / "maple-verify.gitlab-ci.yml"
+
+Runner = Callable[[str, dict], tuple[int, str]]  # (job script, variables) -> (exit code, trace)
+
+
+def job_script() -> str:
+    lines = yaml.safe_load(CI_FILE.read_text())["maple-verify"]["script"]
+    return "set -eo pipefail\n" + "\n".join(lines) + "\n"
+
+
+def shell_runner(script: str, variables: dict) -> tuple[int, str]:
+    proc = subprocess.run(["bash", "-c", script], cwd=REPO, env=_job_env(variables), capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _job_env(variables: dict) -> dict:
+    import os
+
+    return {**os.environ, "CI_PIPELINE_SOURCE": "trigger", **variables}
+
+
+class FakeGitLab:
+    def __init__(self, runner: Runner = shell_runner, project: str = "hpc/maple-verify",
+                 trigger_token: str = "glptt-test", api_token: str = "glpat-test", fail_first: int = 0):
+        self.runner, self.project = runner, project
+        self.trigger_token, self.api_token = trigger_token, api_token
+        self.fail_first = fail_first  # answer this many 502s first, to exercise retries
+        self.pipelines: dict[int, dict] = {}
+        self.traces: dict[int, str] = {}
+        self.requests: list[tuple[str, str]] = []
+        self._ids = itertools.count(1000)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+
+    def _run(self, pipeline: dict, variables: dict) -> None:
+        pipeline["status"] = "running"
+        code, trace = self.runner(job_script(), variables)
+        self.traces[pipeline["job_id"]] = trace
+        pipeline["status"] = "success" if code == 0 else "failed"
+
+    def _handler(self):
+        fake = self
+        prefix = re.compile(r"^/api/v4/projects/(?P<project>[^/]+)(?P<rest>/.*)$")
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _send(self, code: int, body, content_type: str = "application/json"):
+                data = (json.dumps(body) if content_type == "application/json" else body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _route(self, method: str):
+                fake.requests.append((method, self.path))
+                if fake.fail_first > 0:
+                    fake.fail_first -= 1
+                    return self._send(502, {"message": "502 Bad Gateway"})
+                match = prefix.match(self.path)
+                if not match or unquote(match["project"]) != fake.project:
+                    return self._send(404, {"message": "404 Project Not Found"})
+                rest = match["rest"]
+                if method == "POST" and rest == "/trigger/pipeline":
+                    return self._trigger()
+                if self.headers.get("PRIVATE-TOKEN") != fake.api_token:
+                    return self._send(401, {"message": "401 Unauthorized"})
+                if m := re.fullmatch(r"/pipelines/(\d+)", rest):
+                    pipeline = fake.pipelines.get(int(m[1]))
+                    return self._send(200, _public(pipeline)) if pipeline else self._send(404, {"message": "404 Not found"})
+                if m := re.fullmatch(r"/pipelines/(\d+)/jobs", rest):
+                    pipeline = fake.pipelines[int(m[1])]
+                    return self._send(200, [{"id": pipeline["job_id"], "name": "maple-verify", "status": pipeline["status"]}])
+                if m := re.fullmatch(r"/jobs/(\d+)/trace", rest):
+                    return self._send(200, fake.traces.get(int(m[1]), ""), "text/plain")
+                return self._send(404, {"message": "404 Not found"})
+
+            def _trigger(self):
+                length = int(self.headers.get("Content-Length", 0))
+                form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+                if form.get("token") != fake.trigger_token:
+                    return self._send(404, {"message": "404 Not Found"})  # GitLab hides bad trigger tokens
+                if "ref" not in form:
+                    return self._send(400, {"error": "ref is missing"})
+                variables = {m[1]: v for k, v in form.items() if (m := re.fullmatch(r"variables\[(\w+)\]", k))}
+                pipeline_id = next(fake._ids)
+                pipeline = {"id": pipeline_id, "job_id": pipeline_id + 1, "status": "pending", "ref": form["ref"],
+                            "web_url": f"{fake.url}/{fake.project}/-/pipelines/{pipeline_id}", "variables": variables}
+                fake.pipelines[pipeline_id] = pipeline
+                threading.Thread(target=fake._run, args=(pipeline, variables), daemon=True).start()
+                return self._send(201, _public(pipeline))
+
+            def do_GET(self):
+                self._route("GET")
+
+            def do_POST(self):
+                self._route("POST")
+
+        return Handler
+
+
+def _public(pipeline: dict) -> dict:
+    return {k: v for k, v in pipeline.items() if k not in ("job_id", "variables")}
