@@ -58,7 +58,7 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
             results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=template.reason))
             continue
         progress(f"{profile.name}: rendering {template.id} and checking it")
-        script = render(intent, profile, template, source_name)
+        script = render(intent, profile, template, source_name, out_dir)
         checks = static_checks(script, intent, profile)
         results.append(PortResult(
             cluster=profile.name,
