@@ -802,6 +802,47 @@ def _infrastructure_advice(exact: list[Match]) -> str:
     return f"{advice} {explanation}".strip()
 
 
+class Step(NamedTuple):
+    """One diagnosis of a failed run: the fix to try next, or why there is none."""
+
+    failure: Optional[Failure]
+    attempt: Optional[Attempt]  # None when no fix applies
+    script: str  # patched when attempt is set, else unchanged
+    stop: Optional[StopReason]  # set when the loop must stop here
+    message: str
+
+
+def next_fix(script: str, log: str, cluster: Optional[str], context: dict, path: str = "script") -> Step:
+    """Locate the first error in a failed run's log and apply the first exact known fix that applies
+    and changes the script. Only exact matches are applied: a similar case is a hint for a person,
+    not evidence."""
+    failure = locate(log)
+    if failure is None:
+        return Step(None, None, script, "no_error_found", "the run failed but no line of its log is a recognisable error")
+    exact = exact_matches(failure, cluster)
+    if failure.category == "infrastructure":
+        return Step(failure, None, script, "infrastructure", _infrastructure_advice(exact))
+    reasons = []
+    for m in (m for m in exact if m.entry.fix):
+        values = context | m.groups
+        try:
+            patched = apply_fix(script, m.entry.fix, values)
+        except MapleError as exc:
+            reasons.append(f"{m.entry.id}: {exc}")
+            continue
+        if patched == script:
+            reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
+            continue
+        attempt = Attempt(
+            line_no=failure.line_no, line=failure.line, exception=failure.exception,
+            category=failure.category, entry_id=m.entry.id, explanation=m.entry.explanation,
+            ops=[_resolve(op, values) for op in m.entry.fix], diff=diff(script, patched, path),
+        )  # fmt: skip
+        return Step(failure, attempt, patched, None, m.entry.explanation)
+    why = "; ".join(reasons) or "no known case with a fix matches this error"
+    return Step(failure, None, script, "no_fix", f"line {failure.line_no}: {failure.line.strip()} — {why}")
+
+
 def debug_loop(
     script: str,
     run: Callable[[str], RunOutcome],
@@ -810,53 +851,27 @@ def debug_loop(
     context: Optional[dict] = None,
     path: str = "script",
 ) -> DebugReport:
-    """Run the script; while it fails, locate the error, apply the first exact known fix that
-    applies and changes the script, and run again. Stops when the run passes, on a hardware failure,
-    when no known fix applies, or after max_iter fixes. `context` adds facts a fix may need that no
-    profile holds (an account, a partition)."""
+    """Run the script; while it fails, apply the next known fix (next_fix) and run again. Stops when
+    the run passes, on a hardware failure, when no known fix applies, or after max_iter fixes.
+    `context` adds facts a fix may need that no profile holds (an account, a partition)."""
     context = fix_context(cluster) | (context or {})
     current, attempts = script, []
 
-    def report(stop: StopReason, message: str, failure=None, matches=()) -> DebugReport:
+    def report(stop: StopReason, message: str, failure=None) -> DebugReport:
+        matches = match(failure, cluster) if failure is not None else []
         return DebugReport(
             ok=stop == "passed", stop_reason=stop, message=message, script=current,
-            attempts=attempts, failure=failure, matches=list(matches),
+            attempts=attempts, failure=failure, matches=matches,
         )  # fmt: skip
 
     while True:
         ok, log = run(current)
         if ok:
             return report("passed", f"the run passed after {len(attempts)} fix(es)")
-        failure = locate(log)
-        if failure is None:
-            return report("no_error_found", "the run failed but no line of its log is a recognisable error")
-        exact = exact_matches(failure, cluster)
-        if failure.category == "infrastructure":
-            return report("infrastructure", _infrastructure_advice(exact), failure, match(failure, cluster))
         if len(attempts) == max_iter:
-            return report("max_iter", f"still failing after {max_iter} fixes", failure, match(failure, cluster))
-        reasons = []
-        # Only exact matches are applied: a similar case is a hint for a person, not evidence.
-        for m in (m for m in exact if m.entry.fix):
-            values = context | m.groups
-            try:
-                patched = apply_fix(current, m.entry.fix, values)
-            except MapleError as exc:
-                reasons.append(f"{m.entry.id}: {exc}")
-                continue
-            if patched == current:
-                reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
-                continue
-            attempts.append(
-                Attempt(
-                    line_no=failure.line_no, line=failure.line, exception=failure.exception,
-                    category=failure.category, entry_id=m.entry.id, explanation=m.entry.explanation,
-                    ops=[_resolve(op, values) for op in m.entry.fix], diff=diff(current, patched, path),
-                )  # fmt: skip
-            )
-            current = patched
-            break
-        else:
-            why = "; ".join(reasons) or "no known case with a fix matches this error"
-            message = f"line {failure.line_no}: {failure.line.strip()} — {why}"
-            return report("no_fix", message, failure, match(failure, cluster))
+            return report("max_iter", f"still failing after {max_iter} fixes", locate(log))
+        step = next_fix(current, log, cluster, context, path)
+        if step.stop:
+            return report(step.stop, step.message, step.failure)
+        attempts.append(step.attempt)
+        current = step.script
