@@ -179,6 +179,160 @@ def templates_search(
     out.print(table)
 
 
+def _read_script(path: Path) -> str:
+    from .extract import load_source
+
+    if not path.is_file():
+        raise MapleError(f"no such file: {path}")
+    return load_source(str(path))[1]
+
+
+def _run_backend(backend: str, path: Path, *, miniapp: str, timeout: int, adapt: bool, in_allocation: bool,
+                 cluster: Optional[str], ref: str, commit: Optional[str]):
+    if backend == "slurm":
+        from .verify.slurm import verify_slurm
+
+        return verify_slurm(path, miniapp=miniapp, timeout=timeout, adapt=adapt)
+    if backend == "local":
+        from .verify.local import verify_local
+
+        return verify_local(path, miniapp=miniapp, timeout=timeout, in_allocation=in_allocation)
+    if backend == "jacamar":
+        import os
+
+        from .verify.jacamar import verify_jacamar
+
+        if not cluster:
+            raise MapleError("the jacamar backend needs --cluster (the center runner's tag)")
+        return verify_jacamar(path, cluster=cluster, miniapp=miniapp, ref=ref, commit=commit, timeout=timeout,
+                              gitlab_url=os.environ.get("MAPLE_GITLAB_URL", ""),
+                              project=os.environ.get("MAPLE_GITLAB_PROJECT", ""),
+                              trigger_token=os.environ.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
+                              api_token=os.environ.get("MAPLE_GITLAB_TOKEN") or None)
+    raise MapleError(f"unknown backend {backend!r}; choose slurm, local or jacamar")
+
+
+@app.command()
+def verify(
+    script: Path = typer.Argument(..., help="A generated (or any) batch script."),
+    backend: str = typer.Option("auto", help="slurm | local (PBS emulation) | jacamar | auto (slurm for #SBATCH, else local)."),
+    miniapp: Optional[str] = typer.Option(None, help="Mini-app in place of the training program (default: from the framework)."),
+    timeout: int = typer.Option(600, min=10, help="Seconds before the run is cancelled and reported as a timeout."),
+    adapt: bool = typer.Option(True, help="slurm: drop site directives (account, partition...) so another site's script runs here."),
+    in_allocation: bool = typer.Option(False, help="local: run inside the current allocation (a Jacamar CI job), no emulation."),
+    cluster: Optional[str] = typer.Option(None, help="The script's cluster (jacamar runner tag; debug knowledge)."),
+    ref: str = typer.Option("main", help="jacamar: the branch the center-side project builds."),
+    commit: Optional[str] = typer.Option(None, help="jacamar: the commit holding the script."),
+    fix: bool = typer.Option(False, "--fix", help="On failure, let the debug agent patch and re-run (at most 5 times)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Run a mini-app through SCRIPT on a real scheduler and report whether every rank joined."""
+    import tempfile
+
+    from .extract import extract_script
+    from .verify import miniapp_for
+
+    text = _read_script(script)
+    intent = extract_script(text, base_dir=script.parent, name=str(script))
+    if backend == "auto":
+        backend = "slurm" if intent.scheduler == "slurm" else "local"
+    options = dict(miniapp=miniapp or miniapp_for(intent.framework, intent.strategy), timeout=timeout, adapt=adapt,
+                   in_allocation=in_allocation, cluster=cluster or intent.source_cluster, ref=ref, commit=commit)
+    progress = _progress(json_output)
+    progress(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
+    result = _run_backend(backend, script, **options)
+    report = None
+    if not result.ok and fix:
+        from .debug import RunOutcome, debug_loop
+
+        def rerun(candidate: str) -> RunOutcome:
+            if candidate == text:
+                return RunOutcome(result.ok, result.log)  # the run above; never spend an allocation twice
+            with tempfile.TemporaryDirectory() as scratch:
+                path = Path(scratch) / script.name
+                path.write_text(candidate)
+                progress("re-running the patched script")
+                outcome = _run_backend(backend, path, **options)
+                return RunOutcome(outcome.ok, outcome.log)
+
+        report = debug_loop(text, rerun, options["cluster"], path=str(script))
+        if report.attempts:
+            fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
+            fixed.write_text(report.script)
+            progress(f"patched script written to {fixed}")
+    if json_output:
+        _print_json({"result": result.model_dump(), "debug": report.model_dump() if report else None})
+    else:
+        colour = "green" if result.ok else "red"
+        out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): {result.message}",
+                  highlight=False)
+        for note in result.notes:
+            out.print(f"  note: {note}", highlight=False)
+        if not result.ok and result.log:
+            out.print(result.log[-3000:], markup=False, highlight=False)
+        if report:
+            _print_debug_report(report)
+    if not (result.ok or (report and report.ok)):
+        raise typer.Exit(1)
+
+
+def _print_debug_report(report) -> None:
+    for number, attempt in enumerate(report.attempts, 1):
+        out.print(f"[bold]fix {number}[/] ({attempt.entry_id}, line {attempt.line_no}: {attempt.line.strip()})",
+                  highlight=False)
+        out.print(f"  {attempt.explanation}", highlight=False)
+        out.print(attempt.diff, markup=False, highlight=False)
+    colour = "green" if report.ok else "yellow"
+    out.print(f"[{colour}]{report.stop_reason}[/]: {report.message}", highlight=False)
+
+
+@app.command()
+def debug(
+    script: Path = typer.Argument(..., help="The batch script that failed."),
+    log: Path = typer.Option(..., "--log", help="The job's output (stdout and stderr)."),
+    cluster: Optional[str] = typer.Option(None, help="The script's cluster (default: recognised from the script)."),
+    out_path: Optional[Path] = typer.Option(None, "--out", help="Write the patched script here."),
+    json_output: bool = typer.Option(False, "--json", help="Print the diagnosis as JSON."),
+) -> None:
+    """Find the first real error in LOG, match it to known failures, and propose a patch to SCRIPT."""
+    from .debug import fix_context, match, next_fix, suggestions
+    from .extract import extract_script
+
+    text = _read_script(script)
+    if not log.is_file():
+        raise MapleError(f"no such log file: {log}")
+    log_text = log.read_text(errors="replace")  # logs carry binary junk and are often huge; read them whole
+    cluster = cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
+    step = next_fix(text, log_text, cluster, fix_context(cluster), str(script))
+    hints = match(step.failure, cluster) if step.failure and not step.attempt else []
+    fixes = suggestions(text, step.script, str(script)) if step.attempt else []
+    if out_path and step.attempt:
+        out_path.write_text(step.script)
+    if json_output:
+        _print_json({
+            "failure": step.failure.model_dump() if step.failure else None,
+            "fix": step.attempt.model_dump() if step.attempt else None,
+            "stop": step.stop, "message": step.message,
+            "suggestions": [s.model_dump() for s in fixes],
+            "similar": [{"id": m.entry.id, "score": m.score, "explanation": m.entry.explanation} for m in hints],
+        })
+    else:
+        if step.failure:
+            f = step.failure
+            out.print(f"[bold]first error[/] (line {f.line_no}, {f.category}): {f.line.strip()}", highlight=False)
+        if step.attempt:
+            out.print(f"[bold]known fix[/] {step.attempt.entry_id}: {step.attempt.explanation}", highlight=False)
+            out.print(step.attempt.diff, markup=False, highlight=False)
+            if out_path:
+                err.print(f"patched script written to {out_path}")
+        else:
+            out.print(f"[yellow]{step.stop}[/]: {step.message}", highlight=False)
+            for m in hints:
+                out.print(f"  similar known case {m.entry.id} ({m.score:.2f}): {m.entry.explanation}", highlight=False)
+    if not step.attempt:
+        raise typer.Exit(1)
+
+
 @app.command()
 def bench(
     suite: str = typer.Option("accuracy", help="accuracy | latency"),

@@ -23,6 +23,7 @@ from maple_ci.errors import MapleError
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
+from maple_ci.verify import miniapp_for
 
 Checkout = Callable[[str], ContextManager[Path]]
 LAUNCH_SUFFIXES = (".sh", ".sbatch", ".slurm", ".pbs", ".qsub", ".job")
@@ -41,15 +42,6 @@ class Outcome(NamedTuple):
 # place of the training program. `committed` is False for a debug agent's patched script, which
 # exists only here; backends that fetch by commit (jacamar) cannot run it.
 Backend = Callable[..., Outcome]
-
-
-def miniapp_for(intent: Mapping) -> str:
-    """The mini-app that exercises what the job uses (miniapps/README.md)."""
-    if intent.get("framework") == "deepspeed":
-        return "deepspeed_zero3"
-    if intent.get("framework") == "accelerate":
-        return "accelerate_ddp"
-    return "fsdp" if intent.get("strategy") == "fsdp" else "ddp"
 
 
 def _from_verify_result(result) -> Outcome:
@@ -167,7 +159,8 @@ class Pipeline:
                              note=f"Verification skipped: one run per cluster per request; `{verified[c['cluster']]}` was run.")
                 else:
                     verified[c["cluster"]] = c["path"]
-                    self._verify_one(c, backend, miniapp_for(result["intent"]), commit)
+                    intent = result["intent"]
+                    self._verify_one(c, backend, miniapp_for(intent.get("framework"), intent.get("strategy")), commit)
         return results
 
     def _verify_one(self, c: ClusterResult, backend: str, miniapp: str, commit: str) -> None:

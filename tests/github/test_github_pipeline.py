@@ -11,7 +11,7 @@ import pytest
 from maple_ci.errors import MapleError
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
-from maple_ci.github.pipeline import Outcome, Pipeline, git_checkout, miniapp_for
+from maple_ci.github.pipeline import Outcome, Pipeline, git_checkout
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "perlmutter_torchrun_ddp.sbatch"
 SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"
@@ -108,11 +108,6 @@ def test_verify_collects_every_ported_script_with_its_static_checks(tmp_path):
     [c] = result["clusters"]
     assert (result["source"], c["cluster"], c["verification"]) == ("scripts/perlmutter/train.sbatch", "perlmutter", "pending")
     assert c["checks"] and result["intent"]["launcher"] == "torchrun"
-
-
-def test_miniapp_follows_framework_and_strategy():
-    assert [miniapp_for(i) for i in ({"framework": "deepspeed"}, {"framework": "accelerate"}, {"strategy": "fsdp"}, {})] == \
-        ["deepspeed_zero3", "accelerate_ddp", "fsdp", "ddp"]
 
 
 def test_git_checkout_reads_another_ref_beside_the_workspace(tmp_path):
