@@ -1410,14 +1410,17 @@ def extract_request(text: str) -> JobIntent:
         return None
 
     nodes = first_int(rf"(\d+)\s*(?:x\s+)?{_HOST}\b",
-                      r"(?:--nodes|--nnodes|--num[_-]nodes|--num[_-]machines)[= ]\s*(\d+)",
+                      rf"\b(\d+)\s*[x×]\s*\d+\s*{_GPU}",  # "2 x 4 gpus": nodes x GPUs per node
+                      r"(?:--nodes|--nnodes|\bn?nodes|--num[_-]nodes|--num[_-]machines)\s*=\s*(\d+)",
+                      r"(?:--nodes|--nnodes|--num[_-]nodes|--num[_-]machines)\s+(\d+)",
                       r"(?:^|\s)-N\s*(\d+)\b")
     per_node = first_int(
         rf"(\d+)\s*(?:x\s+)?{_GPU}\s*(?:per|/|on each|in each|each|an?)\s*{_HOST}\b",
         rf"(\d+)\s*{_GPU}\s+each\b",
         rf"\d+\s*{_HOST}\s*(?:x|×|with|of)\s*(\d+)\s*{_GPU}",
         rf"(\d+)-{_GPU}\s+{_HOST}",  # "two 4-gpu nodes"
-        r"(?:--gpus[_-]per[_-]node|--nproc[_-]per[_-]node|--num[_-]gpus)[= ]\s*(\d+)")
+        rf"\b\d+\s*[x×]\s*(\d+)\s*{_GPU}",
+        r"(?:--gpus[_-]per[_-]node|--nproc[_-]per[_-]node|\bnproc[_-]per[_-]node|--num[_-]gpus)\s*[= ]\s*(\d+)")
     total = first_int(rf"(\d+)\s*(?:total\s+)?{_GPU}(?!\s*(?:per\b|/|each\b|on each\b|in each\b|an?\s+{_HOST}))\b")
     if nodes is None and re.search(rf"\b(?:a|an)\s+{_HOST}\b", words):
         nodes = 1

@@ -683,3 +683,13 @@ def test_a_missing_script_path_is_named_not_read_as_a_request(arg, tmp_path, mon
 def test_a_request_that_mentions_paths_is_still_a_request():
     name, text = load_source("train train.py on 2 nodes with data in /scratch/imagenet")
     assert name == "<text>" and "/scratch" in text
+
+
+@pytest.mark.parametrize("text, nodes, per_node", [
+    ("multi-node GPT-2: 2 x 4 gpus, ZeRO stage 3 via deepspeed, script train.py", 2, 4),
+    ("3×8 GPUs, torchrun train.py", 3, 8),
+    ("launch train.py w/ torchrun, nnodes=4, nproc_per_node=8", 4, 8),
+])
+def test_requests_in_launcher_shorthand(text, nodes, per_node):
+    intent = extract_request(text)
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (nodes, per_node, nodes * per_node)
