@@ -71,7 +71,9 @@ _BENIGN_PATTERNS = [
     r"from LD_PRELOAD cannot be preloaded .*: ignored",
     r"PMIX ERROR: PMIX_ERR(?:OR|_NOT_FOUND) in file dstore_base\.c",  # single-node runs (Aurora known issues)
     r"\b(?:User|Future|Deprecation|Runtime)Warning\b",
-    r"^\s*\[W(?:\d{4})?[ \]]",  # torch C++ warning-level lines ("[W socket.cpp:...]"): c10d retries
+    # torch C++ warning-level lines ("[W socket.cpp:...]", after an srun label "0: "): c10d retries,
+    # except retries to a host name that does not resolve, which can never succeed.
+    r"^\s*(?:\[?(?:rank|default)?\d+\]?:\s?)?\[W(?:\d{4})?[ \]](?!.*Name or service not known)",
 ]
 _ERROR_LINE = re.compile("|".join(_ERROR_PATTERNS))
 _BENIGN_LINE = re.compile("|".join(_BENIGN_PATTERNS))
@@ -322,6 +324,8 @@ class KBEntry(BaseModel):
     # Only a match when every failing rank is on a node other than the first (rank >= ranks per
     # node; rank >= 1 when the cluster is unknown): the batch node's environment did not reach them.
     only_remote_ranks: bool = False
+    # The fix is shell for this scheduler only (e.g. scontrol); other clusters get the advice.
+    scheduler: Optional[Literal["slurm", "pbs"]] = None
 
     @field_validator("patterns")
     @classmethod
@@ -824,6 +828,9 @@ def next_fix(script: str, log: str, cluster: Optional[str], context: dict, path:
         return Step(failure, None, script, "infrastructure", _infrastructure_advice(exact))
     reasons = []
     for m in (m for m in exact if m.entry.fix):
+        if m.entry.scheduler and m.entry.scheduler != context.get("scheduler"):
+            reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
+            continue
         values = context | m.groups
         try:
             patched = apply_fix(script, m.entry.fix, values)

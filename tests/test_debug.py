@@ -50,6 +50,11 @@ def data_dir(tmp_path_factory):
         ),
         ("UserWarning: ImportError of apex: falling back to torch implementation", "ImportError: cannot import name 'FusedAdam' from 'apex'"),
         ("PMIX ERROR: PMIX_ERR_NOT_FOUND in file dstore_base.c at line 1567", "PMIX ERROR: PMIX_ERR_UNREACH in file ptl_base_connect.c at line 200"),
+        # c10d retries behind srun's label; a retry to a host name that does not exist is no retry
+        (
+            "1: [W1121 05:51:37.136988592 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?",
+            "1: [W1121 05:49:40.615797548 socket.cpp:764] [c10d] The IPv6 network addresses of (nid001234, 29731) cannot be retrieved (gai error: -2 - Name or service not known).",
+        ),
     ],
 )
 def test_benign_lines_are_not_errors_but_their_look_alikes_are(benign, real):
@@ -495,6 +500,16 @@ def test_loop_reports_program_errors_it_cannot_fix_and_honours_max_iter(site):
     assert report.stop_reason == "no_fix" and report.matches[0].entry.id == "cuda-out-of-memory"
     capped = debug.debug_loop(JOB, fake_sbatch(site, {"p"}), cluster="testslurm", max_iter=1, context={"account": "p"})
     assert capped.stop_reason == "max_iter" and len(capped.attempts) == 1
+
+
+def test_a_fix_in_one_schedulers_shell_is_only_applied_on_its_clusters():
+    log = "0: [W1121 05:49:40.615797548 socket.cpp:764] [c10d] The IPv6 network addresses of (nid001234, 29731) cannot be retrieved (gai error: -2 - Name or service not known).\n"
+    script = "#!/bin/bash\nexport MASTER_ADDR=nid001234\nsrun python train.py\n"
+    slurm = debug.next_fix(script, log, "perlmutter", debug.fix_context("perlmutter"))
+    assert slurm.attempt.entry_id == "torch-master-addr-unresolvable"
+    assert 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n' in slurm.script
+    pbs = debug.next_fix(script, log, "polaris", debug.fix_context("polaris"))
+    assert pbs.stop == "no_fix" and pbs.script == script and "its fix is for slurm clusters" in pbs.message
 
 
 def test_loop_uses_the_module_name_lmod_reported_to_swap_in_the_clusters_own():
