@@ -44,13 +44,27 @@ def resolve_miniapp(miniapp: str) -> Path:
     return path
 
 
-# A program token (a word ending in .py) and the launchers that run one: python, torchrun,
-# `python -m torch.distributed.run`, deepspeed, `accelerate launch`.
-_PROGRAM = re.compile(r"(?<=[\s'\"])[\w./${}~-]+\.py(?=[\s'\";)]|$)")
+# The training program on a launch line: a word ending in .py, bare or in double quotes (synthesis
+# writes "$SCRATCH/train.py" for a plain $VAR expansion), or a module run with -m/--module (python,
+# torchrun, deepspeed and accelerate launch all take the flag). The whole match is replaced, so the
+# quotes and the flag go too.
+_PROGRAM = re.compile(
+    r"""(?<=[\s'"])(?:"(?P<quoted>[\w./${}~-]+\.py)"|(?P<bare>[\w./${}~-]+\.py)|(?:-m|--module)\s+(?P<module>[\w.]+))"""
+    r"""(?=[\s'";)]|$)""")
+# The launchers that run a program: python, torchrun, `python -m torch.distributed.run`, deepspeed,
+# `accelerate launch`.
 _LAUNCHER = re.compile(r"(?:^|[\s'\"/])(?:python[\d.]*|torchrun|torch\.distributed\.run|deepspeed|accelerate\s+launch)\s")
+# Modules that are launchers, not training programs: `python -m torch.distributed.run train.py`.
+_LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch", "deepspeed.launcher.runner",
+                     "accelerate.commands.launch"}
 
 
-def _logical_line_start(text: str, pos: int) -> int:
+def _program_name(match: re.Match) -> str:
+    """The program as JobIntent.entrypoint names it: the path, or "-m pkg.mod" for a module."""
+    return f"-m {match['module']}" if match["module"] else match["quoted"] or match["bare"]
+
+
+def logical_line_start(text: str, pos: int) -> int:
     """Start of the line holding pos, following backslash-newline continuations back."""
     start = text.rfind("\n", 0, pos) + 1
     while start >= 2 and text[start - 2] == "\\":
@@ -108,23 +122,26 @@ def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] 
     given (as the JobIntent names it), else the one on the last launch line."""
     launches = []
     for match in _PROGRAM.finditer(script):
-        line_start = _logical_line_start(script, match.start())
+        line_start = logical_line_start(script, match.start())
         prefix = script[line_start : match.start()]
         if prefix.lstrip().startswith("#") or not _LAUNCHER.search(prefix.replace("\\\n", " ")):
+            continue
+        if match["module"] in _LAUNCHER_MODULES:
             continue
         launches.append((match, _enclosing_quote(prefix)))
     if not launches:
         raise MapleError("no launch line running a Python training program (python/torchrun/deepspeed/"
-                         "accelerate launch ... train.py) was found in the script")
-    program = launches[-1][0].group()
+                         "accelerate launch ... train.py or -m module) was found in the script")
+    program = _program_name(launches[-1][0])
     if entrypoint:
-        named = [m.group() for m, _ in launches if m.group() == entrypoint or m.group().endswith("/" + entrypoint)]
+        names = [_program_name(m) for m, _ in launches]
+        named = [name for name in names if name == entrypoint or name.endswith("/" + entrypoint)]
         if not named:
             raise MapleError(f"the script has no launch line running {entrypoint!r}")
         program = named[-1]
     pieces, done = [], 0
     for match, quote in launches:
-        if match.group() == program:
+        if _program_name(match) == program:
             pieces += [script[done : match.start()], str(miniapp)]
             done = _arguments_end(script, match.end(), quote)
     return "".join(pieces) + script[done:]
