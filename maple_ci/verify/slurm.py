@@ -9,6 +9,7 @@ file is read directly.
 
 import math
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ from typing import Mapping, Optional
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
-from .substitute import VerifyResult, describe, resolve_miniapp, substitute_entrypoint
+from .substitute import VerifyResult, describe, logical_line_start, resolve_miniapp, substitute_entrypoint
 
 # Directives that name things of one site: a machine that verifies someone else's script has no
 # such account, QOS, node feature, license or reservation, and its own partitions have their own
@@ -42,19 +43,48 @@ POLL_SECONDS = 2
 COMMAND_TIMEOUT = 60
 
 
-def _site_option_width(token: str) -> int:
-    """How many tokens a site option starting at token spans: 2 for `-A acct` or `--account acct`,
-    1 for `--account=acct` or `-Aacct`, 0 if token is no site option."""
-    for long, short in SITE_OPTIONS.items():
+# GPU requests, and whether the value counts GPUs per node (else for the whole job).
+GPU_OPTIONS = {"--gpus-per-node": None, "--gpus": "-G", "--gres": None}
+
+
+def _option_width(token: str, options: dict[str, Optional[str]]) -> tuple[int, Optional[str]]:
+    """(how many tokens the option starting at token spans, the long name) for an option of
+    `options` (long -> short form): 2 for `-A acct` or `--account acct`, 1 for `--account=acct` or
+    `-Aacct`; (0, None) if token is none of them."""
+    for long, short in options.items():
         if token == long or token == short:
-            return 2
+            return 2, long
         if token.startswith(long + "=") or (short and token.startswith(short) and len(token) > len(short)):
-            return 1
-    return 0
+            return 1, long
+    return 0, None
 
 
-def adapt_directives(script: str) -> tuple[str, list[str]]:
+def _option_value(tokens: list[str], long: str, width: int) -> str:
+    if width == 2:
+        return tokens[1]
+    return tokens[0].split("=", 1)[1] if tokens[0].startswith(long + "=") else tokens[0][2:]
+
+
+def _fitted_gpus(long: str, value: str, max_gpus_per_node: int) -> Optional[str]:
+    """The GPU request fitted to nodes with max_gpus_per_node GPUs, or None if it fits as written.
+    A type (v100-32:16, gpu:a100:4) names the site's hardware and is dropped; a count above the
+    local node's is capped (a total for the job is at least the count per node, so the cap holds)."""
+    if long == "--gres":
+        gpu = next((g for g in value.split(",") if g.split(":")[0] == "gpu"), None)
+        if gpu is None:
+            return None
+        fields = gpu.split(":")[1:]
+    else:
+        fields = value.split(":")
+    count = int(fields[-1]) if fields and fields[-1].isdigit() else 1
+    if len(fields) <= 1 and count <= max_gpus_per_node:
+        return None
+    return f"--gpus-per-node={min(count, max_gpus_per_node)}"
+
+
+def adapt_directives(script: str, max_gpus_per_node: Optional[int] = None) -> tuple[str, list[str]]:
     """The script without its site options in #SBATCH lines, and a note for each one dropped.
+    With max_gpus_per_node, GPU requests are also fitted to nodes with that many GPUs (_fitted_gpus).
     Only the directive block is read, as Slurm reads it: up to the first command."""
     lines, notes = script.splitlines(keepends=True), []
     for index, line in enumerate(lines):
@@ -67,19 +97,28 @@ def adapt_directives(script: str) -> tuple[str, list[str]]:
             tokens = shlex.split(stripped[len("#SBATCH"):], comments=True)
         except ValueError:  # unbalanced quotes: left as written, for sbatch to judge
             continue
-        kept, dropped = [], []
+        kept, changed = [], []
         i = 0
         while i < len(tokens):
-            width = _site_option_width(tokens[i])
+            width, _ = _option_width(tokens[i], SITE_OPTIONS)
             if width:
-                dropped.append(" ".join(tokens[i : i + width]))
+                changed.append(f"dropped site directive {' '.join(tokens[i : i + width])}")
                 i += width
-            else:
-                kept.append(tokens[i])
-                i += 1
-        if dropped:
+                continue
+            width, long = _option_width(tokens[i], GPU_OPTIONS)
+            fitted = width and max_gpus_per_node is not None and _fitted_gpus(
+                long, _option_value(tokens[i : i + width], long, width), max_gpus_per_node)
+            if fitted:
+                changed.append(f"GPU request {' '.join(tokens[i : i + width])} fitted to this cluster's "
+                               f"{max_gpus_per_node}-GPU nodes: {fitted}")
+                kept.append(fitted)
+                i += width
+                continue
+            kept.append(tokens[i])
+            i += 1
+        if changed:
             lines[index] = f"#SBATCH {shlex.join(kept)}\n" if kept else ""
-            notes += [f"dropped site directive {d}" for d in dropped]
+            notes += changed
     return "".join(lines), notes
 
 
@@ -105,30 +144,54 @@ def _wait(job_id: str, deadline: float, env: Mapping[str, str]) -> dict[str, str
         time.sleep(POLL_SECONDS)
 
 
+def _label_srun_launches(script: str, miniapp: Path) -> str:
+    """The script with `SLURM_LABELIO=1` (srun's --label, as an environment variable so the user's
+    options stay as written) in front of each srun launch line that runs the mini-app: every task's
+    output then starts with its task id, "0: ". Only the launch line: labels in a `$(srun ...)`
+    capture elsewhere would corrupt the value. Under srun-torchrun a task is a node's launcher, so
+    the label is the node's, not the rank's."""
+    starts = {logical_line_start(script, m.start()) for m in re.finditer(re.escape(str(miniapp)), script)}
+    for start in sorted(starts, reverse=True):
+        indent = len(script[start:]) - len(script[start:].lstrip(" \t"))
+        if script.startswith("srun ", start + indent):
+            script = script[: start + indent] + "SLURM_LABELIO=1 " + script[start + indent :]
+    return script
+
+
 def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: bool = True,
                  entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                 workdir: Optional[Path] = None) -> VerifyResult:
-    """Run `miniapp` through the Slurm script at script_path and report the outcome.
+                 workdir: Optional[Path] = None, max_gpus_per_node: Optional[int] = None) -> VerifyResult:
+    """Run `miniapp` through the Slurm script at script_path and report the outcome. Every call
+    submits the file's current text as a new job (the debug loop verifies each patch afresh).
 
     adapt: drop site directives (SITE_OPTIONS) so another site's script runs here; with
     adapt=False the script is submitted as written and Slurm's own rejection is the answer.
+    max_gpus_per_node (with adapt): fit GPU requests to nodes with this many GPUs, for a script
+    written for bigger nodes than this cluster's; its ranks then share devices, which only works
+    for a CPU mini-app (the test cluster), not under NCCL.
     env: the environment sbatch starts from (the job inherits it); os.environ by default.
     workdir: where sbatch runs (the job's SLURM_SUBMIT_DIR) and the job output is written; it must
     be visible from the compute nodes. Defaults to the current directory, as for a user.
     A job still pending or running after `timeout` seconds is cancelled and reported as TIMEOUT.
+
+    The log is sbatch's stderr and the job's output, srun launch lines labelled per task; when the
+    job did not complete it ends with `JobState=<state> Reason=<reason>` from Slurm, and after a
+    cancellation at the timeout with a `maple-ci: verification timeout ...` line.
     """
     env = dict(os.environ if env is None else env)
     if not shutil.which("sbatch", path=env.get("PATH")):
         raise MapleError("sbatch not found on PATH: the slurm backend runs on a Slurm login node "
                          "(or the local test cluster, tests/cluster/setup.sh)")
-    script = substitute_entrypoint(Path(script_path).read_text(), resolve_miniapp(miniapp), entrypoint)
-    notes = [f"mini-app {miniapp} in place of the training program"]
+    miniapp_path = resolve_miniapp(miniapp)
+    script = substitute_entrypoint(Path(script_path).read_text(), miniapp_path, entrypoint)
+    script = _label_srun_launches(script, miniapp_path)
+    notes = [f"mini-app {miniapp} in place of the training program", "srun launch lines run with SLURM_LABELIO=1"]
     options = []
     if adapt:
-        script, dropped = adapt_directives(script)
+        script, adapted = adapt_directives(script, max_gpus_per_node)
         minutes = math.ceil(timeout / 60)
         options.append(f"--time={minutes}")
-        notes += dropped + [f"walltime set to {minutes} min (the verification timeout)"]
+        notes += adapted + [f"walltime set to {minutes} min (the verification timeout)"]
 
     with tempfile.TemporaryDirectory(dir=workdir or Path.cwd(), prefix=".maple-verify-") as scratch:
         job_script = Path(scratch) / Path(script_path).name
@@ -150,21 +213,27 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
         fields = _wait(job_id, time.monotonic() + timeout, env)
         state = fields["JobState"]
         timed_out = state not in FINAL_STATES | {"UNKNOWN"}
+        ended = fields
         if timed_out:
             subprocess.run(["scancel", job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
             # Let slurmstepd end the tasks and flush the output file before it is read.
-            _wait(job_id, time.monotonic() + 30, env)
+            ended = _wait(job_id, time.monotonic() + 30, env)
         output_file = Path(str(output).replace("%j", job_id))
         # sbatch's warnings (accepted, but e.g. about a directive) belong with the job's output.
         log = submitted.stderr + (output_file.read_text(errors="replace") if output_file.exists() else "")
 
+    if log and not log.endswith("\n"):
+        log += "\n"
+    if ended["JobState"] != "COMPLETED":
+        log += f"JobState={ended['JobState']} Reason={ended.get('Reason', 'None')}\n"
     exit_code = int(fields["ExitCode"].split(":")[0]) if "ExitCode" in fields else None
     result = parse_result(log)
     if timed_out:
         why = f" (Reason={fields.get('Reason')})" if state == "PENDING" else ""
-        message = (f"job {job_id} was still {state}{why} after the {timeout} s timeout and was cancelled"
-                   + ("; ranks that never finish usually wait for a rendezvous that cannot complete"
-                      if state == "RUNNING" else ""))
+        message = f"job {job_id} was still {state}{why} after the {timeout} s timeout and was cancelled"
+        log += f"maple-ci: verification timeout: {message}\n"
+        if state == "RUNNING":
+            message += "; ranks that never finish usually wait for a rendezvous that cannot complete"
         return VerifyResult(ok=False, backend="slurm", job_id=job_id, state="TIMEOUT", exit_code=exit_code,
                             result=result, log=log, message=message, notes=notes)
     ok = state == "COMPLETED" and exit_code == 0 and bool(result and result.get("ok"))
