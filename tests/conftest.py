@@ -21,13 +21,23 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cluster: needs the local Slurm test cluster (started on demand, as root)")
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.fixture
 def master_port() -> int:
     """A TCP port free right now, for a job's rendezvous: other runs on this machine (earlier tests,
     other people's) may hold torch's default 29500."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return _free_port()
+
+
+@pytest.fixture
+def free_port():
+    """master_port as a function, for a test that runs several jobs at once."""
+    return _free_port
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,17 @@ if ! running /run/munge/munged.pid; then
     runuser -u munge -- /usr/sbin/munged
 fi
 running "$run/slurmctld.pid" || slurmctld
-for node in n1 n2; do running "$run/slurmd-$node.pid" || slurmd -N "$node"; done
+# Each slurmd runs in a UTS namespace of its own whose hostname is the node's name, so a job step
+# on n2 sees hostname n2 (mini-apps report gethostname() per rank). A slurmd started by an older
+# setup.sh, in this machine's namespace, is restarted; running job steps are not touched.
+for node in n1 n2; do
+    pidfile="$run/slurmd-$node.pid"
+    if running "$pidfile" && [ "$(nsenter -t "$(cat "$pidfile")" -u hostname)" != "$node" ]; then
+        kill "$(cat "$pidfile")"
+        for _ in $(seq 20); do running "$pidfile" || break; sleep 0.5; done
+    fi
+    running "$pidfile" || unshare --uts sh -c 'hostname "$1" && exec slurmd -N "$1"' slurmd "$node"
+done
 
 # Nodes come up idle on their own; a node left DOWN by an earlier run is resumed.
 for _ in $(seq 30); do scontrol ping >/dev/null 2>&1 && break; sleep 1; done
