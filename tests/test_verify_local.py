@@ -1,6 +1,7 @@
 """The local backend (PBS emulation) on a Polaris-form script: PALS mpiexec flags, the profile's own
 module lines (real Lmod over the test cluster's stand-in modulefiles) and conda activation."""
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -81,3 +82,16 @@ def test_the_job_sees_what_pbs_would_set(tmp_path):
 def test_slurm_scripts_are_refused(tmp_path):
     with pytest.raises(MapleError, match="Slurm script"):
         verify_local(write(tmp_path, "#!/bin/bash\n#SBATCH -N 2\nsrun python train.py\n"), miniapp=MINIAPP)
+
+
+def test_in_an_allocation_the_script_runs_as_is_slurm_scripts_too(tmp_path):
+    # As in the center-side CI job: no emulation, the job's own environment, the CI job's directory.
+    script = ('#!/bin/bash\n#SBATCH -N 1\necho "dir=$PWD nodefile=${PBS_NODEFILE:-none} job=$SLURM_JOB_ID"\n'
+              'python "$SCRATCH/train.py" --epochs 1\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBS_")} | {"SLURM_JOB_ID": "4242", "SCRATCH": "/x"}
+    result = verify_local(write(tmp_path, script, "job.sbatch"), miniapp=MINIAPP, timeout=60, env=env, workdir=tmp_path,
+                          in_allocation=True)
+    assert result.ok, result.message + "\n" + result.log
+    assert f"dir={tmp_path.resolve()} nodefile=none job=4242" in result.log
+    assert result.job_id == "4242" and result.result["world_size"] == 1
+    assert result.message.startswith("the batch script ran as is inside this job's allocation")

@@ -11,10 +11,16 @@ would set for a job on `nodes_hosts` nodes:
   "node's" ranks as local processes. Cray PALS flags that Hydra lacks are translated by a wrapper
   placed first on PATH (MPIEXEC_WRAPPER): --depth/-d, --cpu-bind, --gpu-bind, --mem-bind and
   --no-vni are dropped (one machine has nothing to bind), `--env NAME=VALUE` becomes
-  `-genv NAME VALUE`; --ppn, -n, --hostfile and --envall Hydra takes as they are.
+  `-genv NAME VALUE`; --ppn, -n, --hostfile and --envall Hydra takes as they are. Each rank also
+  gets the rank ids PALS sets, PALS_RANKID and PALS_LOCAL_RANKID, from Hydra's PMI_RANK and
+  MPI_LOCALRANKID: Aurora's launch line reads them.
 
 The #PBS directives are not interpreted: queue, walltime and select limits are the static checks'
 business. Slurm scripts are refused: srun cannot be emulated honestly; use the slurm backend.
+
+With in_allocation=True nothing is emulated: the script's body runs as is in the current
+environment, which must already be a job's (a Slurm or PBS allocation: the center-side GitLab CI
+job, which Jacamar runs inside one), so Slurm scripts are fine there too.
 """
 
 import os
@@ -49,7 +55,9 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-exec mpiexec.hydra "${args[@]}" "$@"
+# Cray PALS gives each rank its ids; Hydra gives PMI_RANK and MPI_LOCALRANKID.
+exec mpiexec.hydra "${args[@]}" \
+    bash -c 'export PALS_RANKID=$PMI_RANK PALS_LOCAL_RANKID=$MPI_LOCALRANKID; exec "$@"' pals-rank "$@"
 """
 EMULATION = "PBS emulation, not PBS: the batch script ran directly with bash on this machine"
 
@@ -61,45 +69,62 @@ def _kill_group(process: subprocess.Popen) -> None:
         pass
 
 
+def _emulate_pbs(scratch: Path, script_name: str, nodes_hosts: int, workdir: Path, job_env: dict) -> list[str]:
+    """Set job_env up as PBS would for a job on nodes_hosts nodes (module docstring), with the
+    nodefile and the mpiexec wrapper in scratch; the notes that say so."""
+    hosts = [f"127.0.0.{i}" for i in range(1, nodes_hosts + 1)]
+    (scratch / "nodefile").write_text("".join(h + "\n" for h in hosts))
+    (scratch / "bin").mkdir()
+    wrapper = scratch / "bin" / "mpiexec"
+    wrapper.write_text(MPIEXEC_WRAPPER)
+    wrapper.chmod(0o755)
+    job_env.update(
+        PBS_NODEFILE=str(scratch / "nodefile"), PBS_JOBID=f"{os.getpid()}.maple-local", PBS_JOBNAME=script_name,
+        PBS_O_WORKDIR=str(workdir), PBS_O_HOST=socket.gethostname(), PBS_ENVIRONMENT="PBS_BATCH",
+        HYDRA_LAUNCHER="fork", PATH=f"{scratch / 'bin'}:{job_env.get('PATH', os.defpath)}",
+    )
+    return [EMULATION, f"PBS_NODEFILE lists {nodes_hosts} loopback hosts: {' '.join(hosts)}",
+            "mpiexec is MPICH Hydra with the fork launcher; PALS binding flags dropped, --env translated, "
+            "PALS rank ids set"]
+
+
 def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeout: int = 300,
                  entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                 workdir: Optional[Path] = None) -> VerifyResult:
+                 workdir: Optional[Path] = None, in_allocation: bool = False) -> VerifyResult:
     """Run `miniapp` through the PBS (or scheduler-less) script at script_path, emulating a PBS job
     on nodes_hosts nodes (see the module docstring). env: the environment the job starts from
     (os.environ by default); workdir: PBS_O_WORKDIR, the current directory by default. A run
-    longer than `timeout` seconds is killed, with every process it started, and reported TIMEOUT."""
+    longer than `timeout` seconds is killed, with every process it started, and reported TIMEOUT.
+    in_allocation: run the script as is, in env and workdir, inside the Slurm or PBS job this
+    process already is (no emulation; Slurm scripts accepted)."""
     text = Path(script_path).read_text()
     job_env = dict(os.environ if env is None else env)
-    if re.search(r"(?m)^#SBATCH\b", text):
+    if not in_allocation and re.search(r"(?m)^#SBATCH\b", text):
         raise MapleError(f"{script_path} is a Slurm script; the local backend emulates PBS only, "
-                         "use the slurm backend")
-    if re.search(r"\bmpiexec\b", text) and not shutil.which("mpiexec.hydra", path=job_env.get("PATH")):
+                         "use the slurm backend (or --in-allocation inside a Slurm job)")
+    if not in_allocation and re.search(r"\bmpiexec\b", text) and not shutil.which("mpiexec.hydra", path=job_env.get("PATH")):
         raise MapleError("the local backend runs mpiexec lines with MPICH's Hydra (mpiexec.hydra), "
                          "which is not installed: apt-get install mpich")
     script = substitute_entrypoint(text, resolve_miniapp(miniapp), entrypoint)
     workdir = Path(workdir or Path.cwd()).resolve()
-    hosts = [f"127.0.0.{i}" for i in range(1, nodes_hosts + 1)]
-    notes = [EMULATION, f"mini-app {miniapp} in place of the training program",
-             f"PBS_NODEFILE lists {nodes_hosts} loopback hosts: {' '.join(hosts)}",
-             "mpiexec is MPICH Hydra with the fork launcher; PALS binding flags dropped, --env translated"]
 
     with tempfile.TemporaryDirectory(dir=workdir, prefix=".maple-verify-") as scratch:
         scratch = Path(scratch)
-        job_id = f"{os.getpid()}.maple-local"
-        (scratch / "nodefile").write_text("".join(h + "\n" for h in hosts))
-        (scratch / "bin").mkdir()
-        wrapper = scratch / "bin" / "mpiexec"
-        wrapper.write_text(MPIEXEC_WRAPPER)
-        wrapper.chmod(0o755)
         job_script = scratch / Path(script_path).name
         job_script.write_text(script)
-        job_env.update(
-            PBS_NODEFILE=str(scratch / "nodefile"), PBS_JOBID=job_id, PBS_JOBNAME=Path(script_path).name,
-            PBS_O_WORKDIR=str(workdir), PBS_O_HOST=socket.gethostname(), PBS_ENVIRONMENT="PBS_BATCH",
-            HYDRA_LAUNCHER="fork", PATH=f"{scratch / 'bin'}:{job_env.get('PATH', os.defpath)}",
-        )
+        if in_allocation:
+            how = "the batch script ran as is inside this job's allocation"
+            notes = [how]
+            job_id = job_env.get("SLURM_JOB_ID") or job_env.get("PBS_JOBID")
+            cwd = workdir  # where the CI job (or the user) runs it, as sbatch/qsub would start it
+        else:
+            how = EMULATION
+            notes = _emulate_pbs(scratch, Path(script_path).name, nodes_hosts, workdir, job_env)
+            job_id = job_env["PBS_JOBID"]
+            cwd = Path.home()  # like PBS: a script that forgets `cd $PBS_O_WORKDIR` fails here too
+        notes.append(f"mini-app {miniapp} in place of the training program")
         # A session of its own, so that a timeout kills the launcher and every rank it started.
-        process = subprocess.Popen(["bash", str(job_script)], cwd=Path.home(), env=job_env, text=True,
+        process = subprocess.Popen(["bash", str(job_script)], cwd=cwd, env=job_env, text=True,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             log, _ = process.communicate(timeout=timeout)
@@ -113,9 +138,9 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
     result = parse_result(log)
     if timed_out:
         return VerifyResult(ok=False, backend="local", job_id=job_id, state="TIMEOUT", result=result, log=log,
-                            notes=notes, message=f"{EMULATION}; it did not finish within {timeout} s and was killed")
+                            notes=notes, message=f"{how}; it did not finish within {timeout} s and was killed")
     state = "COMPLETED" if process.returncode == 0 else "FAILED"
     ok = state == "COMPLETED" and bool(result and result.get("ok"))
     return VerifyResult(ok=ok, backend="local", job_id=job_id, state=state, exit_code=process.returncode,
                         result=result, log=log, notes=notes,
-                        message=f"{EMULATION}; it ended {state} (exit {process.returncode}); {describe(result)}")
+                        message=f"{how}; it ended {state} (exit {process.returncode}); {describe(result)}")
