@@ -44,13 +44,13 @@ def suite_path() -> Path:
 
 
 def expand_cases(suite: dict) -> list[Case]:
-    """Every style/phrasing x model x node count, each assigned its next targets round-robin."""
-    targets = itertools.cycle(suite["targets"])
+    """Every style/phrasing x model x node count, each ported to targets drawn with a fixed seed (a
+    round-robin would tie node counts to clusters, since both cycle)."""
+    rng = random.Random(0)
     cases = []
 
     def add(kind: str, name: str, text: str, expect: dict) -> None:
-        for _ in range(suite["targets_per_source"]):
-            target = next(targets)
+        for target in rng.sample(suite["targets"], suite["targets_per_source"]):
             cases.append(Case(id=f"{name}->{target}", kind=kind, text=text, target=target, expect=expect))
 
     for (style_name, style), (model_name, model), nodes in itertools.product(
@@ -204,5 +204,72 @@ def run_latency(cases: list[Case], repeat: int = 20) -> dict:
         },
         "targets_ms": scaling,
         "templates": len(load_templates()),
+        "retrieval_scaling": retrieval_scaling(),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def retrieval_scaling(sizes=(48, 1000, 10_000), repeat: int = 20) -> dict:
+    """Query latency of the retrieval search (cluster+framework filter, cosine ranking) as the library
+    grows: synthetic libraries made of the real templates' rows and vectors, spread over more and
+    more synthetic clusters, with noise on the vectors so no two rows are equal."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .embedding import embed
+    from .retrieve import templates_table
+    from .vectordb import _connect
+
+    real = templates_table().to_arrow().to_pylist()
+    query = embed(["pytorch ddp launched with torchrun on 2 nodes with 4 GPUs per node"])[0]
+    rng = np.random.default_rng(0)
+    db, timings = _connect(), {}
+    for size in sizes:
+        rows = []
+        for i in range(size):
+            row = dict(real[i % len(real)])
+            vector = np.asarray(row.pop("vector"), dtype=np.float32) + rng.normal(0, 0.02, 384).astype(np.float32)
+            rows.append(row | {"cluster": f"{row['cluster']}{i // len(real)}", "vector": vector / np.linalg.norm(vector)})
+        name = f"bench_scaling_{size}"
+        start = time.perf_counter()
+        table = db.create_table(name, data=pa.Table.from_pylist(rows), mode="overwrite")
+        built = time.perf_counter() - start
+        where = f"cluster = '{real[0]['cluster']}0' AND framework = 'pytorch'"
+        search = lambda: table.search(query).distance_type("cosine").where(where, prefilter=True).limit(size).to_list()
+        timings[size] = {"build_s": built, **_timed(search, repeat)}
+        db.drop_table(name)
+    return timings
+
+
+def run_verified(cases: list[Case], count: int, timeout: int = 300) -> dict:
+    """Generated 2-node scripts for Slurm targets, run through verify_slurm with the mini-app in place
+    of the training program, on targets whose nodes fit the local test cluster's (2 nodes, 4 GPUs
+    each, 128 CPUs). Jobs need the site's `module` command: on the test cluster run with
+    BASH_ENV=tests/cluster/site-env.sh, as its README says."""
+    from .verify import miniapp_for
+    from .verify.slurm import verify_slurm
+
+    def fits_local(case: Case) -> bool:  # the test cluster's shape: tests/cluster/slurm.conf.in
+        profile = get_profile(case.target)
+        return (profile.scheduler == "slurm" and profile.devices_per_node <= 4 and profile.cores_per_node <= 128
+                and case.expect["nodes"] == 2)
+
+    by_target: dict[str, list[Case]] = {}
+    for case in cases:
+        if case.kind == "script" and fits_local(case):
+            by_target.setdefault(case.target, []).append(case)
+    # Round-robin over targets, so a small count still covers several clusters.
+    chosen = [c for group in itertools.zip_longest(*by_target.values()) for c in group if c][:count]
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="maple-bench-verify-", dir=Path.cwd()) as out:
+        for case in chosen:
+            intent = extract(case.text, case.id)
+            result = port_intent(intent, [case.target], case.id.replace("/", "_"), Path(out))[0]
+            Path(result.path).parent.mkdir(parents=True, exist_ok=True)
+            Path(result.path).write_text(result.script)
+            start = time.perf_counter()
+            verified = verify_slurm(Path(result.path), miniapp=miniapp_for(intent.framework, intent.strategy),
+                                    timeout=timeout, workdir=Path(out))
+            runs.append({"case": case.id, "ok": verified.ok, "state": verified.state, "seconds": time.perf_counter() - start,
+                         "world_size": (verified.result or {}).get("world_size"), "message": verified.message})
+    return {"passed": sum(r["ok"] for r in runs), "total": len(runs), "runs": runs}

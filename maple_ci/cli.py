@@ -335,7 +335,7 @@ def debug(
 
 @app.command()
 def bench(
-    suite: str = typer.Option("accuracy", help="accuracy | latency"),
+    suite: str = typer.Option("accuracy", help="accuracy | latency | verified (runs on a Slurm cluster)"),
     subset: Optional[int] = typer.Option(None, min=1, help="Run an even spread of N cases instead of all."),
     output: Path = typer.Option(Path("bench-results.json"), help="Where the full JSON report goes."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -343,14 +343,16 @@ def bench(
     """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
     from rich.progress import Progress
 
-    from .bench import load_cases, run_accuracy, run_latency
+    from .bench import load_cases, run_accuracy, run_latency, run_verified
 
-    if suite not in ("accuracy", "latency"):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy or latency")
-    cases = load_cases(subset)
-    if suite == "latency":
-        report = run_latency(cases)
+    if suite not in ("accuracy", "latency", "verified"):
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, latency or verified")
+    if suite == "verified":
+        report = run_verified(load_cases(), subset or 8)
+    elif suite == "latency":
+        report = run_latency(load_cases(subset))
     else:
+        cases = load_cases(subset)
         with Progress(console=err, transient=True, disable=json_output) as bar:
             task = bar.add_task(f"{len(cases)} cases", total=len(cases))
             report = run_accuracy(cases, lambda done, total: bar.update(task, completed=done))
@@ -359,10 +361,16 @@ def bench(
         _print_json(report)
     elif suite == "latency":
         _print_latency(report)
+    elif suite == "verified":
+        for run in report["runs"]:
+            colour = "green" if run["ok"] else "red"
+            out.print(f"[{colour}]{run['case']}[/]: {run['state']} in {run['seconds']:.0f} s, "
+                      f"world size {run['world_size']}", highlight=False)
+        out.print(f"verified on the local cluster: {report['passed']}/{report['total']}")
     else:
         _print_accuracy(report)
     err.print(f"full report: {output}")
-    if suite == "accuracy" and report["failures"]:
+    if report.get("failures") or report.get("passed", 0) < report.get("total", 0):
         raise typer.Exit(1)
 
 
@@ -392,6 +400,8 @@ def _print_latency(report: dict) -> None:
     out.print(f"cold start to first script: {cold['empty_cache']:.2f} s (index built), {cold['cached_index']:.2f} s (cached)")
     out.print("port to N targets (ms): " + ", ".join(f"{n}: {ms:.0f}" for n, ms in report["targets_ms"].items()))
     out.print(f"peak RSS: {report['peak_rss_mb']:.0f} MiB")
+    out.print("retrieval query vs library size: " + ", ".join(
+        f"{n} templates: {t['median_ms']:.1f} ms" for n, t in report["retrieval_scaling"].items()))
 
 
 @app.command()

@@ -1,0 +1,56 @@
+"""The benchmark suite itself: its cases, its scoring, and a run of a subset (issue 6: in CI)."""
+
+import collections
+
+import pytest
+
+from maple_ci.bench import Case, expand_cases, generation_failures, load_cases, run_accuracy, run_verified, suite_path
+from maple_ci.extract import extract
+from maple_ci.port import port_intent
+from maple_ci.profiles import get_profile
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.getbasetemp() / "maple-data"))
+
+
+def test_suite_has_600_cases_over_every_target_style_and_phrasing():
+    import yaml
+
+    suite = yaml.safe_load(suite_path().read_text())
+    cases = expand_cases(suite)
+    assert len(cases) >= 600
+    assert set(collections.Counter(c.target for c in cases)) == set(suite["targets"])
+    assert {c.id.split("/")[0] for c in cases} == set(suite["styles"]) | {f"request{i}" for i in range(len(suite["phrasings"]))}
+    script = next(c for c in cases if c.id.startswith("frontier_srun/") and c.id.endswith("/4n->" + c.target))
+    assert script.expect["world_size"] == 32 and "srun -N4 -n32" in script.text
+
+
+def test_a_wrong_generated_script_is_caught(tmp_path):
+    case = next(c for c in load_cases() if c.id.startswith("delta_srun_torchrun/gpt2/2n")).model_copy(update={"target": "delta"})
+    result = port_intent(extract(case.text), [case.target], "case", tmp_path)[0]
+    assert generation_failures(case, result) == []
+    broken = result.model_copy(update={"script": result.script.replace("--nodes=2", "--nodes=3").replace("train_gpt2.py", "x.py")})
+    problems = generation_failures(case, broken)
+    assert any("nodes 3 != 2" in p for p in problems)
+    assert any("entrypoint" in p for p in problems)
+
+
+def test_accuracy_subset():
+    report = run_accuracy(load_cases(80))
+    assert report["cases"] == 80
+    assert set(report["extraction"]) >= {"nodes", "gpus_per_node", "launcher", "framework", "entrypoint"}
+    for failure in report["failures"]:  # every failure says why, so it can be fixed or listed as a limit
+        assert failure["problems"]
+    assert report["generation"]["accuracy"] >= 0.95, report["failures"]
+
+
+@pytest.mark.cluster
+def test_verified_subset_runs_generated_scripts_on_two_nodes(slurm_cluster, monkeypatch):
+    monkeypatch.setenv("BASH_ENV", slurm_cluster.job_env["BASH_ENV"])
+    report = run_verified(load_cases(), 2, timeout=240)
+    assert report["total"] == 2
+    assert len({run["case"].split("->")[1] for run in report["runs"]}) == 2  # two different targets
+    for run in report["runs"]:  # every node filled: 2 x the target's devices per node
+        assert run["ok"] and run["world_size"] == 2 * get_profile(run["case"].split("->")[1]).devices_per_node, run
