@@ -14,5 +14,5 @@ demo: install
 
 test: install
 	bash tests/cluster/setup.sh
-	npm ci --silent --prefix tests/github
+	npm ci --prefix tests/github --ignore-scripts --no-audit --no-fund --loglevel=error
 	$(PYTHON) -m pytest
