@@ -215,6 +215,20 @@ def random_batch(rank: int, step: int, device, batch: int = 2, seq: int = 32):
     return tokens.to(device)
 
 
+def optimizer_step(model, optim, backward: Callable[[object], None] = lambda loss: loss.backward()):
+    """The step of every torch-optimizer mini-app: forward, backward (the framework's own, if it
+    has one), update. Returns step(tokens) -> loss for train_steps."""
+
+    def step(tokens) -> float:
+        loss = model(input_ids=tokens, labels=tokens).loss
+        backward(loss)
+        optim.step()
+        optim.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step
+
+
 def train_steps(ctx: Context, step: Callable[[object], float]) -> tuple[float, float]:
     """Run ctx.steps training steps; step(tokens) does forward+backward+update and returns the loss.
     Returns (last loss, last step time); the first step carries warm-up, the last is the steady one."""

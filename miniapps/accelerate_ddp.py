@@ -28,14 +28,7 @@ def body(ctx: _common.Context) -> tuple[float, float]:
     optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
     model, optim = accelerator.prepare(model, optim)
 
-    def step(tokens) -> float:
-        loss = model(input_ids=tokens, labels=tokens).loss
-        accelerator.backward(loss)
-        optim.step()
-        optim.zero_grad(set_to_none=True)
-        return loss.item()
-
-    return _common.train_steps(ctx, step)
+    return _common.train_steps(ctx, _common.optimizer_step(model, optim, accelerator.backward))
 
 
 if __name__ == "__main__":

@@ -18,14 +18,7 @@ def body(ctx: _common.Context) -> tuple[float, float]:
     ddp = DistributedDataParallel(model, device_ids=[ctx.device] if ctx.device.type != "cpu" else None)
     optim = torch.optim.AdamW(ddp.parameters(), lr=1e-3)
 
-    def step(tokens) -> float:
-        loss = ddp(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        optim.step()
-        optim.zero_grad(set_to_none=True)
-        return loss.item()
-
-    return _common.train_steps(ctx, step)
+    return _common.train_steps(ctx, _common.optimizer_step(ddp, optim))
 
 
 if __name__ == "__main__":

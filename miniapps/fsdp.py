@@ -20,14 +20,7 @@ def body(ctx: _common.Context) -> tuple[float, float]:
     fully_shard(model)
     optim = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
-    def step(tokens) -> float:
-        loss = model(input_ids=tokens, labels=tokens).loss
-        loss.backward()
-        optim.step()
-        optim.zero_grad(set_to_none=True)
-        return loss.item()
-
-    return _common.train_steps(ctx, step)
+    return _common.train_steps(ctx, _common.optimizer_step(model, optim))
 
 
 if __name__ == "__main__":
