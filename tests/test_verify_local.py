@@ -84,7 +84,7 @@ def test_slurm_scripts_are_refused(tmp_path):
         verify_local(write(tmp_path, "#!/bin/bash\n#SBATCH -N 2\nsrun python train.py\n"), miniapp=MINIAPP)
 
 
-def test_in_an_allocation_the_script_runs_as_is_slurm_scripts_too(tmp_path):
+def test_in_an_allocation_the_script_runs_as_is_slurm_scripts_too(tmp_path, capsys):
     # As in the center-side CI job: no emulation, the job's own environment, the CI job's directory.
     script = ('#!/bin/bash\n#SBATCH -N 1\necho "dir=$PWD nodefile=${PBS_NODEFILE:-none} job=$SLURM_JOB_ID"\n'
               'python "$SCRATCH/train.py" --epochs 1\n')
@@ -95,3 +95,5 @@ def test_in_an_allocation_the_script_runs_as_is_slurm_scripts_too(tmp_path):
     assert f"dir={tmp_path.resolve()} nodefile=none job=4242" in result.log
     assert result.job_id == "4242" and result.result["world_size"] == 1
     assert result.message.startswith("the batch script ran as is inside this job's allocation")
+    # The CI job's trace shows the run (on stderr: stdout may be --json).
+    assert "MAPLE_MINIAPP_RESULT" in capsys.readouterr().err

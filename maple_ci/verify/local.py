@@ -29,9 +29,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, TextIO
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
@@ -67,6 +69,33 @@ def _kill_group(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _run(job_script: Path, cwd: Path, env: dict, timeout: int, echo: Optional[TextIO]) -> tuple[str, bool, int]:
+    """(output, timed out, exit status) of `bash job_script`, its output copied to echo as it comes.
+    The job gets a session of its own, so that a timeout kills the launcher and every rank it started."""
+    process = subprocess.Popen(["bash", str(job_script)], cwd=cwd, env=env, text=True, errors="replace",
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    lines: list[str] = []
+
+    def pump() -> None:
+        for line in process.stdout:
+            lines.append(line)
+            if echo:
+                echo.write(line)
+                echo.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        process.wait(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    _kill_group(process)  # at the timeout, or ranks a finished script left running in the background
+    process.wait()
+    reader.join()  # the pipe closes once every process of the group is gone
+    return "".join(lines), timed_out, process.returncode
 
 
 def _emulate_pbs(scratch: Path, script_name: str, nodes_hosts: int, workdir: Path, job_env: dict) -> list[str]:
@@ -123,24 +152,16 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
             job_id = job_env["PBS_JOBID"]
             cwd = Path.home()  # like PBS: a script that forgets `cd $PBS_O_WORKDIR` fails here too
         notes.append(f"mini-app {miniapp} in place of the training program")
-        # A session of its own, so that a timeout kills the launcher and every rank it started.
-        process = subprocess.Popen(["bash", str(job_script)], cwd=cwd, env=job_env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            log, _ = process.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            log, _ = process.communicate()
-            timed_out = True
-        _kill_group(process)  # ranks a finished script left running in the background
+        # Inside a CI job the job's trace is where a person (and the jacamar backend) reads the run:
+        # its output is also copied to stderr as it comes (stdout may carry --json).
+        log, timed_out, returncode = _run(job_script, cwd, job_env, timeout, sys.stderr if in_allocation else None)
 
     result = parse_result(log)
     if timed_out:
         return VerifyResult(ok=False, backend="local", job_id=job_id, state="TIMEOUT", result=result, log=log,
                             notes=notes, message=f"{how}; it did not finish within {timeout} s and was killed")
-    state = "COMPLETED" if process.returncode == 0 else "FAILED"
+    state = "COMPLETED" if returncode == 0 else "FAILED"
     ok = state == "COMPLETED" and bool(result and result.get("ok"))
-    return VerifyResult(ok=ok, backend="local", job_id=job_id, state=state, exit_code=process.returncode,
+    return VerifyResult(ok=ok, backend="local", job_id=job_id, state=state, exit_code=returncode,
                         result=result, log=log, notes=notes,
-                        message=f"{how}; it ended {state} (exit {process.returncode}); {describe(result)}")
+                        message=f"{how}; it ended {state} (exit {returncode}); {describe(result)}")
