@@ -1,6 +1,7 @@
 """Session fixtures shared by all tests: the local Slurm test cluster (tests/cluster/)."""
 
 import os
+import re
 import socket
 import subprocess
 import time
@@ -38,6 +39,34 @@ def master_port() -> int:
 def free_port():
     """master_port as a function, for a test that runs several jobs at once."""
     return _free_port
+
+
+@pytest.fixture(scope="session")
+def port(tmp_path_factory):
+    """port(cluster, master_port=None, **overrides): the script maple-ci's own pipeline (extract ->
+    port_intent) generates for cluster from the shipped Perlmutter example, with JobIntent overrides
+    (framework, strategy, nodes, entrypoint). master_port replaces the generated MASTER_PORT: the test
+    cluster's nodes are one machine, so concurrent jobs (and other runs) would share it."""
+    from maple_ci.extract import extract, load_source
+    from maple_ci.port import apply_overrides, port_intent
+
+    source = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
+    name, text = load_source(str(source))
+    intent = extract(text, name, source.parent)
+    data_dir, out = tmp_path_factory.mktemp("maple-data"), tmp_path_factory.mktemp("ported")
+
+    def generate(cluster: str, master_port: int | None = None, **overrides) -> str:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("MAPLE_DATA_DIR", str(data_dir))  # the template index is built once, away from the user's
+            [result] = port_intent(apply_overrides(intent, **overrides), [cluster], name, out)
+        assert result.status == "ok", result
+        if master_port is None:
+            return result.script
+        script, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", result.script)
+        assert count == 1, "the generated script no longer sets MASTER_PORT once"
+        return script
+
+    return generate
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,20 @@ the test Slurm cluster, as Jacamar's batch executor does).
 
 import itertools
 import json
+import os
 import re
+import shlex
 import subprocess
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 from urllib.parse import parse_qs, unquote
 
 import yaml
+
+from maple_ci.verify.slurm import adapt_directives
 
 REPO = Path(__file__).resolve().parents[1]
 CI_FILE = REPO / "workflows" / "gitlab" / "maple-verify.gitlab-ci.yml"
@@ -35,9 +40,31 @@ def shell_runner(script: str, variables: dict) -> tuple[int, str]:
 
 
 def _job_env(variables: dict) -> dict:
-    import os
-
     return {**os.environ, "CI_PIPELINE_SOURCE": "trigger", **variables}
+
+
+def sbatch_runner(checkout: Path, env: Mapping[str, str], timeout: int = 900) -> Runner:
+    """Jacamar's batch executor on the local Slurm test cluster: the job's script lines, after
+    exports of the pipeline's variables, are a batch file submitted from `checkout` (the project's
+    working copy) with `sbatch <SCHEDULER_PARAMETERS> --wait`; the job's output is the trace.
+    SCHEDULER_PARAMETERS name the target site's account, partition and walltime, which the test
+    cluster lacks: they are adapted as the slurm backend adapts a script (site options dropped,
+    10 minutes), as a center would have its own. env: the environment sbatch (so the job) starts from."""
+
+    def run(script: str, variables: dict) -> tuple[int, str]:
+        directive = f"#SBATCH {variables.get('SCHEDULER_PARAMETERS', '')}\n"
+        options = shlex.split(adapt_directives(directive)[0].removeprefix("#SBATCH"))
+        exports = "".join(f"export {name}={shlex.quote(value)}\n"
+                          for name, value in {"CI_PIPELINE_SOURCE": "trigger", **variables}.items())
+        with tempfile.TemporaryDirectory(dir=checkout, prefix=".ci-job-") as scratch:
+            batch, trace = Path(scratch) / "ci-job.sh", Path(scratch) / "trace"
+            batch.write_text("#!/bin/bash\n" + exports + script)
+            submitted = subprocess.run(["sbatch", "--wait", f"--output={trace}", "--time=10", *options, str(batch)],
+                                       cwd=checkout, env=dict(env), capture_output=True, text=True, timeout=timeout)
+            output = trace.read_text(errors="replace") if trace.exists() else ""
+        return submitted.returncode, submitted.stderr + output
+
+    return run
 
 
 class FakeGitLab:

@@ -8,8 +8,8 @@ fitted to the local 4-GPU nodes by max_gpus_per_node; the mini-apps run on CPU, 
 stand-in GPU is harmless here). Aurora runs one node: its 12 tiles are 12 ranks (two nodes would
 be 24 processes on this 2-core machine); Polaris covers the two-node mpiexec case.
 
-Both test nodes are one machine, so every job gets its own MASTER_PORT in place of the generated
-one (the jobs of this file run concurrently, and other runs may hold 29500).
+Scripts come from conftest's `port` fixture; both test nodes are one machine, so every job gets its
+own MASTER_PORT in place of the generated one (the jobs of this file run concurrently).
 """
 
 import re
@@ -19,40 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from maple_ci.extract import extract, load_source
-from maple_ci.port import apply_overrides, port_intent
 from maple_ci.verify.local import verify_local
 from maple_ci.verify.slurm import verify_slurm
 from maple_ci.verify.substitute import resolve_miniapp, substitute_entrypoint
 
-SOURCE = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
 # Counted from submission: a job may queue behind the others of this file (3 run at once).
 JOB_TIMEOUT = 600
 CONCURRENT_JOBS = 3  # each job's ranks import torch; more at once would only contend for 2 cores and RAM
-
-
-@pytest.fixture(scope="module")
-def port(tmp_path_factory):
-    """port(cluster, **overrides): the script maple-ci generates for cluster from the shipped
-    example's intent, with JobIntent overrides (framework, strategy, nodes, entrypoint)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.mktemp("maple-data")))
-        name, text = load_source(str(SOURCE))
-        intent = extract(text, name, SOURCE.parent)
-        out = tmp_path_factory.mktemp("ported")
-
-        def generate(cluster: str, **overrides) -> str:
-            [result] = port_intent(apply_overrides(intent, **overrides), [cluster], name, out)
-            assert result.status == "ok", result
-            return result.script
-
-        yield generate
-
-
-def with_port(script: str, port: int) -> str:
-    replaced, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={port}", script)
-    assert count == 1, "the generated script no longer sets MASTER_PORT once"
-    return replaced
 
 
 # --- substitution on generated launch lines (no cluster) ---
@@ -125,7 +98,7 @@ def failures(case: Case, result) -> list[str]:
 @pytest.mark.cluster
 def test_generated_scripts_train_the_miniapps_on_the_local_cluster(slurm_cluster, port, tmp_path, free_port):
     cases = SLURM_CASES + PBS_CASES
-    scripts = [with_port(port(case.cluster, **case.overrides), free_port()) for case in cases]
+    scripts = [port(case.cluster, master_port=free_port(), **case.overrides) for case in cases]
     with ThreadPoolExecutor(CONCURRENT_JOBS) as pool:
         results = list(pool.map(lambda i: run_case(cases[i], scripts[i], tmp_path / str(i), slurm_cluster.job_env),
                                 range(len(cases))))

@@ -3,10 +3,11 @@
 import json
 import socket
 import threading
+from pathlib import Path
 
 import pytest
 
-from fake_gitlab import FakeGitLab, job_script
+from fake_gitlab import FakeGitLab, job_script, sbatch_runner
 from maple_ci.errors import MapleError
 from maple_ci.verify.jacamar import scheduler_parameters, verify_jacamar
 
@@ -130,3 +131,22 @@ def test_unreachable_gitlab_is_a_clear_error_without_hanging(script_path):
 def test_missing_settings_are_named(script_path):
     with pytest.raises(MapleError, match="MAPLE_GITLAB_URL"):
         verify_jacamar(script_path, cluster="perlmutter", miniapp="ddp", gitlab_url="", project="", trigger_token="")
+
+
+@pytest.mark.cluster
+def test_end_to_end_a_generated_delta_script_trains_in_a_batch_job_of_the_center(
+        slurm_cluster, port, tmp_path, monkeypatch, master_port):
+    # The center's checkout holds the generated script where the bot commits it; the fake GitLab
+    # runs the shipped CI job in a Slurm batch job, where `maple verify --in-allocation` runs it.
+    checkout, script = tmp_path / "checkout", Path("scripts/delta/train.sbatch")
+    (checkout / script.parent).mkdir(parents=True)
+    (checkout / script).write_text(port("delta", master_port=master_port))
+    monkeypatch.chdir(checkout)
+    with FakeGitLab(sbatch_runner(checkout, slurm_cluster.job_env)) as fake:
+        result = run(fake, script, cluster="delta", timeout=900, poll_interval=1)
+    assert result.ok and result.state == "success", result.message + "\n" + result.log
+    assert result.result["miniapp"] == "ddp" and result.result["world_size"] == 8
+    assert result.result["ranks_seen"] == list(range(8)) and result.result["hostnames"] == ["n1", "n2"]
+    variables = fake.pipelines[int(result.job_id)]["variables"]
+    assert variables["MAPLE_SCRIPT"] == "scripts/delta/train.sbatch"
+    assert "--partition=gpuA100x4" in variables["SCHEDULER_PARAMETERS"]  # what a real Delta runner would get
