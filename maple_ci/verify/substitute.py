@@ -19,10 +19,13 @@ class VerifyResult(BaseModel):
     ok: bool
     backend: str  # "slurm", "local", "jacamar"
     job_id: Optional[str] = None  # None when the scheduler refused the script
-    state: str  # the scheduler's final job state (COMPLETED, FAILED, ...), REJECTED, or TIMEOUT
+    # As the scheduler or service names it: slurm and local give Slurm's job states (COMPLETED,
+    # FAILED, NODE_FAIL, ...), REJECTED (sbatch refused) or TIMEOUT (maple-ci's own limit); jacamar
+    # gives GitLab's lowercase pipeline statuses (success, failed, canceled, ...) or timeout.
+    state: str
     exit_code: Optional[int] = None
     result: Optional[dict] = None  # the mini-app's MAPLE_MINIAPP_RESULT line, parsed
-    log: str = ""  # the job's stdout and stderr
+    log: str = ""  # the job's stdout and stderr (slurm: also sbatch's, and its JobState line, see verify_slurm)
     log_url: str = ""  # where a person can read the log (a CI pipeline page), when it lives elsewhere
     message: str  # one paragraph for a person: what happened and why it failed
     notes: list[str] = Field(default_factory=list)  # what the backend changed or emulated
