@@ -8,6 +8,7 @@ process (embedding._model is cached), and the synthetic table is built once per 
 import shutil
 from collections import defaultdict
 
+import numpy as np
 import pytest
 import yaml
 
@@ -261,3 +262,18 @@ def test_real_library_retrieves_each_template_for_its_own_intent(real_library):
     for t in real_library:
         top = best_template(_intent(framework=t.framework, strategy=t.strategy, launcher=t.launcher), t.cluster)
         assert top.id in same_intent[(t.cluster, t.framework, t.strategy, t.launcher)], (t.id, top.id)
+
+
+def test_embeddings_are_cached_on_disk_so_a_known_text_never_loads_the_model(tmp_path, monkeypatch):
+    from maple_ci import embedding
+
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path))
+    first = embedding.embed(["pytorch ddp launched with torchrun", "deepspeed zero3"])
+
+    def no_model(texts):
+        raise AssertionError(f"model asked for {texts}")
+
+    monkeypatch.setattr(embedding, "_encode", no_model)
+    again = embedding.embed(["deepspeed zero3", "pytorch ddp launched with torchrun", "deepspeed zero3"])
+    assert np.array_equal(again, first[[1, 0, 1]])
+    assert np.allclose(np.linalg.norm(again, axis=1), 1.0, atol=1e-5)
