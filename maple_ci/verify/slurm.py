@@ -43,7 +43,7 @@ POLL_SECONDS = 2
 COMMAND_TIMEOUT = 60
 
 
-# GPU requests, and whether the value counts GPUs per node (else for the whole job).
+# GPU requests (long -> short form), fitted to the local nodes only when asked (max_gpus_per_node).
 GPU_OPTIONS = {"--gpus-per-node": None, "--gpus": "-G", "--gres": None}
 
 
@@ -105,9 +105,8 @@ def adapt_directives(script: str, max_gpus_per_node: Optional[int] = None) -> tu
                 changed.append(f"dropped site directive {' '.join(tokens[i : i + width])}")
                 i += width
                 continue
-            width, long = _option_width(tokens[i], GPU_OPTIONS)
-            fitted = width and max_gpus_per_node is not None and _fitted_gpus(
-                long, _option_value(tokens[i : i + width], long, width), max_gpus_per_node)
+            width, long = (0, None) if max_gpus_per_node is None else _option_width(tokens[i], GPU_OPTIONS)
+            fitted = width and _fitted_gpus(long, _option_value(tokens[i : i + width], long, width), max_gpus_per_node)
             if fitted:
                 changed.append(f"GPU request {' '.join(tokens[i : i + width])} fitted to this cluster's "
                                f"{max_gpus_per_node}-GPU nodes: {fitted}")
