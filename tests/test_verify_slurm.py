@@ -126,11 +126,16 @@ def test_two_node_job_runs_eight_ranks_on_both_nodes(slurm_cluster, tmp_path, ma
 
 
 @pytest.mark.cluster
-def test_without_adaptation_walltime_over_the_partition_limit_is_rejected(slurm_cluster, tmp_path):
-    script = "#!/bin/bash\n#SBATCH -N 1 -t 02:00:00\nsrun python train.py\n"
-    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, adapt=False, env=slurm_cluster.job_env, workdir=tmp_path)
-    assert not result.ok and result.state == "REJECTED"
-    assert "Requested time limit is invalid" in result.message
+def test_each_call_submits_the_files_text_of_that_moment_as_written_without_adaptation(slurm_cluster, tmp_path):
+    # The debug loop rewrites the script between runs: nothing of an earlier call may be reused.
+    # Unadapted, a partition unknown here and a walltime over the partition's limit are Slurm's to refuse.
+    path = write(tmp_path, "#!/bin/bash\n#SBATCH -N 1 -p nosuch\nsrun python train.py\n")
+    first = verify_slurm(path, miniapp=MINIAPP, adapt=False, env=slurm_cluster.job_env, workdir=tmp_path)
+    path.write_text("#!/bin/bash\n#SBATCH -N 1 -t 02:00:00\nsrun python train.py\n")
+    second = verify_slurm(path, miniapp=MINIAPP, adapt=False, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert "invalid partition specified: nosuch" in first.log
+    assert second.state == "REJECTED" and "Requested time limit is invalid" in second.message
+    assert "nosuch" not in second.log
 
 
 @pytest.mark.cluster
