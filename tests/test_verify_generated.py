@@ -5,8 +5,13 @@ through the slurm backend, PBS targets through the local backend's PBS emulation
 What each run asserts is the world size the generated script implies on its target, not a fixed 8:
 Lonestar6 nodes have 3 GPUs (2 x 3 = 6 ranks), Bridges-2 nodes 8 (2 x 8 = 16 ranks, its GPU request
 fitted to the local 4-GPU nodes by max_gpus_per_node; the mini-apps run on CPU, so ranks sharing a
-stand-in GPU is harmless here). Aurora runs one node: its 12 tiles are 12 ranks (two nodes would
-be 24 processes on this 2-core machine); Polaris covers the two-node mpiexec case.
+stand-in GPU is harmless here). Lonestar6's `ibrun` is the test cluster's stand-in over srun. Aurora
+runs one node: its 12 tiles are 12 ranks (two nodes would be 24 processes on this 2-core machine);
+Polaris covers the two-node mpiexec case. Aurora's MASTER_ADDR names Aurora's interconnect DNS
+domain, the one line this machine cannot run as generated (AURORA_HSN).
+
+Cost: about 150 Python processes importing torch (~5 CPU s each), so the cluster test takes 6 to 8
+minutes on a 2-core machine; the jobs run 3 at a time and each case is asserted on its own.
 
 Scripts come from conftest's `port` fixture; both test nodes are one machine, so every job gets its
 own MASTER_PORT in place of the generated one (the jobs of this file run concurrently).
@@ -74,7 +79,7 @@ AURORA_HSN = '$(head -n 1 "$PBS_NODEFILE" | cut -d. -f1).hsn.cm.aurora.alcf.anl.
 def run_case(case: Case, script: str, workdir: Path, env: dict):
     workdir.mkdir()
     path = workdir / f"{case.cluster}.sh"
-    if case.cluster in ("polaris", "aurora"):
+    if case in PBS_CASES:
         path.write_text(script.replace(AURORA_HSN, '$(head -n 1 "$PBS_NODEFILE")'))
         return verify_local(path, miniapp=case.miniapp, nodes_hosts=case.overrides.get("nodes", 2),
                             timeout=JOB_TIMEOUT, env=env, workdir=workdir)
