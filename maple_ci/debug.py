@@ -6,6 +6,8 @@
     apply_fix(script, ops, ctx) -> str              structured edits, pure and idempotent
     diff / suggestions                              unified diff and line-anchored review suggestions
     debug_loop(script, run, cluster)                locate -> match -> apply -> run again
+    with llm= (a maple_ci.llm backend), a failure no known fix covers is shown to a model, whose
+    edits are kept only when the script still parses and passes the static checks
 
 The knowledge base is data: templates/errors/*.yaml, one list of entries per topic (see KBEntry).
 """
@@ -14,9 +16,10 @@ import difflib
 import hashlib
 import re
 import shlex
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Callable, Literal, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Callable, Literal, NamedTuple, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -24,6 +27,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .errors import MapleError
 from .paths import templates_dir
 from .profiles import get_profile, load_profiles
+
+if TYPE_CHECKING:  # llm imports EditOp from here
+    from .llm import Backend
 
 Category = Literal["scheduler", "launcher", "environment", "library", "infrastructure", "program"]
 
@@ -816,10 +822,19 @@ class Step(NamedTuple):
     message: str
 
 
-def next_fix(script: str, log: str, cluster: Optional[str], context: dict, path: str = "script") -> Step:
+def _attempt(failure: Failure, entry_id: str, explanation: str, ops: list, script: str, patched: str, path: str) -> Attempt:
+    return Attempt(
+        line_no=failure.line_no, line=failure.line, exception=failure.exception, category=failure.category,
+        entry_id=entry_id, explanation=explanation, ops=ops, diff=diff(script, patched, path),
+    )  # fmt: skip
+
+
+def next_fix(
+    script: str, log: str, cluster: Optional[str], context: dict, path: str = "script", llm: Optional["Backend"] = None
+) -> Step:
     """Locate the first error in a failed run's log and apply the first exact known fix that applies
     and changes the script. Only exact matches are applied: a similar case is a hint for a person,
-    not evidence."""
+    not evidence. When none applies and `llm` is given, the model's proposal is tried (_model_fix)."""
     failure = locate(log)
     if failure is None:
         return Step(None, None, script, "no_error_found", "the run failed but no line of its log is a recognisable error")
@@ -840,14 +855,73 @@ def next_fix(script: str, log: str, cluster: Optional[str], context: dict, path:
         if patched == script:
             reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
             continue
-        attempt = Attempt(
-            line_no=failure.line_no, line=failure.line, exception=failure.exception,
-            category=failure.category, entry_id=m.entry.id, explanation=m.entry.explanation,
-            ops=[_resolve(op, values) for op in m.entry.fix], diff=diff(script, patched, path),
-        )  # fmt: skip
+        ops = [_resolve(op, values) for op in m.entry.fix]
+        attempt = _attempt(failure, m.entry.id, m.entry.explanation, ops, script, patched, path)
         return Step(failure, attempt, patched, None, m.entry.explanation)
     why = "; ".join(reasons) or "no known case with a fix matches this error"
-    return Step(failure, None, script, "no_fix", f"line {failure.line_no}: {failure.line.strip()} — {why}")
+    no_fix = f"line {failure.line_no}: {failure.line.strip()} — {why}"
+    if llm is not None:
+        return _model_fix(script, failure, cluster, context, path, llm, no_fix)
+    return Step(failure, None, script, "no_fix", no_fix)
+
+
+def _new_errors(script: str, patched: str, cluster: Optional[str]) -> list[str]:
+    """What the patched script gets wrong that the script did not: bash -n always; with a cluster,
+    the static checks (counted by name, so an error that was already there is not held against the
+    patch), read with the intent of the unpatched script so that a changed entrypoint shows."""
+    from .extract import extract_script
+    from .verify.static import _bash_syntax, static_checks
+
+    syntax = _bash_syntax(patched)
+    if not syntax.ok:
+        return [f"bash -n: {syntax.message}"]
+    if cluster is None:
+        return []
+    intent, profile = extract_script(script), get_profile(cluster)
+    extract_script(patched)  # still reads as a launch script (MapleError otherwise)
+
+    def errors(text: str) -> list:
+        return [c for c in static_checks(text, intent, profile) if not c.ok and c.severity == "error"]
+
+    before = Counter(c.name for c in errors(script))
+    new = []
+    for check in errors(patched):
+        if before[check.name]:
+            before[check.name] -= 1
+        else:
+            new.append(check.message)
+    return new
+
+
+def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: dict, path: str, llm: "Backend",
+               no_fix: str) -> Step:  # fmt: skip
+    """The language model's edit for a failure no known fix covers, kept only when it changes the
+    script, still parses and adds no static-check error; otherwise no_fix with the reason."""
+    from .llm import propose_ops
+
+    source = f"llm:{llm.name}"
+    proposal = propose_ops(llm, script, "\n".join(failure.window), context)
+
+    def rejected(why: str) -> Step:
+        return Step(failure, None, script, "no_fix", f"{no_fix}; {source} proposed no usable fix: {why}")
+
+    if not proposal.ops:
+        return rejected(proposal.explanation)
+    try:
+        patched = apply_fix(script, proposal.ops, context)
+        if patched == script:
+            return rejected("its edit changes nothing")
+        errors = _new_errors(script, patched, cluster)
+    except MapleError as exc:
+        return rejected(str(exc))
+    if errors:
+        return rejected("the patched script fails checks the script passed: " + "; ".join(errors))
+    explanation = (
+        f"Proposed by a language model ({source}), not a known fix: it passed bash -n and the static checks, "
+        f"but review it. The model says: {proposal.explanation or '(no explanation)'}"
+    )
+    ops = [_resolve(op, context) for op in proposal.ops]
+    return Step(failure, _attempt(failure, source, explanation, ops, script, patched, path), patched, None, explanation)
 
 
 def debug_loop(
@@ -857,10 +931,12 @@ def debug_loop(
     max_iter: int = 5,
     context: Optional[dict] = None,
     path: str = "script",
+    llm: Optional["Backend"] = None,
 ) -> DebugReport:
     """Run the script; while it fails, apply the next known fix (next_fix) and run again. Stops when
     the run passes, on a hardware failure, when no known fix applies, or after max_iter fixes.
-    `context` adds facts a fix may need that no profile holds (an account, a partition)."""
+    `context` adds facts a fix may need that no profile holds (an account, a partition); `llm`
+    proposes a fix when no known one applies (maple_ci.llm.backend_from_setting)."""
     context = fix_context(cluster) | (context or {})
     current, attempts = script, []
 
@@ -877,7 +953,7 @@ def debug_loop(
             return report("passed", f"the run passed after {len(attempts)} fix(es)")
         if len(attempts) == max_iter:
             return report("max_iter", f"still failing after {max_iter} fixes", locate(log))
-        step = next_fix(current, log, cluster, context, path)
+        step = next_fix(current, log, cluster, context, path, llm)
         if step.stop:
             return report(step.stop, step.message, step.failure)
         attempts.append(step.attempt)
