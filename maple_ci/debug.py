@@ -870,9 +870,9 @@ def _new_errors(script: str, patched: str, cluster: Optional[str]) -> list[str]:
     the static checks (counted by name, so an error that was already there is not held against the
     patch), read with the intent of the unpatched script so that a changed entrypoint shows."""
     from .extract import extract_script
-    from .verify.static import _bash_syntax, static_checks
+    from .verify.static import bash_syntax, static_checks
 
-    syntax = _bash_syntax(patched)
+    syntax = bash_syntax(patched)
     if not syntax.ok:
         return [f"bash -n: {syntax.message}"]
     if cluster is None:

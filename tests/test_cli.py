@@ -119,3 +119,8 @@ def test_verify_without_sbatch_says_where_it_runs(capsys, monkeypatch, tmp_path)
 def test_miniapp_follows_framework_and_strategy():
     pairs = [("deepspeed", "zero3"), ("accelerate", "fsdp"), ("pytorch", "fsdp"), ("pytorch", None)]
     assert [miniapp_for(*p) for p in pairs] == ["deepspeed_zero3", "accelerate_ddp", "fsdp", "ddp"]
+
+
+def test_a_bad_llm_setting_is_a_usage_error_before_any_work(capsys, monkeypatch):
+    code, _, err = maple(capsys, monkeypatch, "debug", EXAMPLE, "--log", LOGS / "program_cuda_oom.log", "--llm", "gpt:x")
+    assert code == 2 and "expected none, transformers:<path> or openai:<base-url>" in err

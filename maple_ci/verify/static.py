@@ -180,7 +180,7 @@ def _gpus_per_node(directives: list[Directive], nodes: int) -> tuple[Optional[in
 
 # --- the checks ------------------------------------------------------------------------------
 
-def _bash_syntax(script: str) -> Check:
+def bash_syntax(script: str) -> Check:
     result = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
     if result.returncode == 0:
         return _ok("bash-syntax", "bash -n: no syntax errors")
@@ -325,7 +325,7 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> li
     directives = parse_directives(script, profile.scheduler)
     queue_check, queue = _queue(directives, profile)
     nodes, nodes_directive = _nodes(directives, profile.scheduler)
-    syntax = _bash_syntax(script)
+    syntax = bash_syntax(script)
     checks = [syntax, *_shellcheck(script), queue_check, _node_count(nodes, nodes_directive, queue),
               _walltime(directives, profile, queue, nodes or 1), _gpu_count(directives, profile, nodes or 1),
               _account(directives, profile), *_policy_directives(directives, profile), _entrypoint(script, intent)]
