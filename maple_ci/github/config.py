@@ -26,7 +26,6 @@ from maple_ci.errors import MapleError
 
 DEFAULT_PATH = ".github/maple.yml"
 Backend = Literal["none", "jacamar", "slurm", "local"]
-BACKENDS = ("none", "jacamar", "slurm", "local")
 
 
 class _Strict(BaseModel):
