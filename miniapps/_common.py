@@ -130,6 +130,22 @@ def export_launch_env(launch: LaunchEnv, device_index: int | None) -> None:
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = addr, port
 
 
+def check_allocated_gpus(launch: LaunchEnv, env: Mapping[str, str]) -> None:
+    """Fail a torchrun/deepspeed/accelerate worker whose LOCAL_RANK is past the GPUs the scheduler
+    gave this node. On GPU nodes a training program's torch.cuda.set_device(LOCAL_RANK) raises exactly
+    this error; on CPU-only test nodes (stand-in GPUs, gloo) nothing would, but the allocation is
+    still the truth. Only the "env" launchers: all their workers share one CUDA_VISIBLE_DEVICES,
+    while ranks srun starts may each see their own GPU 0 (--gpus-per-task=1)."""
+    visible, on_node = env.get("CUDA_VISIBLE_DEVICES", ""), env.get("SLURM_GPUS_ON_NODE", "")
+    if launch.launcher != "env" or launch.local_rank is None or not on_node.isdigit() or on_node == "0":
+        return  # no GPUs allocated by Slurm: plain CPU runs
+    count = len(visible.split(",")) if visible else int(on_node)
+    if launch.local_rank >= count:
+        why = (f"invalid device ordinal (local rank {launch.local_rank}, but the allocation gives this "
+               f"node {count} GPUs: CUDA_VISIBLE_DEVICES={visible})")
+        raise RuntimeError(f"CUDA error: {why}")  # the traceback shows this line: no wording to match
+
+
 def has_gpu() -> bool:
     import torch
 
@@ -298,6 +314,7 @@ def run(name: str, body: Callable[[Context], tuple[float, float]], argv: list[st
         launch = detect_launch(os.environ)
         rank = launch.rank
         result.update(launcher=launch.launcher, world_size=launch.world_size)
+        check_allocated_gpus(launch, os.environ)
         device, backend = pick_device_and_backend(launch)
         export_launch_env(launch, device.index)
         ctx = Context(name, launch, device, backend, args.steps, timeout)

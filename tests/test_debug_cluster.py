@@ -6,13 +6,13 @@ Slurm, Lmod or torch printed, and the fixed script must pass a real verification
 Scripts go to sbatch as written (adapt=False): they are already this cluster's, and adaptation
 would drop the partition and walltime faults before Slurm saw them.
 
-Not produced here: --nproc_per_node larger than the GPUs of a node. The cluster's GPUs are
-stand-in devices without CUDA, so the mini-apps run on CPU with gloo: 8 processes on a node with
-4 "GPUs" form a process group and pass, and no error on this machine says otherwise. On GPU nodes a
-training program calling torch.cuda.set_device(LOCAL_RANK) fails with "invalid device ordinal"
-(KB invalid-device-ordinal, which sets --nproc_per_node to the node's GPUs); the mini-apps pick
-device LOCAL_RANK % device count, so there two ranks would share a GPU and NCCL would refuse
-(nccl-duplicate-gpu). Neither can be shown here, so no test pretends to.
+--nproc_per_node larger than the node's GPUs: the cluster's GPUs are stand-in devices without
+CUDA, so the mini-apps run on CPU with gloo, where 8 processes on a node with 4 "GPUs" would form a
+process group and pass. On GPU nodes torch.cuda.set_device(LOCAL_RANK) fails with "CUDA error:
+invalid device ordinal"; the mini-apps raise the same error when a torchrun worker's local rank is
+past the GPUs Slurm allocated to its node (SLURM_GPUS_ON_NODE, CUDA_VISIBLE_DEVICES, which Slurm
+sets here as on GPU nodes), naming that count, so KB invalid-device-ordinal sets --nproc_per_node
+to the allocation's GPUs per node rather than the profile's.
 """
 
 import socket
@@ -73,6 +73,9 @@ FAULTS = {
     # batch environment, and Slurm cannot even find bash without PATH (execve() on n1 and n2).
     "srun --export=NONE": Fault("srun bash", "srun --export=NONE bash", "slurm-export-none", "ddp"),
     "missing module": Fault("load pytorch\n", "load pytorch/1.13.1\n", "lmod-unknown-framework-module", "ddp"),
+    # Two GPUs allocated per node, four workers per node: local ranks 2 and 3 have no GPU.
+    "nproc_per_node over the allocation": Fault("--nproc_per_node=2", "--nproc_per_node=4",
+                                                "invalid-device-ordinal", "ddp"),
 }
 
 
@@ -103,8 +106,11 @@ def debug_on_cluster(fault: Fault, workdir: Path, env: dict):
 
 
 @pytest.fixture(scope="module")
-def outcomes(slurm_cluster, tmp_path_factory):
-    """Every fault debugged on the cluster, two at a time (that many of these jobs fit together)."""
+def outcomes(slurm_cluster, tmp_path_factory, request):
+    """Every selected fault (pytest -k) debugged on the cluster, two at a time (that many of these
+    jobs fit together)."""
+    selected = {item.callspec.params["name"] for item in request.session.items
+                if item.module is request.module and hasattr(item, "callspec")}
     tmp = tmp_path_factory.mktemp("debug-cluster")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MAPLE_DATA_DIR", str(tmp / "maple-data"))  # similarity search, if a loop fails
@@ -113,7 +119,7 @@ def outcomes(slurm_cluster, tmp_path_factory):
         env = {**slurm_cluster.job_env, "MAPLE_MINIAPP_TIMEOUT": "60"}
         with ThreadPoolExecutor(max_workers=2) as pool:
             futures = {name: pool.submit(debug_on_cluster, fault, tmp / f"fault{i}", env)
-                       for i, (name, fault) in enumerate(FAULTS.items())}
+                       for i, (name, fault) in enumerate(FAULTS.items()) if name in selected}
             done = {name: future.result() for name, future in futures.items()}
         yield done
 
