@@ -191,31 +191,6 @@ def _read_script(path: Path) -> str:
     return load_source(str(path))[1]
 
 
-def _run_backend(backend: str, path: Path, *, miniapp: str, timeout: int, adapt: bool, in_allocation: bool,
-                 cluster: Optional[str], ref: str, commit: Optional[str]):
-    if backend == "slurm":
-        from .verify.slurm import verify_slurm
-
-        return verify_slurm(path, miniapp=miniapp, timeout=timeout, adapt=adapt)
-    if backend == "local":
-        from .verify.local import verify_local
-
-        return verify_local(path, miniapp=miniapp, timeout=timeout, in_allocation=in_allocation)
-    if backend == "jacamar":
-        import os
-
-        from .verify.jacamar import verify_jacamar
-
-        if not cluster:
-            raise MapleError("the jacamar backend needs --cluster (the center runner's tag)")
-        return verify_jacamar(path, cluster=cluster, miniapp=miniapp, ref=ref, commit=commit, timeout=timeout,
-                              gitlab_url=os.environ.get("MAPLE_GITLAB_URL", ""),
-                              project=os.environ.get("MAPLE_GITLAB_PROJECT", ""),
-                              trigger_token=os.environ.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
-                              api_token=os.environ.get("MAPLE_GITLAB_TOKEN") or None)
-    raise MapleError(f"unknown backend {backend!r}; choose slurm, local or jacamar")
-
-
 @app.command()
 def verify(
     script: Path = typer.Argument(..., help="A generated (or any) batch script."),
@@ -235,9 +210,8 @@ def verify(
     import tempfile
 
     from .extract import extract_script
-    from .verify import miniapp_for
-
     from .llm import backend_from_setting
+    from .verify import miniapp_for, run_verification
 
     model = backend_from_setting(llm) if fix else None  # a bad setting fails before any run
     text = _read_script(script)
@@ -248,7 +222,7 @@ def verify(
                    in_allocation=in_allocation, cluster=cluster or intent.source_cluster, ref=ref, commit=commit)
     progress = _progress(json_output)
     progress(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
-    result = _run_backend(backend, script, **options)
+    result = run_verification(backend, script, **options)
     report = None
     if not result.ok and fix:
         from .debug import RunOutcome, debug_loop
@@ -260,7 +234,7 @@ def verify(
                 path = Path(scratch) / script.name
                 path.write_text(candidate)
                 progress("re-running the patched script")
-                outcome = _run_backend(backend, path, **options)
+                outcome = run_verification(backend, path, **options)
                 return RunOutcome(outcome.ok, outcome.log)
 
         report = debug_loop(text, rerun, options["cluster"], path=str(script), llm=model)

@@ -23,7 +23,7 @@ from maple_ci.errors import MapleError
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
-from maple_ci.verify import miniapp_for
+from maple_ci.verify import miniapp_for, run_verification
 
 Checkout = Callable[[str], ContextManager[Path]]
 LAUNCH_SUFFIXES = (".sh", ".sbatch", ".slurm", ".pbs", ".qsub", ".job")
@@ -54,26 +54,13 @@ def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: 
     if backend == "jacamar":
         if not committed:
             raise MapleError("the jacamar backend runs committed scripts only")
-        from maple_ci.verify.jacamar import verify_jacamar
-
-        return _from_verify_result(verify_jacamar(
-            Path(path), cluster=cluster, miniapp=miniapp, commit=commit,
-            gitlab_url=env.get("MAPLE_GITLAB_URL", ""), project=env.get("MAPLE_GITLAB_PROJECT", ""),
-            trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""), api_token=env.get("MAPLE_GITLAB_TOKEN") or None,
-        ))
-    if backend not in ("slurm", "local"):
-        raise MapleError(f"unknown verification backend {backend!r}")
+        return _from_verify_result(run_verification(backend, Path(path), miniapp=miniapp, cluster=cluster,
+                                                    commit=commit, env=env))
     # slurm and local read a file: the script goes to a scratch copy, never into the checkout.
     with tempfile.TemporaryDirectory(prefix="maple-verify-") as scratch:
         file = Path(scratch) / Path(path).name
         file.write_text(script)
-        if backend == "slurm":
-            from maple_ci.verify.slurm import verify_slurm
-
-            return _from_verify_result(verify_slurm(file, miniapp=miniapp))
-        from maple_ci.verify.local import verify_local
-
-        return _from_verify_result(verify_local(file, miniapp=miniapp))
+        return _from_verify_result(run_verification(backend, file, miniapp=miniapp, cluster=cluster, env=env))
 
 
 @dataclass

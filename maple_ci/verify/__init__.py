@@ -1,6 +1,12 @@
 """Verification agent: static checks (static.py) and backends that really run a mini-app through a
 generated script (slurm.py on a Slurm cluster, local.py emulating a scheduler, jacamar.py on a
-center's GitLab runner)."""
+center's GitLab runner). run_verification picks the backend for the CLI and the bot alike."""
+
+import os
+from pathlib import Path
+from typing import Mapping, Optional
+
+from ..errors import MapleError
 
 
 def miniapp_for(framework: str, strategy: str | None) -> str:
@@ -10,3 +16,31 @@ def miniapp_for(framework: str, strategy: str | None) -> str:
     if framework == "accelerate":
         return "accelerate_ddp"
     return "fsdp" if strategy == "fsdp" else "ddp"
+
+
+def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optional[str] = None,
+                     timeout: Optional[int] = None, adapt: bool = True, in_allocation: bool = False,
+                     ref: str = "main", commit: Optional[str] = None, env: Optional[Mapping[str, str]] = None):
+    """Run `miniapp` through the script at `path` with the named backend; a VerifyResult. Options a
+    backend has no use for are ignored; timeout None keeps the backend's own default. The jacamar
+    backend reads the MAPLE_GITLAB_* settings from env (the process environment by default)."""
+    limit = {} if timeout is None else {"timeout": timeout}
+    if backend == "slurm":
+        from .slurm import verify_slurm
+
+        return verify_slurm(path, miniapp=miniapp, adapt=adapt, **limit)
+    if backend == "local":
+        from .local import verify_local
+
+        return verify_local(path, miniapp=miniapp, in_allocation=in_allocation, **limit)
+    if backend == "jacamar":
+        from .jacamar import verify_jacamar
+
+        if not cluster:
+            raise MapleError("the jacamar backend needs the cluster (the center runner's tag; --cluster)")
+        env = os.environ if env is None else env
+        return verify_jacamar(path, cluster=cluster, miniapp=miniapp, ref=ref, commit=commit,
+                              gitlab_url=env.get("MAPLE_GITLAB_URL", ""), project=env.get("MAPLE_GITLAB_PROJECT", ""),
+                              trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
+                              api_token=env.get("MAPLE_GITLAB_TOKEN") or None, **limit)
+    raise MapleError(f"unknown verification backend {backend!r}; choose slurm, local or jacamar")
