@@ -218,12 +218,12 @@ def retrieval_scaling(sizes=(48, 1000, 10_000), repeat: int = 20) -> dict:
 
     from .embedding import embed
     from .retrieve import templates_table
-    from .vectordb import _connect
+    from .vectordb import connect
 
     real = templates_table().to_arrow().to_pylist()
     query = embed(["pytorch ddp launched with torchrun on 2 nodes with 4 GPUs per node"])[0]
     rng = np.random.default_rng(0)
-    db, timings = _connect(), {}
+    db, timings = connect(), {}
     for size in sizes:
         rows = []
         for i in range(size):

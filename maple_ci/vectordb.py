@@ -13,7 +13,8 @@ from .embedding import DIMENSION, embed
 from .paths import data_dir
 
 
-def _connect():
+def connect():
+    """The LanceDB database under data_dir() (MAPLE_DATA_DIR)."""
     os.environ.setdefault("LANCEDB_LOG", "error")  # lance warns on every table it creates
     # Imported here, not at module level: lancedb takes ~1.4 s to import, and `maple templates
     # list|show` import maple_ci.retrieve (hence this module) without ever opening a table.
@@ -28,7 +29,7 @@ def cached_table(name: str, content_hash: str, build_rows: Callable[[], list[dic
     Each row is a dict of scalar columns plus "text", the string that is embedded into "vector".
     Tables of the same name with another hash are stale and are dropped.
     """
-    db = _connect()
+    db = connect()
     table_name = f"{name}_{content_hash}"
     existing = set(db.list_tables().tables)
     if table_name in existing:

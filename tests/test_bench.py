@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from maple_ci.bench import Case, expand_cases, generation_failures, load_cases, run_accuracy, run_verified, suite_path
+from maple_ci.bench import expand_cases, generation_failures, load_cases, run_accuracy, run_verified, suite_path
 from maple_ci.extract import extract
 from maple_ci.port import port_intent
 from maple_ci.profiles import get_profile

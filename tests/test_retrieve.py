@@ -19,7 +19,7 @@ from maple_ci.library import get_template, library_hash, load_templates
 from maple_ci.paths import data_dir
 from maple_ci.profiles import load_profiles
 from maple_ci.retrieve import best_template, list_templates, retrieve, search
-from maple_ci.vectordb import _connect
+from maple_ci.vectordb import connect
 
 # (cluster, file name, framework, strategy, launcher, description, supported)
 SYNTHETIC = [
@@ -97,7 +97,7 @@ def _intent(**fields) -> JobIntent:
 
 
 def _template_tables() -> list[str]:
-    return [name for name in _connect().list_tables().tables if name.startswith("templates_")]
+    return [name for name in connect().list_tables().tables if name.startswith("templates_")]
 
 
 def test_stated_strategy_beats_similarity(library):
