@@ -3,9 +3,10 @@ example) really train a mini-app on the local two-node test cluster (tests/clust
 through the slurm backend, PBS targets through the local backend's PBS emulation.
 
 What each run asserts is the world size the generated script implies on its target, not a fixed 8:
-Lonestar6 nodes have 3 GPUs (2 x 3 = 6 ranks), Bridges-2 nodes 8 (2 x 8 = 16 ranks, its GPU request
-fitted to the local 4-GPU nodes by max_gpus_per_node; the mini-apps run on CPU, so ranks sharing a
-stand-in GPU is harmless here). Lonestar6's `ibrun` is the test cluster's stand-in over srun. Aurora
+Lonestar6 nodes have 3 GPUs (2 x 3 = 6 ranks). Bridges-2 nodes have 8, the local ones 4: its GPU
+request is fitted by max_gpus_per_node and torchrun's --nproc_per_node here, so 2 x 4 = 8 ranks (the
+mini-apps fail, as on GPUs, when a node starts more workers than it was allocated GPUs, so fitting
+only the request would rightly fail). Lonestar6's `ibrun` is the test cluster's stand-in over srun. Aurora
 runs one node: its 12 tiles are 12 ranks (two nodes would be 24 processes on this 2-core machine);
 Polaris covers the two-node mpiexec case. Aurora's MASTER_ADDR names Aurora's interconnect DNS
 domain, the one line this machine cannot run as generated (AURORA_HSN).
@@ -62,7 +63,7 @@ class Case:
 
 SLURM_CASES = [
     *(Case(cluster, miniapp, world, {"strategy": strategy})
-      for cluster, world in [("perlmutter", 8), ("delta", 8), ("anvil", 8), ("lonestar6", 6), ("bridges2", 16)]
+      for cluster, world in [("perlmutter", 8), ("delta", 8), ("anvil", 8), ("lonestar6", 6), ("bridges2", 8)]
       for strategy, miniapp in [("ddp", "ddp"), ("fsdp", "fsdp")]),
     Case("delta", "deepspeed_zero3", 8, {"framework": "deepspeed", "strategy": "zero3"}),
     Case("perlmutter", "accelerate_ddp", 8, {"framework": "accelerate", "strategy": "ddp"}),
@@ -76,16 +77,21 @@ PBS_CASES = [
 AURORA_HSN = '$(head -n 1 "$PBS_NODEFILE" | cut -d. -f1).hsn.cm.aurora.alcf.anl.gov'
 
 
-def run_case(case: Case, script: str, workdir: Path, env: dict):
+def run_case(case: Case, script: str, workdir: Path, cluster):
+    env = cluster.job_env
     workdir.mkdir()
     path = workdir / f"{case.cluster}.sh"
     if case in PBS_CASES:
         path.write_text(script.replace(AURORA_HSN, '$(head -n 1 "$PBS_NODEFILE")'))
         return verify_local(path, miniapp=case.miniapp, nodes_hosts=case.overrides.get("nodes", 2),
                             timeout=JOB_TIMEOUT, env=env, workdir=workdir)
+    fit = cluster.gpus_per_node if case.cluster == "bridges2" else None
+    if fit:
+        script, count = re.subn(r"--nproc_per_node=8\b", f"--nproc_per_node={fit}", script)
+        assert count == 1, "the generated Bridges-2 script no longer runs torchrun with 8 workers per node"
     path.write_text(script)
     return verify_slurm(path, miniapp=case.miniapp, timeout=JOB_TIMEOUT, env=env, workdir=workdir,
-                        max_gpus_per_node=4 if case.cluster == "bridges2" else None)
+                        max_gpus_per_node=fit)
 
 
 def failures(case: Case, result) -> list[str]:
@@ -105,7 +111,7 @@ def test_generated_scripts_train_the_miniapps_on_the_local_cluster(slurm_cluster
     cases = SLURM_CASES + PBS_CASES
     scripts = [port(case.cluster, master_port=free_port(), **case.overrides) for case in cases]
     with ThreadPoolExecutor(CONCURRENT_JOBS) as pool:
-        results = list(pool.map(lambda i: run_case(cases[i], scripts[i], tmp_path / str(i), slurm_cluster.job_env),
+        results = list(pool.map(lambda i: run_case(cases[i], scripts[i], tmp_path / str(i), slurm_cluster),
                                 range(len(cases))))
     report = {f"{case.cluster} {case.miniapp}": failures(case, result) for case, result in zip(cases, results)}
     assert not any(report.values()), "\n".join(f"{name}: {'; '.join(why)}" for name, why in report.items() if why)
