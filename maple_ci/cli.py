@@ -396,16 +396,20 @@ def action() -> None:
     import os
 
     from .github.action import run_action
-    from .github.config import DEFAULT_PATH, load_config
+    from .github.config import DEFAULT_PATH, Config, load_config
     from .github.pipeline import Pipeline, git_checkout
+    from .llm import backend_from_setting
     from .profiles import load_profiles
 
     known = sorted(load_profiles())
     # Read from the workspace, the default branch: a PR cannot change what the bot is allowed to do.
-    config = load_config(os.environ.get("MAPLE_CONFIG") or DEFAULT_PATH, known, os.environ)
-    pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))))
+    try:
+        config, config_error = load_config(os.environ.get("MAPLE_CONFIG") or DEFAULT_PATH, known, os.environ), None
+    except MapleError as error:  # answered where the request came from, then the job fails with it
+        config, config_error = Config(), str(error)
+    pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
     raise typer.Exit(run_action(pipeline.port, known, config.sources, config.targets,
-                                verify=pipeline.verify, report=config.schedule))
+                                verify=pipeline.verify, report=config.schedule, config_error=config_error))
 
 
 def main() -> None:

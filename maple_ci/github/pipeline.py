@@ -17,13 +17,16 @@ import tempfile
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path, PurePosixPath
-from typing import Callable, ContextManager, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Mapping, NamedTuple
 
 from maple_ci.errors import MapleError
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
 from maple_ci.verify import miniapp_for, run_verification
+
+if TYPE_CHECKING:
+    from maple_ci import llm
 
 Checkout = Callable[[str], ContextManager[Path]]
 LAUNCH_SUFFIXES = (".sh", ".sbatch", ".slurm", ".pbs", ".qsub", ".job")
@@ -69,6 +72,7 @@ class Pipeline:
     checkout: Checkout
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     backend: Backend = run_backend
+    model: llm.Backend | None = None  # the debug agent's language model (MAPLE_LLM), for failures the KB cannot fix
 
     # --- step 1: generate ---
     def port(self, command: Command, sources: tuple[str, ...], ref: str) -> list[PortResult]:
@@ -162,11 +166,12 @@ class Pipeline:
             return
         c.update(verification="passed" if first.ok else "failed", log_url=first.log_url)
         if not first.ok:
-            c["suggestions"], advice = _debug(c, first, run, rerun=backend != "jacamar")
+            c["suggestions"], advice = _debug(c, first, run, rerun=backend != "jacamar", model=self.model)
             c["note"] = f"Verification failed: {first.message.rstrip('.')}. Debug agent: {advice}"
 
 
-def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome], rerun: bool) -> tuple[list[Suggestion], str]:
+def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome], rerun: bool,
+           model: llm.Backend | None) -> tuple[list[Suggestion], str]:
     """Review suggestions from the debug agent's fixes, and what it concluded."""
     from maple_ci.debug import RunOutcome, debug_loop, suggestions
 
@@ -178,7 +183,7 @@ def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome]
         outcome = next(runs, None) or (run(script, False) if rerun else first)
         return RunOutcome(outcome.ok, outcome.log)
 
-    report = debug_loop(c["content"], attempt, c["cluster"], max_iter=5 if rerun else 1, path=c["path"])
+    report = debug_loop(c["content"], attempt, c["cluster"], max_iter=5 if rerun else 1, path=c["path"], llm=model)
     if not report.attempts:
         return [], report.message
     why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))

@@ -56,3 +56,26 @@ def test_maple_action_command_reads_the_config_and_stops_on_an_invalid_one(fake,
     (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nverification: {perlmutter: ssh}\n")
     bad = CliRunner().invoke(app, ["action"])
     assert "`verification.perlmutter`" in str(bad.exception) and bad.exception.exit_code == 2
+
+
+def test_an_invalid_config_is_answered_in_the_thread_and_nothing_runs(fake, source_pr, webhook, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from maple_ci.cli import app
+
+    (tmp_path / "maple.yml").write_text("targets: [perlmutter, mars]\n")
+    cli_env = {"MAPLE_CONFIG": str(tmp_path / "maple.yml"), "GITHUB_WORKSPACE": str(tmp_path / "no-checkout")}
+    chat = action_env(fake, tmp_path, comment_payload(webhook, source_pr["number"], "LGTM"))
+    for name, value in (chat | cli_env).items():
+        monkeypatch.setenv(name, value)
+    quiet = CliRunner().invoke(app, ["action"])
+    assert quiet.exit_code == 0 and fake.requests == []  # not addressed to the bot: a broken config is no reason to speak
+
+    asked = action_env(fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port aurora"))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", asked["GITHUB_EVENT_PATH"])
+    bad = CliRunner().invoke(app, ["action"])
+    assert bad.exception.exit_code == 2 and "unknown cluster(s) mars" in str(bad.exception)
+    [reply] = fake.comments
+    assert "configuration is invalid" in reply["body"] and "unknown cluster(s) mars in `targets`" in reply["body"]
+    assert [r["content"] for r in fake.reactions] == ["confused"]
+    assert fake.pulls == [source_pr] and not any(ref.startswith("heads/maple/") for ref in fake.refs)  # nothing ported

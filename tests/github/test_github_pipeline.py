@@ -131,3 +131,27 @@ def test_git_checkout_reads_another_ref_beside_the_workspace(tmp_path):
     assert not tree.exists() and not (tmp_path / "workspace" / "job.sh").exists()
     with checkout("main") as tree:
         assert tree == tmp_path / "workspace"  # already there: no second tree
+
+
+def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks():
+    class Model:  # the llm.Backend interface: a chat in, the model's answer out
+        name, max_tokens = "stand-in", 512
+
+        def __init__(self):
+            self.asked = []
+
+        def chat(self, messages):
+            self.asked.append(messages[-1]["content"])
+            return '{"explanation": "train.py reads MYAPP_DATA", "ops": [{"op": "export_env", "name": "MYAPP_DATA", "value": "/data"}]}'
+
+    def backend(name, *, cluster, path, script, miniapp, commit, committed, env):
+        ok = "MYAPP_DATA" in script
+        return Outcome(ok, "" if ok else "0: KeyError: 'MYAPP_DATA'\n", None, "job FAILED")
+
+    model = Model()
+    p = Pipeline(Config(verification={"default": "slurm"}), lambda ref: nullcontext(Path(".")), env={}, backend=backend, model=model)
+    [c] = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch"), "c0")).values()
+    assert len(model.asked) == 1 and "KeyError: 'MYAPP_DATA'" in model.asked[0]
+    [s] = c["suggestions"]
+    assert "export MYAPP_DATA=/data" in s["body"] and "language model" in s["message"]
+    assert "the run passed with the suggested fix" in c["note"]
