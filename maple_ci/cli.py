@@ -395,12 +395,13 @@ def action() -> None:
     """Run as the GitHub Action: answer the event this job was started for (comment, push, schedule)."""
     import os
 
-    from .github.action import run_action
+    from .github.action import apply_inputs, run_action
     from .github.config import DEFAULT_PATH, Config, load_config
     from .github.pipeline import Pipeline, git_checkout
     from .llm import backend_from_setting
     from .profiles import load_profiles
 
+    apply_inputs()
     known = sorted(load_profiles())
     # Read from the workspace, the default branch: a PR cannot change what the bot is allowed to do.
     try:

@@ -1,7 +1,9 @@
 """The Action's entry point: the event GitHub Actions ran us for, planned, then carried out.
 
-`maple action` (cli.py) calls run_action with the real pipeline (pipeline.Pipeline) and the
-repository's configuration; tests call it with stand-ins.
+`maple action` (cli.py) calls apply_inputs, then run_action with the real pipeline
+(pipeline.Pipeline) and the repository's configuration; tests call it with stand-ins. The
+workflow-command side (inputs, masks, outputs, log groups, annotations, the job summary) goes
+through github-action-toolkit, which reads the Actions environment from os.environ.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
-from typing import Iterable, Mapping
+from typing import Iterable
+
+import github_action_toolkit as gha
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import Done, PortFn, VerifyFn, results_as_given, run_plan
@@ -19,7 +23,27 @@ from maple_ci.github.events import plan_event
 
 # Worst first: a cluster's status is the worst of its scripts'.
 SEVERITY = ("failure", "neutral", "success")
-SECRETS = ("MAPLE_GITLAB_TRIGGER_TOKEN", "MAPLE_GITLAB_TOKEN", "MAPLE_LLM_API_KEY")
+# The action's inputs -> the settings maple-ci reads (as the CLI does). action.yml passes each input
+# as INPUT_<NAME> with `_` for `-`: composite actions get no INPUT_ variables of their own
+# (actions/runner#665), and a shell cannot name one with a dash.
+INPUT_SETTINGS = {
+    "github_token": "GITHUB_TOKEN", "config": "MAPLE_CONFIG", "targets": "MAPLE_TARGETS", "backend": "MAPLE_BACKEND",
+    "gitlab_url": "MAPLE_GITLAB_URL", "gitlab_project": "MAPLE_GITLAB_PROJECT",
+    "gitlab_trigger_token": "MAPLE_GITLAB_TRIGGER_TOKEN", "gitlab_token": "MAPLE_GITLAB_TOKEN",
+    "llm": "MAPLE_LLM", "llm_model": "MAPLE_LLM_MODEL", "llm_api_key": "MAPLE_LLM_API_KEY",
+}
+SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "llm_api_key")
+
+
+def apply_inputs() -> None:
+    """The action's inputs as maple-ci's settings in os.environ; secrets are masked before anything
+    else is printed. An empty input leaves the setting as it was."""
+    for name, setting in INPUT_SETTINGS.items():
+        value = gha.get_user_input(name)
+        if value:
+            if name in SECRET_INPUTS:
+                gha.add_mask(value)
+            os.environ[setting] = value
 
 
 def run_action(
@@ -27,7 +51,6 @@ def run_action(
     known_clusters: Iterable[str],
     tracked: Iterable[str] = (),
     targets: Iterable[str] = (),
-    env: Mapping[str, str] = os.environ,
     pace: bool = True,
     verify: VerifyFn = results_as_given,
     report: Schedule | None = None,
@@ -36,6 +59,7 @@ def run_action(
     """The exit code: 0 done or nothing to do, 1 a check or verification failed, 2 an invalid command.
     `config_error`: why the repository's configuration could not be read; a request is answered with
     it instead of being run, then it is raised (a comment with no /maple command is left alone)."""
+    env = os.environ
     name, path = env.get("GITHUB_EVENT_NAME"), env.get("GITHUB_EVENT_PATH")
     if not name or not path:
         raise MapleError("GITHUB_EVENT_NAME and GITHUB_EVENT_PATH must be set (GitHub Actions sets both).")
@@ -52,14 +76,13 @@ def run_action(
     if plan.command is None and plan.reply is None:
         print(f"maple: {plan.reason}", flush=True)
         return 0  # no token needed, no request made: most events end here
-    for secret in SECRETS:  # secrets: masks already; a value passed any other way is masked too
-        if env.get(secret):
-            print(f"::add-mask::{env[secret]}", flush=True)
     repo = connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
-    done = run_plan(repo, plan, port, env.get("GITHUB_STEP_SUMMARY"), verify, report)
+    done = run_plan(repo, plan, port, verify, report)
     if config_error is not None:
         raise MapleError(config_error)
-    write_outputs(done, env.get("GITHUB_OUTPUT"))
+    if env.get("GITHUB_OUTPUT"):
+        for key, value in outputs(done).items():
+            gha.set_output(key, value)
     failed = any(conclusion(c) == "failure" for r in done.results for c in r["clusters"])
     return plan.exit_code or (1 if failed else 0)
 
@@ -74,14 +97,10 @@ def cluster_status(done: Done) -> dict[str, str]:
     return status
 
 
-def write_outputs(done: Done, path: str | None) -> None:
-    """The action's outputs (pr-number, pr-url, status), appended to GITHUB_OUTPUT."""
-    if not path:
-        return
-    outputs = {
+def outputs(done: Done) -> dict[str, str]:
+    """The action's outputs: pr-number, pr-url, status."""
+    return {
         "pr-number": str(done.pr.number) if done.pr else "",
         "pr-url": done.pr.html_url if done.pr else "",
         "status": json.dumps(cluster_status(done), sort_keys=True),
     }
-    with open(path, "a", encoding="utf-8") as f:
-        f.writelines(f"{key}={value}\n" for key, value in outputs.items())  # single-line values only

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Callable, NamedTuple, Optional
 
+import github_action_toolkit as gha
 from github import UnknownObjectException
 from github.PullRequest import PullRequest
 from github.Repository import Repository
@@ -26,6 +27,7 @@ from maple_ci.github.delivery import (
     check_runs,
     deliver,
     edit_pr,
+    log_annotations,
     post_review,
     react,
     render_pr_body,
@@ -49,8 +51,8 @@ def results_as_given(command: Command, results: list[PortResult], commit: str, s
     return results
 
 
-def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | None = None,
-             verify: VerifyFn = results_as_given, report: Schedule | None = None) -> Done:
+def run_plan(repo: Repository, plan: Plan, port: PortFn, verify: VerifyFn = results_as_given,
+             report: Schedule | None = None) -> Done:
     """Do what the plan says.
     `report`: where the nightly report issue goes (plans with `report` set)."""
     print(f"maple: {plan.reason}", flush=True)
@@ -58,13 +60,13 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | Non
         return Done([])
     if plan.actor is not None and not authorize(plan.association or "", permission(repo, plan.actor)):
         print(f"maple: {plan.actor} has no write access; refused", flush=True)
-        _reply(repo, plan, refusal(plan.actor), summary_path)
+        _reply(repo, plan, refusal(plan.actor))
         return Done([])
     comment = repo.get_issue(plan.issue_number).get_comment(plan.comment_id) if plan.comment_id else None
     if comment is not None and plan.reaction:
         react(comment, plan.reaction)
     if plan.reply is not None:
-        _reply(repo, plan, plan.reply, summary_path)
+        _reply(repo, plan, plan.reply)
         return Done([])
     assert plan.command is not None
     base, ref, sources = plan.base, plan.ref, plan.sources
@@ -83,20 +85,22 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, summary_path: str | Non
             sources = tuple(f.filename for f in pr.get_files() if f.status != "removed")
     assert base is not None and ref is not None
     try:
-        results = port(command, sources, ref)
-        results, message, pr = _publish(repo, plan, command, results, base, ref, lambda r, sha: verify(command, r, sha, skip))
-        if plan.report and report is not None:
-            sync_report(repo, report, results, commit_sha(repo, ref))
+        with gha.group(f"maple {command.name} {' '.join(command.clusters)}".rstrip()):
+            results = port(command, sources, ref)
+            results, message, pr = _publish(repo, plan, command, results, base, ref, lambda r, sha: verify(command, r, sha, skip))
+            if plan.report and report is not None:
+                sync_report(repo, report, results, commit_sha(repo, ref))
     except MapleError as error:
         if comment is not None:
             react(comment, "confused")
-        _reply(repo, plan, f"maple-ci could not {command.name}:\n\n{error}", summary_path)
+        _reply(repo, plan, f"maple-ci could not {command.name}:\n\n{error}")
         raise
+    log_annotations(results)
     if comment is not None:
         react(comment, "rocket")
     if plan.issue_number is not None:
         repo.get_issue(plan.issue_number).create_comment(message)
-    write_job_summary(render_pr_body(results), summary_path)
+    write_job_summary(render_pr_body(results))
     return Done(results, pr)
 
 
@@ -139,9 +143,9 @@ def commit_sha(repo: Repository, ref: str) -> str:
     return repo.get_git_ref(f"heads/{ref}").object.sha
 
 
-def _reply(repo: Repository, plan: Plan, text: str, summary_path: str | None) -> None:
+def _reply(repo: Repository, plan: Plan, text: str) -> None:
     """Answer where the request came from: the issue or PR, else the job summary."""
     if plan.issue_number is not None:
         repo.get_issue(plan.issue_number).create_comment(text)
     else:
-        write_job_summary(text, summary_path)
+        write_job_summary(text)

@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any, NamedTuple, TypedDict
 
+import github_action_toolkit as gha
 from github import Auth, Github, GithubRetry, InputGitTreeElement, UnknownObjectException
 from github.PullRequest import PullRequest
 from github.Repository import Repository
@@ -92,7 +93,7 @@ def connect(
     base_url = base_url or os.environ.get("GITHUB_API_URL")
     if not token or not base_url:
         raise MapleError("GITHUB_TOKEN and GITHUB_API_URL must be set (GitHub Actions sets both).")
-    print(f"::add-mask::{token}", flush=True)
+    gha.add_mask(token)
     # 5xx and secondary rate limits (403/429 with Retry-After or a rate-limit message) are retried
     # with exponential backoff; the cap makes a long primary rate-limit reset fail instead of
     # silently holding a runner for an hour.
@@ -310,14 +311,27 @@ def truncate(text: str, limit: int, encoding: str | None = None) -> str:
     return cut + note
 
 
-def write_job_summary(markdown: str, path: str | None = None) -> None:
+def write_job_summary(markdown: str) -> None:
     """Append to GITHUB_STEP_SUMMARY (nothing outside Actions), keeping the file within 1 MiB."""
-    path = path or os.environ.get("GITHUB_STEP_SUMMARY")
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
     if not path:
         return
     used = os.path.getsize(path) if os.path.exists(path) else 0
-    room = JOB_SUMMARY_LIMIT - used - 1  # the newline below
-    if room < 100:  # no space left even for the truncation note
-        return
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(truncate(markdown, room, "utf-8") + "\n")
+    room = JOB_SUMMARY_LIMIT - used - 1  # the newline the toolkit adds
+    if room >= 100:  # else no space left even for the truncation note
+        gha.append_job_summary(truncate(markdown, room, "utf-8"))
+
+
+def log_annotations(results: list[PortResult]) -> None:
+    """Failed checks and verifications as annotations of the workflow run, on the lines they name.
+    The check runs carry them to the PR's commit; these are seen on the run that made it."""
+    for result in results:
+        for c in result["clusters"]:
+            for check in c["checks"]:
+                if not check["ok"]:
+                    report = gha.warning if check.get("level") == "warning" else gha.error
+                    report(check["message"], title=f"maple / {c['cluster']}: {check['name']}", file=c["path"],
+                           line=check.get("line"))
+            if c["verification"] in ("failed", "error"):
+                gha.error(c.get("note") or f"verification {c['verification']}",
+                          title=f"maple / {c['cluster']}: verification", file=c["path"])

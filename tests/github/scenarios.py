@@ -1,5 +1,7 @@
 """Port results and requests shared by the fake-GitHub and OpenAPI tests (what the pipeline would return)."""
 
+import re
+
 from maple_ci.github.bot import run_plan
 from maple_ci.github.events import plan_event
 
@@ -55,3 +57,18 @@ def nightly(fake, repo, conclusions, report):
         cluster_result(cluster) | {"verification": "pending", "log_url": f"https://ci.example/{cluster}/{len(fake.requests)}"}
         for cluster in conclusions]}]
     return run_plan(repo, plan, lambda *args: collected, verify=verify, report=report)
+
+
+def workflow_commands(log):
+    """[(command, {property: value}, message)] for each workflow command line, read as the runner
+    reads them (`::name key=value,key=value::message`, properties percent-escaped)."""
+    def unescape(text):
+        for escaped, char in (("%3A", ":"), ("%2C", ","), ("%0D", "\r"), ("%0A", "\n"), ("%25", "%")):
+            text = text.replace(escaped, char)
+        return text
+
+    found = []
+    for m in re.finditer(r"(?m)^::(?P<name>[\w-]+)(?: (?P<props>[^:]*))?::(?P<message>.*)$", log):
+        props = dict(item.split("=", 1) for item in (m["props"] or "").split(",") if item)
+        found.append((m["name"], {key: unescape(value) for key, value in props.items()}, unescape(m["message"])))
+    return found

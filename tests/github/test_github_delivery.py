@@ -1,7 +1,7 @@
 """The whole bot against a stateful fake GitHub: what ends up in the repository."""
 
 import pytest
-from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results
+from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results, workflow_commands
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import run_plan
@@ -18,7 +18,8 @@ from maple_ci.github.delivery import (
 )
 
 
-def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, repo, source_pr, webhook, tmp_path):
+def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, repo, source_pr, webhook, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
     plan, comment_id = comment_plan(webhook, source_pr["number"])
     calls = []
     feature_head = fake.refs["heads/feature"]
@@ -27,7 +28,7 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
         calls.append((command, sources, ref))
         return port_results()
 
-    run_plan(repo, plan, port, summary_path=str(tmp_path / "summary.md"))
+    run_plan(repo, plan, port)
 
     assert calls == [(Command("port", ("perlmutter", "aurora")), ("jobs/train.sh",), feature_head)]  # what the PR changed
     head = fake.refs["heads/maple/port-pr-1"]
@@ -60,7 +61,7 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
 
     # The same request again changes nothing: no commit, branch, PR, review or check run.
     state = (dict(fake.refs), len(fake.commits), len(fake.pulls), len(fake.reviews), len(fake.check_runs), port_pr["body"])
-    run_plan(repo, plan, port, summary_path=str(tmp_path / "summary.md"))
+    run_plan(repo, plan, port)
     assert state == (dict(fake.refs), len(fake.commits), len(fake.pulls), len(fake.reviews), len(fake.check_runs), port_pr["body"])
     assert fake.comments[-1]["body"].endswith("(unchanged)")
 
@@ -151,7 +152,7 @@ def test_connect_masks_the_token_and_uses_github_api_url(monkeypatch, capsys, fa
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_abc")
     monkeypatch.setenv("GITHUB_API_URL", fake.base_url)
     assert connect().get_repo("octo/ports").default_branch == "main"
-    assert capsys.readouterr().out.splitlines()[0] == "::add-mask::ghs_abc"
+    assert workflow_commands(capsys.readouterr().out)[0] == ("add-mask", {}, "ghs_abc")
     monkeypatch.delenv("GITHUB_API_URL")
     with pytest.raises(MapleError, match="GITHUB_API_URL"):
         connect()
@@ -168,10 +169,11 @@ def test_pr_body_escapes_table_cells_and_names_missing_fields():
     assert "**Not found in the script:** walltime" in body
 
 
-def test_job_summary_stays_within_one_mebibyte(tmp_path):
+def test_job_summary_stays_within_one_mebibyte(tmp_path, monkeypatch):
     path = tmp_path / "summary.md"
     path.write_text("x" * (JOB_SUMMARY_LIMIT - 1000))
-    write_job_summary("é" * 5000, str(path))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(path))
+    write_job_summary("é" * 5000)
     text = path.read_text(encoding="utf-8")
     assert len(text.encode()) <= JOB_SUMMARY_LIMIT and text.rstrip().endswith("truncated by maple-ci")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from scenarios import KNOWN, comment_payload
-from test_github_action import action_env
+from test_github_action import action_env, read_outputs
 
 from maple_ci.github.action import run_action
 from maple_ci.github.config import Config
@@ -46,7 +46,7 @@ class Cluster:
                        "job COMPLETED" if ok else "job FAILED (exit 1)")
 
 
-def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout, tmp_path):
+def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout, tmp_path, monkeypatch):
     main = fake.refs["heads/main"]
     fake.refs["heads/feature"] = head = fake.commit_files({"jobs/train.sbatch": EXAMPLE.read_text()}, [main], "add train.sbatch")
     fake.permissions["Codertocat"] = "write"
@@ -59,10 +59,10 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
     cluster = Cluster()
     config = Config(targets=["perlmutter", "aurora"], verification={"default": "none", "perlmutter": "slurm"})
     pipeline = Pipeline(config, at, env={}, backend=cluster)
-    env = action_env(fake, tmp_path, comment_payload(webhook, source_pr["number"])) | {"GITHUB_OUTPUT": str(tmp_path / "out")}
+    action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"]))
 
     def run():
-        return run_action(pipeline.port, KNOWN, config.sources, config.targets, env=env, pace=False,
+        return run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False,
                           verify=pipeline.verify, report=config.schedule)
 
     assert run() == 1  # verification failed on perlmutter
@@ -103,7 +103,7 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
 
     conclusions = {run["name"]: run["conclusion"] for run in fake.check_runs}
     assert conclusions == {"maple / perlmutter / jobs/train.sbatch": "failure", "maple / aurora / jobs/train.sbatch": "neutral"}
-    outputs = dict(line.split("=", 1) for line in (tmp_path / "out").read_text().splitlines())
+    outputs = read_outputs(tmp_path / "output")
     assert outputs["pr-number"] == str(pr["number"]) and outputs["pr-url"].endswith(f"/pull/{pr['number']}")
     assert json.loads(outputs["status"]) == {"aurora": "neutral", "perlmutter": "failure"}
     assert fake.comments[-1]["body"] == f"Ported in http://github.test/octo/ports/pull/{pr['number']}"
