@@ -324,6 +324,9 @@ def run(name: str, body: Callable[[Context], tuple[float, float]], argv: list[st
         result.update(_check_collectives(ctx, loss))
         result.update(backend=str(dist.get_backend()), device=str(ctx.device),
                       step_time_s=round(step_time, 4))
+        # No rank tears its process group down while a peer is still in a collective with it (a
+        # gloo peer that closes its sockets early can abort a slower one under load).
+        dist.barrier()
     except Exception as exc:  # report any failure as a result line, then exit non-zero
         traceback.print_exc()
         result.update(ok=False, rank=rank, error=f"{type(exc).__name__}: {exc}")

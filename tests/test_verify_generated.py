@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from maple_ci.debug import locate
 from maple_ci.verify.local import verify_local
 from maple_ci.verify.slurm import verify_slurm
 from maple_ci.verify.substitute import resolve_miniapp, substitute_entrypoint
@@ -97,7 +98,10 @@ def run_case(case: Case, script: str, workdir: Path, cluster):
 def failures(case: Case, result) -> list[str]:
     """What is wrong with one case's result (empty when it passed as it should)."""
     if not (result.ok and result.state == "COMPLETED"):
-        return [f"{result.state}: {result.message}\n{result.log[-4000:]}"]
+        first = locate(result.log)  # the cause, which a long log's tail (launcher tracebacks) hides
+        cause = "\n".join(first.window) if first else "no error line in the log"
+        return [f"{result.state}: {result.message}\nfirst error, line {first and first.line_no}:\n{cause}\n"
+                f"log tail:\n{result.log[-3000:]}"]
     got = result.result
     expected = {"miniapp": case.miniapp, "world_size": case.world_size, "ranks_seen": list(range(case.world_size))}
     wrong = [f"{key} {got.get(key)!r}, expected {value!r}" for key, value in expected.items() if got.get(key) != value]
