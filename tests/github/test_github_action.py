@@ -5,6 +5,7 @@ import os
 import re
 from pathlib import Path
 
+import pytest
 from scenarios import KNOWN, comment_payload, port_results, workflow_commands
 
 from maple_ci.github.action import run_action
@@ -129,3 +130,13 @@ def test_inputs_become_settings_and_secrets_are_masked_first(monkeypatch, capsys
     assert os.environ["MAPLE_TARGETS"] == "perlmutter aurora" and os.environ["MAPLE_BACKEND"] == "slurm"
     assert os.environ["MAPLE_GITLAB_TRIGGER_TOKEN"] == "glptt-secret"
     assert workflow_commands(capsys.readouterr().out) == [("add-mask", {}, "glptt-secret")]
+
+
+@pytest.mark.parametrize("workflow", sorted((Path(__file__).parents[2] / "workflows" / "github").glob("*.yml")))
+def test_shipped_workflows_give_only_inputs_the_action_declares(workflow):
+    import yaml
+
+    declared = yaml.safe_load((Path(__file__).parents[2] / "action.yml").read_text())["inputs"]
+    steps = [step for job in yaml.safe_load(workflow.read_text())["jobs"].values() for step in job["steps"]]
+    [maple] = [step for step in steps if step.get("uses", "").startswith("maple-ci/maple-ci@")]
+    assert set(maple.get("with", {})) <= set(declared)
