@@ -118,7 +118,7 @@ class Pipeline:
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
         """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
-        from maple_ci.extract import extract
+        from maple_ci.extract import extract, load_source
         from maple_ci.profiles import get_profile, load_profiles
         from maple_ci.verify.static import static_checks
 
@@ -127,7 +127,7 @@ class Pipeline:
         results = []
         for cluster in names:
             for file in sorted(p for p in (out / cluster).glob("*") if p.is_file()):
-                path, text = file.relative_to(root).as_posix(), file.read_text()
+                path, text = file.relative_to(root).as_posix(), load_source(str(file))[1]  # size and text checked
                 intent = extract(text, path)
                 checks = static_checks(text, intent, get_profile(cluster))
                 results.append(PortResult(source=path, intent=intent.model_dump(),

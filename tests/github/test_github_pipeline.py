@@ -110,6 +110,13 @@ def test_verify_collects_every_ported_script_with_its_static_checks(tmp_path):
     assert c["checks"] and result["intent"]["launcher"] == "torchrun"
 
 
+def test_a_binary_file_among_the_ported_scripts_is_a_clear_error(tmp_path):
+    (tmp_path / "scripts" / "perlmutter").mkdir(parents=True)
+    (tmp_path / "scripts" / "perlmutter" / "model.bin").write_bytes(b"\x00\xff" * 100)
+    with pytest.raises(MapleError, match="model.bin"):
+        pipeline({}, None, tmp_path).port(Command("verify"), (), "c0")
+
+
 def test_git_checkout_reads_another_ref_beside_the_workspace(tmp_path):
     def git(cwd, *args):
         return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
