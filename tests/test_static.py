@@ -2,14 +2,17 @@
 run) and points at the line to fix."""
 
 import re
+from pathlib import Path
 
 import pytest
 
+from maple_ci.errors import MapleError
 from maple_ci.intent import JobIntent
 from maple_ci.library import get_template
 from maple_ci.profiles import get_profile
 from maple_ci.synthesize import render
 from maple_ci.verify.static import checks_ok, parse_directives, static_checks
+from maple_ci.verify.substitute import substitute_entrypoint
 
 INTENT = JobIntent(nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=["--lr", "0.1"],
                    account="m1234_g").with_defaults()
@@ -135,6 +138,16 @@ def test_entrypoint_is_found_as_synthesize_writes_it(template_id, entrypoint, wr
     if entrypoint.startswith("-m "):
         bare = script.replace(written, "python pkg.train")
         assert not next(c for c in static_checks(bare, intent, get_profile("perlmutter")) if c.name == "entrypoint").ok
+
+
+def test_the_entrypoint_check_finds_the_program_the_verifier_swaps():
+    # One reader for both: a program the mini-app substitution cannot find fails the static check.
+    script = script_for("perlmutter-pytorch-ddp")
+    assert substitute_entrypoint(script, Path("/m/app.py"), "train.py") != script
+    direct = script.replace("python train.py", "./train.py")  # an executable run without a launcher
+    with pytest.raises(MapleError, match="no launch line running a Python training program"):
+        substitute_entrypoint(direct, Path("/m/app.py"), "train.py")
+    assert "never runs train.py with a launcher" in failures(direct, "perlmutter")["entrypoint"].message
 
 
 def test_directives_read_like_the_scheduler_reads_them():

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from ..extract import extract_script
 from ..intent import JobIntent
 from ..profiles import ClusterProfile, Queue, walltime_seconds
-from ..synthesize import shell_word, split_entrypoint
+from .substitute import launched_programs, runs
 
 # Short Slurm options as their long names, so "-N 2" and "--nodes=2" read the same.
 _SLURM_SHORT = {"-A": "account", "-N": "nodes", "-t": "time", "-p": "partition", "-q": "qos", "-C": "constraint",
@@ -308,16 +308,15 @@ def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int]) -> C
 
 
 def _entrypoint(script: str, intent: JobIntent) -> Check:
-    """The training program must be run by the script (and stay a plain word the verifier can swap),
-    written as synthesize writes it: one shell word, after a module flag for `-m pkg.mod`."""
+    """A launcher must run the training program, found as the verifier finds it to put a mini-app
+    in its place (substitute.launched_programs): a plain .py word or `-m pkg.mod`."""
     if not intent.entrypoint:
         return _fail("entrypoint", "the job has no entrypoint", severity="warning")
-    module, program = split_entrypoint(intent.entrypoint)
-    pattern = (r"(^|\s)(-m|--module)\s+" if module else r"(^|\s)") + re.escape(shell_word(program)) + r"(\s|$)"
-    for number, text in enumerate(script.splitlines(), start=1):
-        if not text.lstrip().startswith("#") and re.search(pattern, text):
-            return _ok("entrypoint", f"runs {intent.entrypoint}", number)
-    return _fail("entrypoint", f"the script never runs {intent.entrypoint}")
+    found = [match for match, _ in launched_programs(script) if runs(match, intent.entrypoint)]
+    if not found:
+        return _fail("entrypoint", f"the script never runs {intent.entrypoint} with a launcher (python, torchrun, "
+                                   "deepspeed, accelerate launch) as a .py path or -m module, bare or in double quotes")
+    return _ok("entrypoint", f"runs {intent.entrypoint}", script.count("\n", 0, found[0].start()) + 1)
 
 
 def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> list[Check]:

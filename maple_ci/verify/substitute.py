@@ -118,11 +118,9 @@ def _arguments_end(text: str, pos: int, quote: Optional[str]) -> int:
     return end
 
 
-def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] = None) -> str:
-    """The script with the mini-app in place of the training program on every launch line that runs
-    it, and that program's arguments dropped. Everything else (directives, modules, env, the
-    launcher and its flags, what follows the arguments) is kept. The program is `entrypoint` when
-    given (as the JobIntent names it), else the one on the last launch line."""
+def launched_programs(script: str) -> list[tuple[re.Match, Optional[str]]]:
+    """Each training program a launcher runs in the script, in order: (its match, the quote of an
+    enclosing `bash -c '...'` if any). Comments and launcher modules are not programs."""
     launches = []
     for match in _PROGRAM.finditer(script):
         line_start = logical_line_start(script, match.start())
@@ -132,13 +130,27 @@ def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] 
         if match["module"] in _LAUNCHER_MODULES:
             continue
         launches.append((match, _enclosing_quote(prefix)))
+    return launches
+
+
+def runs(match: re.Match, entrypoint: str) -> bool:
+    """Whether a launched program is `entrypoint` as the JobIntent names it (a path may be longer)."""
+    name = _program_name(match)
+    return name == entrypoint or name.endswith("/" + entrypoint)
+
+
+def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] = None) -> str:
+    """The script with the mini-app in place of the training program on every launch line that runs
+    it, and that program's arguments dropped. Everything else (directives, modules, env, the
+    launcher and its flags, what follows the arguments) is kept. The program is `entrypoint` when
+    given (as the JobIntent names it), else the one on the last launch line."""
+    launches = launched_programs(script)
     if not launches:
         raise MapleError("no launch line running a Python training program (python/torchrun/deepspeed/"
                          "accelerate launch ... train.py or -m module) was found in the script")
     program = _program_name(launches[-1][0])
     if entrypoint:
-        names = [_program_name(m) for m, _ in launches]
-        named = [name for name in names if name == entrypoint or name.endswith("/" + entrypoint)]
+        named = [_program_name(m) for m, _ in launches if runs(m, entrypoint)]
         if not named:
             raise MapleError(f"the script has no launch line running {entrypoint!r}")
         program = named[-1]
