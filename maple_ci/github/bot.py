@@ -85,11 +85,14 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, verify: VerifyFn = resu
             sources = tuple(f.filename for f in pr.get_files() if f.status != "removed")
     assert base is not None and ref is not None
     try:
-        with gha.group(f"maple {command.name} {' '.join(command.clusters)}".rstrip()):
+        gha.start_group(f"maple {command.name} {' '.join(command.clusters)}".rstrip())
+        try:
             results = port(command, sources, ref)
             results, message, pr = _publish(repo, plan, command, results, base, ref, lambda r, sha: verify(command, r, sha, skip))
             if plan.report and report is not None:
                 sync_report(repo, report, results, commit_sha(repo, ref))
+        finally:
+            gha.end_group()  # also on failure: the error must not be folded away in the log
     except MapleError as error:
         if comment is not None:
             react(comment, "confused")

@@ -108,7 +108,7 @@ def test_invalid_command_gets_a_confused_reaction_and_help(fake, repo, source_pr
     assert "Unknown cluster `mars`" in fake.comments[0]["body"] and "refs/heads/maple" not in str(fake.refs)
 
 
-def test_pipeline_error_is_reported_on_the_pr(fake, repo, source_pr, webhook):
+def test_pipeline_error_is_reported_on_the_pr(fake, repo, source_pr, webhook, capsys):
     plan, _ = comment_plan(webhook, source_pr["number"])
 
     def port(*args):
@@ -118,6 +118,8 @@ def test_pipeline_error_is_reported_on_the_pr(fake, repo, source_pr, webhook):
         run_plan(repo, plan, port)
     assert [r["content"] for r in fake.reactions] == ["eyes", "confused"]
     assert "no launcher found" in fake.comments[0]["body"]
+    commands = [name for name, _, _ in workflow_commands(capsys.readouterr().out)]
+    assert commands[-2:] == ["group", "endgroup"]  # closed, so the job's error is not folded into it
 
 
 def test_new_results_are_a_fast_forward_commit_on_the_same_pr(fake, repo):
