@@ -110,7 +110,7 @@ def test_action_yml_passes_every_input_and_maple_reads_each_one():
 
     action = yaml.safe_load((Path(__file__).parents[2] / "action.yml").read_text())
     [run_step] = [step for step in action["runs"]["steps"] if step.get("run") == "maple action"]
-    passed = {name: value for name, value in run_step["env"].items()}
+    passed = dict(run_step["env"])
     wanted = {f"INPUT_{name.replace('-', '_').upper()}": f"${{{{ inputs.{name} }}}}"
               for name in action["inputs"] if name != "python-version"}  # used by the setup step
     assert passed == wanted
