@@ -2,7 +2,7 @@
 (miniapps/): every rank joins a gloo process group and all-reduces its rank, and rank 0 prints the
 result line in the real mini-apps' form.
 Rank and world size come from torchrun's variables, else from MPI's (PMI_*), as under mpiexec;
-with neither it is a single process."""
+with neither it is a single process, which needs no port."""
 
 import json
 import os
@@ -19,9 +19,14 @@ def env_int(names: tuple[str, ...], default: int) -> int:
 def main() -> None:
     rank = env_int(("RANK", "PMI_RANK"), 0)
     world_size = env_int(("WORLD_SIZE", "PMI_SIZE"), 1)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29500")
-    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    if world_size == 1:
+        # A world of one needs no rendezvous; a port would collide with the other single-process
+        # tasks of the same job, which all run on this one machine.
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    else:
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29500")
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
     value = torch.tensor([float(rank)])
     dist.all_reduce(value)
     seen = [None] * world_size
