@@ -170,7 +170,7 @@ def test_loading_a_module_the_site_does_not_have_fails_with_lmods_error(slurm_cl
 
 
 @pytest.mark.cluster
-def test_srun_launch_lines_are_labelled_per_task_and_captures_are_not(slurm_cluster, tmp_path, master_port):
+def test_srun_launch_lines_are_labelled_per_task_and_captures_are_not(slurm_cluster, tmp_path):
     # One task per node; each prints its node and runs the quick mini-app as a world of one.
     script = ("#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=1\n"
               "head=$(srun -N 1 -n 1 hostname)\necho \"head=$head\"\n"
