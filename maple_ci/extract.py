@@ -62,23 +62,28 @@ def load_source(arg: str) -> tuple[str, str]:
             raise MapleError(f"no such file: {arg}")
         _check_text(arg, "the input text")
         return "<text>", arg
+    return arg, read_script(path, arg)
+
+
+def read_script(path: Path, name: str) -> str:
+    """The text of a launch script file, refused with a clear error when it is a directory, too
+    large, binary or not UTF-8. `name` is how messages call it (a repo-relative path in the bot)."""
     if path.is_dir():
-        raise MapleError(f"{arg} is a directory; give the launch script file inside it, or the request text")
+        raise MapleError(f"{name} is a directory; give the launch script file inside it, or the request text")
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as exc:
-        raise MapleError(f"cannot read {arg}: {exc.strerror or exc}") from exc
+        raise MapleError(f"cannot read {name}: {exc.strerror or exc}") from exc
     if len(data) > MAX_SOURCE_BYTES:
-        raise MapleError(f"{arg} is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit; "
+        raise MapleError(f"{name} is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit; "
                          "give the launch script itself")
     if b"\0" in data:
-        raise MapleError(f"{arg} looks binary (it contains NUL bytes); give a text launch script")
+        raise MapleError(f"{name} looks binary (it contains NUL bytes); give a text launch script")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MapleError(f"{arg} is not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from exc
-    return arg, text
+        raise MapleError(f"{name} is not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from exc
 
 
 def _check_text(text: str, what: str) -> None:

@@ -101,11 +101,11 @@ class Pipeline:
         return sorted(p for p in found if p.resolve().is_relative_to(root.resolve()))
 
     def _port_one(self, root: Path, path: Path, command: Command) -> PortResult:
-        from maple_ci.extract import extract, load_source
+        from maple_ci.extract import extract, read_script
         from maple_ci.port import apply_overrides, port_intent
 
         name = path.relative_to(root).as_posix()
-        _, text = load_source(str(path))
+        text = read_script(path, name)
         intent = extract(text, name, base_dir=path.parent)
         intent = apply_overrides(intent, framework=command.framework, strategy=command.strategy, nodes=command.nodes)
         notes, clusters = [], []
@@ -118,7 +118,7 @@ class Pipeline:
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
         """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
-        from maple_ci.extract import extract, load_source
+        from maple_ci.extract import extract, read_script
         from maple_ci.profiles import get_profile, load_profiles
         from maple_ci.verify.static import static_checks
 
@@ -127,7 +127,8 @@ class Pipeline:
         results = []
         for cluster in names:
             for file in sorted(p for p in (out / cluster).glob("*") if p.is_file()):
-                path, text = file.relative_to(root).as_posix(), load_source(str(file))[1]  # size and text checked
+                path = file.relative_to(root).as_posix()
+                text = read_script(file, path)
                 intent = extract(text, path)
                 checks = static_checks(text, intent, get_profile(cluster))
                 results.append(PortResult(source=path, intent=intent.model_dump(),
