@@ -184,11 +184,11 @@ LLM_HELP = ("When no known fix applies, ask a model for one (validated before us
 
 
 def _read_script(path: Path) -> str:
-    from .extract import load_source
+    from .extract import read_script
 
     if not path.is_file():
         raise MapleError(f"no such file: {path}")
-    return load_source(str(path))[1]
+    return read_script(path, str(path))
 
 
 @app.command()
