@@ -31,10 +31,10 @@ import bashlex
 import yaml
 
 from .errors import MapleError
+from .files import MAX_SOURCE_BYTES, read_text
 from .intent import REQUIRED_FOR_PORT, JobIntent
 from .profiles import load_profiles
 
-MAX_SOURCE_BYTES = 1 << 20  # 1 MiB: far above any launch script, small enough to parse quickly
 
 # Variables every target recomputes for itself; copying them across clusters would be wrong.
 RENDEZVOUS_VARS = frozenset(
@@ -66,24 +66,9 @@ def load_source(arg: str) -> tuple[str, str]:
 
 
 def read_script(path: Path, name: str) -> str:
-    """The text of a launch script file, refused with a clear error when it is a directory, too
-    large, binary or not UTF-8. `name` is how messages call it (a repo-relative path in the bot)."""
-    if path.is_dir():
-        raise MapleError(f"{name} is a directory; give the launch script file inside it, or the request text")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SOURCE_BYTES + 1)
-    except OSError as exc:
-        raise MapleError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    if len(data) > MAX_SOURCE_BYTES:
-        raise MapleError(f"{name} is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit; "
-                         "give the launch script itself")
-    if b"\0" in data:
-        raise MapleError(f"{name} looks binary (it contains NUL bytes); give a text launch script")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MapleError(f"{name} is not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from exc
+    """The text of a launch script file the user named, refused with a clear error when it is a
+    directory, a device, too large, binary or not UTF-8. `name` is how messages call it."""
+    return read_text(path, name)
 
 
 def _check_text(text: str, what: str) -> None:
