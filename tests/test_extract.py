@@ -1,5 +1,6 @@
 """Extraction agent: scripts in the forms the centres document, requests in words, bad input."""
 
+import os
 import re
 from pathlib import Path
 
@@ -631,8 +632,8 @@ def test_load_source_unreadable_file(tmp_path, monkeypatch):
     def deny(*_args, **_kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(Path, "open", deny)
-    with pytest.raises(MapleError, match="cannot read .*secret.sbatch: Permission denied"):
+    with monkeypatch.context() as patch, pytest.raises(MapleError, match="cannot read .*secret.sbatch: Permission denied"):
+        patch.setattr(os, "open", deny)
         load_source(str(path))
 
 
