@@ -15,8 +15,21 @@ Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single
 # (torchrun, accelerate, deepspeed) run once per node and fork the per-device workers.
 PER_DEVICE_LAUNCHERS = frozenset({"srun", "mpiexec", "mpirun", "ibrun", "python"})
 
-# What a port cannot do without; anything else has a sensible default.
-REQUIRED_FOR_PORT = ("entrypoint", "nodes", "gpus_per_node", "framework")
+# What a port cannot do without. Anything else has a sensible default: no node count means the
+# size is chosen at submit time (`sbatch -N 4 job.sh`) and the port takes it from the allocation;
+# no GPU count means one rank per device of the target.
+REQUIRED_FOR_PORT = ("entrypoint",)
+
+
+class Container(BaseModel):
+    """The container a source runs its program in (Shifter, Apptainer/Singularity, podman-hpc,
+    Pyxis/enroot); synthesis maps it to the target's runtime when the image can run there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    runtime: str  # "shifter" | "apptainer" | "singularity" | "podman-hpc" | "pyxis"
+    image: Optional[str] = None  # as written: docker:nersc/pytorch:24.06, /path/img.sif, $SIF
+    options: list[str] = Field(default_factory=list)  # the runtime's own flags, verbatim (-B, --nv, --module=gpu)
 
 
 class JobIntent(BaseModel):
@@ -39,6 +52,11 @@ class JobIntent(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     python_env: Optional[str] = None
     configs: dict[str, str] = Field(default_factory=dict)
+    container: Optional[Container] = None
+    # A per-rank wrapper kept in front of the program (`srun ./wrap.sh python train.py`, `nsys
+    # profile -o x`), words as written; known site affinity wrappers are not kept (the target binds).
+    wrapper: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # what extraction assumed or dropped, for the port's header
     missing: list[str] = Field(default_factory=list)
 
     def description(self) -> str:
