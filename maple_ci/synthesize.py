@@ -37,8 +37,19 @@ ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
 # Settings that belong to the source machine's network and devices; the target profile sets its own.
 _SITE_ENV = re.compile(r"^(NCCL_(?!DEBUG)|FI_|CCL_|MPICH_|CXI_|UCX_|HSA_|ZE_|ROCR_|HIP_VISIBLE|CUDA_VISIBLE|"
                        r"MASTER_ADDR$|MASTER_PORT$|RANK$|LOCAL_RANK$|WORLD_SIZE$)")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_DIRECTIVE_WORD = re.compile(r"^[A-Za-z0-9_.,:=+/@%-]+$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` would accept a trailing newline
+_DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
+# Variables that make a shell, the dynamic loader or Python run code of their own: bash expands
+# BASH_ENV (command substitution included) in every non-interactive bash the job starts, the
+# per-rank `bash -c` wrapper too. A launch script is untrusted, so these never reach a port.
+_CODE_ENV = re.compile(r"BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|IFS|CDPATH|GLOBIGNORE|"
+                       r"BASH_XTRACEFD|BASH_FUNC_.*|LD_(?!LIBRARY_PATH$).*|PYTHONHOME|PYTHONSTARTUP|"
+                       r"PYTHONINSPECT|PYTHONBREAKPOINT|PERL5OPT|RUBYOPT|NODE_OPTIONS")
+# Search paths are kept when they add the user's own directories (absolute, or under a variable
+# such as $HOME or $SCRATCH) to the value they had: a relative entry would find programs in the
+# checkout, which the port must not make the job run.
+_SEARCH_PATHS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}
+_OWN_DIRECTORY = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/?|~/)[^$`\\\n]*|\$\{?[A-Za-z_]\w*\}?")
 # A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
 # quoting rules inside double quotes (no $, backtick, backslash, quote or brace).
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
@@ -126,15 +137,31 @@ def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[
     site = {**profile.env, **framework_env}
     user, dropped = {}, []
     for key, value in intent.env.items():
-        if not _ENV_NAME.match(key):
+        if not _ENV_NAME.fullmatch(key):
             raise MapleError(f"environment variable name {key!r} is not a valid shell name")
-        if _SITE_ENV.match(key) or key in site:
+        if reason := unsafe_env(key, value):
+            notes.append(f"{key} is not carried over: {reason}")
+        elif _SITE_ENV.match(key) or key in site:
             dropped.append(key)
         else:
             user[key] = value
     if dropped:
         notes.append(f"source settings replaced by {profile.name}'s: {', '.join(sorted(dropped))}")
     return site, user
+
+
+def unsafe_env(name: str, value: str) -> Optional[str]:
+    """Why exporting `name=value` from an untrusted script could run code, or None when it cannot."""
+    if "\n" in value or "\r" in value:
+        return "its value spans lines"
+    if _CODE_ENV.fullmatch(name):
+        return "it makes the shell, loader or Python run code"
+    if name in _SEARCH_PATHS:
+        parts = value.split(":")
+        if not any(re.fullmatch(rf"\$\{{?{name}\}}?", part) for part in parts) or not all(
+                _OWN_DIRECTORY.fullmatch(part) and ".." not in part for part in parts if part):
+            return f"only absolute directories or ones under a variable may be added to ${name}"
+    return None
 
 
 def _deepspeed(intent: JobIntent) -> Optional[dict]:
@@ -176,7 +203,7 @@ def split_entrypoint(entrypoint: str) -> tuple[bool, str]:
 
 def _word(value) -> str:
     text = str(value)
-    if not _DIRECTIVE_WORD.match(text):
+    if not _DIRECTIVE_WORD.fullmatch(text):
         raise MapleError(f"{text!r} cannot be used in a scheduler directive: only letters, digits and _.,:=+/@%- are allowed")
     return text
 
