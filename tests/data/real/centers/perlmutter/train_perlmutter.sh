@@ -22,5 +22,6 @@ export MASTER_PORT=29507
 
 set -x
 # -l labels each line with the task id, -u keeps the output unbuffered
-srun -l -u python train.py -d --rank-gpu --ranks-per-node=${SLURM_NTASKS_PER_NODE} \
+mkdir -p $outdir
+srun -l -u nsys profile -o $outdir/prof_%q{SLURM_PROCID} --trace=cuda,nvtx python train.py -d --rank-gpu --ranks-per-node=${SLURM_NTASKS_PER_NODE} \
     --output-dir $outdir $config
