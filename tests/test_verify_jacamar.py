@@ -36,17 +36,14 @@ def echo_runner(code: int, line: str):
 
 
 @pytest.fixture
-def script_path(tmp_path):
-    path = tmp_path / "scripts" / "perlmutter" / "train.sbatch"
-    path.parent.mkdir(parents=True)
-    path.write_text(SCRIPT)
-    return path
+def script_path():
+    return "scripts/perlmutter/train.sbatch"  # in the repository at the commit; the center reads it there
 
 
-def run(fake: FakeGitLab, path, **overrides):
+def run(fake: FakeGitLab, path, script=SCRIPT, **overrides):
     options = dict(cluster="perlmutter", miniapp="ddp", gitlab_url=fake.url, project=fake.project,
                    trigger_token=fake.trigger_token, api_token=fake.api_token, poll_interval=0.05, timeout=30)
-    return verify_jacamar(path, **(options | overrides))
+    return verify_jacamar(path, script=script, **(options | overrides))
 
 
 def test_scheduler_parameters_are_the_directives_before_the_first_command():
@@ -124,26 +121,26 @@ def test_unreachable_gitlab_is_a_clear_error_without_hanging(script_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(MapleError, match="unreachable"):
-        verify_jacamar(script_path, cluster="perlmutter", miniapp="ddp", gitlab_url=f"http://127.0.0.1:{port}",
+        verify_jacamar(script_path, script=SCRIPT, cluster="perlmutter", miniapp="ddp", gitlab_url=f"http://127.0.0.1:{port}",
                        project="p", trigger_token="t", sleep=lambda s: None)
 
 
 def test_missing_settings_are_named(script_path):
     with pytest.raises(MapleError, match="MAPLE_GITLAB_URL"):
-        verify_jacamar(script_path, cluster="perlmutter", miniapp="ddp", gitlab_url="", project="", trigger_token="")
+        verify_jacamar(script_path, script=SCRIPT, cluster="perlmutter", miniapp="ddp", gitlab_url="", project="",
+                       trigger_token="")
 
 
 @pytest.mark.cluster
 def test_end_to_end_a_generated_delta_script_trains_in_a_batch_job_of_the_center(
-        slurm_cluster, port, tmp_path, monkeypatch, master_port):
+        slurm_cluster, port, tmp_path, master_port):
     # The center's checkout holds the generated script where the bot commits it; the fake GitLab
     # runs the shipped CI job in a Slurm batch job, where `maple verify --in-allocation` runs it.
-    checkout, script = tmp_path / "checkout", Path("scripts/delta/train.sbatch")
+    checkout, script, text = tmp_path / "checkout", Path("scripts/delta/train.sbatch"), port("delta", master_port=master_port)
     (checkout / script.parent).mkdir(parents=True)
-    (checkout / script).write_text(port("delta", master_port=master_port))
-    monkeypatch.chdir(checkout)
+    (checkout / script).write_text(text)
     with FakeGitLab(sbatch_runner(checkout, slurm_cluster.job_env)) as fake:
-        result = run(fake, script, cluster="delta", timeout=900, poll_interval=1)
+        result = run(fake, script.as_posix(), text, cluster="delta", timeout=900, poll_interval=1)
     assert result.ok and result.state == "success", result.message + "\n" + result.log
     assert result.result["miniapp"] == "ddp" and result.result["world_size"] == 8
     assert result.result["ranks_seen"] == list(range(8)) and result.result["hostnames"] == ["n1", "n2"]

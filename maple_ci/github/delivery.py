@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, Callable, NamedTuple, TypedDict
 
 import github_action_toolkit as gha
 from github import Auth, Github, GithubRetry, InputGitTreeElement, UnknownObjectException
@@ -16,12 +16,16 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
+from maple_ci.github.markdown import cell, code, plain
 
 BRANCH_PREFIX = "maple/port-"
 REACTIONS = ("eyes", "rocket", "confused")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit for one check-run create or update
 CHECK_SUMMARY_LIMIT = 65535  # characters in a check run's output.summary
+TITLE_LIMIT = 256  # characters in a PR title
+BODY_LIMIT = 65536  # characters in a PR body or a comment
 JOB_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary file
+CHECK_RUN_PREFIX = "maple / "  # check runs are named "maple / <cluster> / <source>"
 
 
 # --- what the port pipeline hands over (one PortResult per ported source script) ---
@@ -58,13 +62,14 @@ class ClusterResult(_ClusterOptional):
     content: str
     template: str  # template id
     checks: list[Check]
-    verification: str  # "pending" | "passed" | "failed" | "error" | "skipped"
+    verification: str  # "pending" | "running" | "passed" | "failed" | "error" | "skipped"
     log_url: str | None
     suggestions: list[Suggestion]
 
 
 class _PortOptional(TypedDict, total=False):
     notes: list[str]  # e.g. clusters no script was generated for, and why
+    provenance: dict[str, str]  # approval.Provenance as a dict: the source repository, commit and request
 
 
 class PortResult(_PortOptional):
@@ -104,18 +109,30 @@ def connect(
                   seconds_between_requests=0.25 if pace else None, seconds_between_writes=1.0 if pace else None)
 
 
-def deliver(repo: Repository, request_key: str, files: dict[str, str], base_branch: str, title: str, body: str) -> Delivered:
+def open_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
+    """The open PR of branch maple/port-<request_key> into `base_branch`, if there is one."""
+    found = list(repo.get_pulls(state="open", head=f"{repo.owner.login}:{BRANCH_PREFIX}{request_key}", base=base_branch))
+    return found[0] if found else None
+
+
+def deliver(repo: Repository, request_key: str, files: dict[str, str], base_branch: str, title: str, body: str,
+            trailers: str = "") -> Delivered:
     """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR.
+    `trailers` end the commit message (where the port came from, approval.trailers).
 
     Idempotent: the same request again finds the open PR, builds the same tree, and makes no
-    commit, no new PR and no edit (the PR already describes that tree)."""
+    commit, no new PR and no edit (the PR already describes that tree). A branch this call
+    created is deleted again when the PR cannot be opened, so no branch is left without a PR."""
     branch = BRANCH_PREFIX + request_key
-    open_prs = list(repo.get_pulls(state="open", head=f"{repo.owner.login}:{branch}", base=base_branch))
-    pr = open_prs[0] if open_prs else None
+    pr = open_pr(repo, request_key, base_branch)
     ref = _find_ref(repo, f"heads/{branch}")
     # Build on the open PR's branch (keeping any commit a person added there); without an open PR
     # the branch is stale (merged or closed) and starts again from the base.
-    parent_sha = ref.object.sha if pr is not None and ref is not None else repo.get_git_ref(f"heads/{base_branch}").object.sha
+    base_ref = ref if pr is not None and ref is not None else _find_ref(repo, f"heads/{base_branch}")
+    if base_ref is None:
+        raise MapleError(f"Branch {code(base_branch)} does not exist any more (deleted after the request?); "
+                         "nothing was ported.")
+    parent_sha = base_ref.object.sha
     parent = repo.get_git_commit(parent_sha)
     elements = [
         InputGitTreeElement(path, "100755" if content.startswith("#!") else "100644", "blob", sha=repo.create_git_blob(content, "utf-8").sha)
@@ -124,18 +141,30 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     tree = repo.create_git_tree(elements, base_tree=parent.tree)
     if tree.sha == parent.tree.sha:
         return Delivered(pr, parent_sha, False)
-    commit = repo.create_git_commit(f"{title}\n\nmaple-ci request {request_key}", tree, [parent])
+    message = f"{_one_line(title)}\n\nmaple-ci request {request_key}" + (f"\n\n{trailers}" if trailers else "")
+    commit = repo.create_git_commit(message, tree, [parent])
+    created = None
     if ref is None:
-        repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
+        created = repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
     else:
         # A stale branch is reset onto the base; an open PR's branch only fast-forwards, so a
         # commit pushed there meanwhile makes this fail rather than vanish.
         ref.edit(commit.sha, force=pr is None)
     if pr is None:
-        pr = repo.create_pull(base=base_branch, head=branch, title=title, body=body)
+        try:
+            pr = repo.create_pull(base=base_branch, head=branch, title=_one_line(title)[:TITLE_LIMIT],
+                                  body=truncate(body, BODY_LIMIT))
+        except Exception:
+            if created is not None:
+                created.delete()
+            raise
     else:
         edit_pr(pr, title, body)
     return Delivered(pr, commit.sha, True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _find_ref(repo: Repository, name: str):
@@ -148,6 +177,7 @@ def _find_ref(repo: Repository, name: str):
 
 
 def edit_pr(pr: PullRequest, title: str, body: str) -> None:
+    title, body = _one_line(title)[:TITLE_LIMIT], truncate(body, BODY_LIMIT)
     if pr.title != title or (pr.body or "") != body:
         pr.edit(title=title, body=body)
 
@@ -191,41 +221,99 @@ def review_comment(s: Suggestion) -> dict[str, Any]:
     return comment
 
 
-def check_runs(repo: Repository, head_sha: str, results: list[PortResult]) -> list:
-    """One completed check run per (source, cluster) on head_sha, annotations 50 per request."""
-    runs = []
-    for result in results:
-        for c in result["clusters"]:
-            annotations = [
-                {
-                    "path": c["path"],
-                    "start_line": check["line"],
-                    "end_line": check["line"],
-                    "annotation_level": check.get("level", "failure"),
-                    "title": check["name"],
-                    "message": check["message"],
-                }
-                for check in c["checks"]
-                if not check["ok"] and check.get("line")
-            ]
-            output = {
-                "title": f"{result['source']} on {c['cluster']}: {_verdict(c)}",
-                "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT),
+class CheckRuns:
+    """The check runs of one commit, one per (source, cluster): created in_progress when a script's
+    verification starts and completed at its verdict (`update`, as pipeline.Pipeline.verify reports
+    them), so a PR shows what is running while a center's queue holds it; `finish` completes the
+    rest. Annotations go 50 per request."""
+
+    def __init__(self, repo: Repository, head_sha: str):
+        self.repo, self.head_sha = repo, head_sha
+        self.open: dict[str, Any] = {}  # name -> a run in progress
+        self.completed: dict[str, Any] = {}
+
+    def update(self, result: PortResult, c: ClusterResult) -> None:
+        name = f"{CHECK_RUN_PREFIX}{c['cluster']} / {result['source']}"
+        if c["verification"] == "running":
+            self.open[name] = self.repo.create_check_run(
+                name=name, head_sha=self.head_sha, status="in_progress",
+                output={"title": f"{result['source']} on {c['cluster']}: verifying",
+                        "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT)})
+            return
+        annotations = [
+            {
+                "path": c["path"],
+                "start_line": check["line"],
+                "end_line": check["line"],
+                "annotation_level": check.get("level", "failure"),
+                "title": check["name"],
+                "message": check["message"],
             }
-            batches = [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
-            run = repo.create_check_run(
-                name=f"maple / {c['cluster']} / {result['source']}",
-                head_sha=head_sha,
-                status="completed",
-                conclusion=conclusion(c),
-                output={**output, "annotations": batches[0]} if batches else output,
-                **({"details_url": c["log_url"]} if c["log_url"] else {}),  # PyGithub rejects None
-            )
-            # Annotations from later updates are appended to the run's existing ones.
-            for batch in batches[1:]:
-                run.edit(output={**output, "annotations": batch})
-            runs.append(run)
-    return runs
+            for check in c["checks"]
+            if not check["ok"] and check.get("line")
+        ]
+        output = {
+            "title": f"{result['source']} on {c['cluster']}: {_verdict(c)}",
+            "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT),
+        }
+        batches = [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
+        fields = {
+            "status": "completed",
+            "conclusion": conclusion(c),
+            "output": {**output, "annotations": batches[0]} if batches else output,
+            **({"details_url": c["log_url"]} if c["log_url"] else {}),  # PyGithub rejects None
+        }
+        run = self.open.pop(name, None)
+        if run is None:
+            run = self.repo.create_check_run(name=name, head_sha=self.head_sha, **fields)
+        else:
+            run.edit(**fields)
+        # Annotations from later updates are appended to the run's existing ones.
+        for batch in batches[1:]:
+            run.edit(output={**output, "annotations": batch})
+        self.completed[name] = run
+
+    def finish(self, results: list[PortResult]) -> list:
+        """Complete every run not completed yet; all the completed runs."""
+        for result in results:
+            for c in result["clusters"]:
+                if f"{CHECK_RUN_PREFIX}{c['cluster']} / {result['source']}" not in self.completed:
+                    self.update(result, c)
+        return list(self.completed.values())
+
+    def cancel(self, why: str) -> None:
+        """Complete the runs still in progress as cancelled, saying why."""
+        for name, run in list(self.open.items()):
+            run.edit(status="completed", conclusion="cancelled",
+                     output={"title": f"{name.removeprefix(CHECK_RUN_PREFIX)}: verification did not finish",
+                             "summary": truncate(why, CHECK_SUMMARY_LIMIT)})
+            del self.open[name]
+
+
+def check_runs(repo: Repository, head_sha: str, results: list[PortResult]) -> list:
+    """One completed check run per (source, cluster) on head_sha."""
+    return CheckRuns(repo, head_sha).finish(results)
+
+
+def verify_with_check_runs(repo: Repository, head_sha: str, results: list[PortResult],
+                           verify: Callable[[list[PortResult], Callable], list[PortResult]]) -> list[PortResult]:
+    """verify(results, progress) with check runs on head_sha that follow its progress (CheckRuns);
+    if it ends early (an error, SIGTERM), the runs still open are completed as cancelled."""
+    runs = CheckRuns(repo, head_sha)
+    try:
+        results = verify(results, runs.update)
+    except BaseException as error:
+        runs.cancel(f"Verification ended early: {error}")
+        raise
+    runs.finish(results)
+    return results
+
+
+def verified(repo: Repository, head_sha: str) -> bool:
+    """Whether head_sha already has a verdict: a completed maple check run, not a cancelled one.
+    A commit without one (its request was cut short) is verified again when asked again."""
+    runs = repo.get_commit(head_sha).get_check_runs(status="completed")
+    return any(run.name.startswith(CHECK_RUN_PREFIX) and run.conclusion != "cancelled" for run in runs)
 
 
 def conclusion(c: ClusterResult) -> str:
@@ -246,11 +334,11 @@ def _verdict(c: ClusterResult) -> str:
 
 
 def _check_summary(c: ClusterResult) -> str:
-    lines = [f"Template `{c['template']}` → `{c['path']}`", "", "| Check | Result | Message |", "|---|---|---|"]
+    lines = [f"Template {code(c['template'])} → {code(c['path'])}", "", "| Check | Result | Message |", "|---|---|---|"]
     for check in c["checks"]:
         where = f" (line {check['line']})" if check.get("line") else ""
         mark = "✅" if check["ok"] else "❌"
-        lines.append(f"| {table_cell(check['name'])} | {mark}{where} | {table_cell(check['message'])} |")
+        lines.append(f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |")
     return "\n".join(lines)
 
 
@@ -264,9 +352,12 @@ def render_pr_body(results: list[PortResult]) -> str:
     """The PR description: a status table per ported script and what was extracted from it."""
     parts = ["Launch scripts ported by maple-ci.", ""]
     for result in results:
+        parts += [f"### {code(result['source'])}", ""]
+        if result.get("provenance"):
+            source = result["provenance"]
+            parts += [f"Ported from {code(source['repository'])} at {code(source['commit'])}, "
+                      f"requested in {code(source['request'])}.", ""]
         parts += [
-            f"### `{result['source']}`",
-            "",
             "| Cluster | Script | Template | Static checks | Verification | Log |",
             "|---|---|---|---|---|---|",
         ]
@@ -274,16 +365,17 @@ def render_pr_body(results: list[PortResult]) -> str:
             checks = f"{'✅' if all(check['ok'] for check in c['checks']) else '❌'} {_passed(c)}"
             verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
             log = f"[log]({c['log_url']})" if c["log_url"] else "—"
-            parts.append(f"| {c['cluster']} | `{c['path']}` | `{c['template']}` | {checks} | {verification} | {log} |")
+            parts.append(f"| {c['cluster']} | {cell(code(c['path']))} | {cell(code(c['template']))} | {checks} | "
+                         f"{verification} | {log} |")
         notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
         if notes:
-            parts += [""] + [f"- {table_cell(note)}" for note in notes]
+            parts += [""] + [f"- {plain(note)}" for note in notes]
         intent = result["intent"]
         parts += ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
-        parts += [f"| {name} | {table_cell(_show(intent[name]))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
+        parts += [f"| {name} | {cell(code(_show(intent[name])))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
         parts += ["", "</details>", ""]
         if intent.get("missing"):
-            parts += [f"**Not found in the script:** {', '.join(intent['missing'])}; defaults were used.", ""]
+            parts += [f"**Not found in the script:** {plain(', '.join(map(str, intent['missing'])))}; defaults were used.", ""]
     return "\n".join(parts)
 
 
@@ -293,11 +385,6 @@ def _show(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k}: {v}" for k, v in value.items())
     return str(value)
-
-
-def table_cell(text: str) -> str:
-    """Text that cannot break a Markdown table row."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def truncate(text: str, limit: int, encoding: str | None = None) -> str:

@@ -14,16 +14,20 @@ import contextlib
 import os
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Mapping, NamedTuple
 
 from maple_ci.errors import MapleError
+from maple_ci.files import inside, read_inside
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
 from maple_ci.verify import miniapp_for, run_verification
+from maple_ci.verify.cancel import run_all
 
 if TYPE_CHECKING:
     from maple_ci import llm
@@ -45,6 +49,8 @@ class Outcome(NamedTuple):
 # place of the training program. `committed` is False for a debug agent's patched script, which
 # exists only here; backends that fetch by commit (jacamar) cannot run it.
 Backend = Callable[..., Outcome]
+# Told of each script's verification as it changes (delivery.CheckRuns.update: the check runs).
+Progress = Callable[[PortResult, ClusterResult], None]
 
 
 def _from_verify_result(result) -> Outcome:
@@ -53,17 +59,24 @@ def _from_verify_result(result) -> Outcome:
 
 def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: str, commit: str,
                 committed: bool, env: Mapping[str, str]) -> Outcome:
-    """Run one verification with the named backend."""
+    """Run one verification with the named backend, within MAPLE_VERIFY_TIMEOUT seconds if set
+    (the action's verify-timeout input), else the backend's own limit."""
+    limit = env.get("MAPLE_VERIFY_TIMEOUT", "").strip()
+    if limit and not (limit.isdigit() and int(limit) > 0):
+        raise MapleError(f"MAPLE_VERIFY_TIMEOUT (verify-timeout) must be a whole number of seconds, not {limit!r}")
+    timeout = int(limit) if limit else None
     if backend == "jacamar":
         if not committed:
             raise MapleError("the jacamar backend runs committed scripts only")
-        return _from_verify_result(run_verification(backend, Path(path), miniapp=miniapp, cluster=cluster,
-                                                    commit=commit, env=env))
+        # The center runs the file committed at `commit`: its directives come from that text.
+        return _from_verify_result(run_verification(backend, Path(path), script=script, miniapp=miniapp, cluster=cluster,
+                                                    commit=commit, env=env, timeout=timeout))
     # slurm and local read a file: the script goes to a scratch copy, never into the checkout.
     with tempfile.TemporaryDirectory(prefix="maple-verify-") as scratch:
         file = Path(scratch) / Path(path).name
         file.write_text(script)
-        return _from_verify_result(run_verification(backend, file, miniapp=miniapp, cluster=cluster, env=env))
+        return _from_verify_result(run_verification(backend, file, miniapp=miniapp, cluster=cluster, env=env,
+                                                    timeout=timeout))
 
 
 @dataclass
@@ -73,6 +86,7 @@ class Pipeline:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     backend: Backend = run_backend
     model: llm.Backend | None = None  # the debug agent's language model (MAPLE_LLM), for failures the KB cannot fix
+    _analysis: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     # --- step 1: generate ---
     def port(self, command: Command, sources: tuple[str, ...], ref: str) -> list[PortResult]:
@@ -81,11 +95,11 @@ class Pipeline:
             if command.name == "verify":
                 return self._ported_scripts(root, command.clusters)
             names = (command.source,) if command.source else [n for n in sources if self._is_launch_script(n)]
-            paths = [_inside(root, name) for name in names] or self._tracked(root)
-            if not paths:
+            names = names or self._tracked(root)
+            if not names:
                 raise MapleError("No launch script to port: name one with `--from PATH`, or list the tracked scripts "
                                  "under `sources` in .github/maple.yml.", exit_code=2)
-            return [self._port_one(root, path, command) for path in paths]
+            return [self._port_one(root, name, command) for name in names]
 
     def _is_launch_script(self, name: str) -> bool:
         """A tracked script (a `sources` glob), or without globs one named like a batch script;
@@ -96,18 +110,18 @@ class Pipeline:
             return any(fnmatch(name, pattern) for pattern in self.config.sources)
         return PurePosixPath(name).suffix in LAUNCH_SUFFIXES
 
-    def _tracked(self, root: Path) -> list[Path]:
-        found = {p for pattern in self.config.sources for p in root.glob(pattern) if p.is_file()}
-        return sorted(p for p in found if p.resolve().is_relative_to(root.resolve()))
+    def _tracked(self, root: Path) -> list[str]:
+        found = {p.relative_to(root).as_posix() for pattern in self.config.sources for p in root.glob(pattern)}
+        return sorted(name for name in found if inside(root, Path(name)))  # a symlink among them is not read
 
-    def _port_one(self, root: Path, path: Path, command: Command) -> PortResult:
-        from maple_ci.extract import extract, read_script
+    def _port_one(self, root: Path, name: str, command: Command) -> PortResult:
+        from maple_ci.extract import extract
         from maple_ci.port import apply_overrides, port_intent
 
-        name = path.relative_to(root).as_posix()
-        text = read_script(path, name)
-        intent = extract(text, name, base_dir=path.parent)
-        intent = apply_overrides(intent, framework=command.framework, strategy=command.strategy, nodes=command.nodes)
+        # The name comes from a comment or the PR's tree: read only a regular file inside the checkout.
+        text = read_inside(root, name, name)
+        intent = extract(text, name, base_dir=(root / name).parent)
+        intent = apply_overrides(intent, **command.overrides())
         notes, clusters = [], []
         for r in port_intent(intent, list(command.clusters), name, Path(self.config.output)):
             if r.status == "unsupported":
@@ -118,7 +132,7 @@ class Pipeline:
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
         """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
-        from maple_ci.extract import extract, read_script
+        from maple_ci.extract import extract
         from maple_ci.profiles import get_profile, load_profiles
         from maple_ci.verify.static import static_checks
 
@@ -126,19 +140,27 @@ class Pipeline:
         names = clusters or tuple(sorted(p.name for p in out.glob("*") if p.name in load_profiles()))
         results = []
         for cluster in names:
-            for file in sorted(p for p in (out / cluster).glob("*") if p.is_file()):
+            # Every entry is read, symlinks included: read_inside refuses one, naming it, and the
+            # request fails before anything from it is extracted or posted.
+            for file in sorted(p for p in (out / cluster).glob("*") if not p.is_dir() or p.is_symlink()):
                 path = file.relative_to(root).as_posix()
-                text = read_script(file, path)
-                intent = extract(text, path)
+                text = read_inside(root, path, path)
+                intent = extract(text, path, base_dir=file.parent)
                 checks = static_checks(text, intent, get_profile(cluster))
                 results.append(PortResult(source=path, intent=intent.model_dump(),
                                           clusters=[_cluster(cluster, path, text, "", checks)]))
         return results
 
     # --- step 2: verify (after the files are committed at `commit`) ---
-    def verify(self, command: Command, results: list[PortResult], commit: str, skip: str | None = None) -> list[PortResult]:
-        """Results with verification filled in; `skip` says why nothing may run (e.g. a fork)."""
+    def verify(self, command: Command, results: list[PortResult], commit: str, skip: str | None = None,
+               progress: Progress | None = None) -> list[PortResult]:
+        """Results with verification filled in; `skip` says why nothing may run (e.g. a fork).
+        Every run starts at once (each may wait an hour in a center's queue) and is cancelled if
+        this process is stopped. progress(result, cluster result), called in this thread, sees
+        each script go "running" (all of them, before any run starts), then to its verdict."""
+        report = progress or (lambda result, c: None)
         verified: dict[str, str] = {}  # cluster -> the script verified there in this request
+        runs = []
         for result in results:
             for c in result["clusters"]:
                 backend = self.config.backend(c["cluster"])
@@ -152,13 +174,29 @@ class Pipeline:
                 else:
                     verified[c["cluster"]] = c["path"]
                     intent = result["intent"]
-                    self._verify_one(c, backend, miniapp_for(intent.get("framework"), intent.get("strategy")), commit)
+                    runs.append((result, c, backend, miniapp_for(intent.get("framework"), intent.get("strategy"))))
+                    continue
+                report(result, c)  # skipped: that is its verdict
+        for result, c, _, _ in runs:
+            c["verification"] = "running"
+            report(result, c)
+        tasks = [partial(self._verify_one, c, backend, miniapp, commit) for _, c, backend, miniapp in runs]
+        run_all(tasks, lambda index, _: report(*runs[index][:2]))
         return results
 
     def _verify_one(self, c: ClusterResult, backend: str, miniapp: str, commit: str) -> None:
+        """Verify one script (in a thread of its own), then let the debug agent at a failure."""
         def run(script: str, committed: bool) -> Outcome:
             return self.backend(backend, cluster=c["cluster"], path=c["path"], script=script, miniapp=miniapp,
                                 commit=commit, committed=committed, env=self.env)
+
+        def run_unlocked(script: str, committed: bool) -> Outcome:
+            # The debug agent's analysis (knowledge base, model) runs one at a time; its runs do not.
+            self._analysis.release()
+            try:
+                return run(script, committed)
+            finally:
+                self._analysis.acquire()
 
         try:
             first = run(c["content"], True)
@@ -167,7 +205,8 @@ class Pipeline:
             return
         c.update(verification="passed" if first.ok else "failed", log_url=first.log_url)
         if not first.ok:
-            c["suggestions"], advice = _debug(c, first, run, rerun=backend != "jacamar", model=self.model)
+            with self._analysis:
+                c["suggestions"], advice = _debug(c, first, run_unlocked, rerun=backend != "jacamar", model=self.model)
             c["note"] = f"Verification failed: {first.message.rstrip('.')}. Debug agent: {advice}"
 
 
@@ -210,14 +249,6 @@ def _check(check) -> Check:
     if check.line:
         converted["line"] = check.line
     return converted
-
-
-def _inside(root: Path, name: str) -> Path:
-    """root/name, refusing anything that resolves outside the checkout (`..`, a symlink out)."""
-    path = (root / name).resolve()
-    if not path.is_relative_to(root.resolve()) or not path.is_file():
-        raise MapleError(f"`{name}` is not a file in the repository.", exit_code=2)
-    return root / name
 
 
 @contextlib.contextmanager

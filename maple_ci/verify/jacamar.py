@@ -3,18 +3,20 @@
 maple-ci triggers a pipeline of the center-side project (workflows/gitlab/maple-verify.gitlab-ci.yml)
 with a pipeline trigger token, polls it with a read token, and maps the job trace to pass/fail.
 Jacamar's batch executors take the scheduler options from SCHEDULER_PARAMETERS, not from the
-script's #SBATCH/#PBS lines, so those are derived from the generated script here.
+script's #SBATCH/#PBS lines, so those are derived here from the script's text as committed (never
+from a file of the same name in the working directory, which holds another branch).
 
 GitLab REST endpoints used (API v4):
   POST /projects/:id/trigger/pipeline                 token, ref, variables[KEY]
   GET  /projects/:id/pipelines/:pipeline_id           status, web_url
   GET  /projects/:id/pipelines/:pipeline_id/jobs      the job, for its trace
   GET  /projects/:id/jobs/:job_id/trace               the log, plain text
+  POST /projects/:id/pipelines/:pipeline_id/cancel    at the timeout, or when maple-ci is stopped
+                                                      (the read token then needs the api scope)
 """
 
 import shlex
 import time
-from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import quote
 
@@ -22,6 +24,7 @@ import requests
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
+from .cancel import cancellable, wait
 from .substitute import VerifyResult
 
 TERMINAL = {"success", "failed", "canceled", "skipped", "manual"}
@@ -50,16 +53,16 @@ class _GitLab:
         self.headers = {"PRIVATE-TOKEN": api_token} if api_token else {}
         self.session, self.sleep, self.retries = session, sleep, retries
 
-    def call(self, method: str, path: str, **kwargs) -> requests.Response:
-        delay = 1.0
-        for attempt in range(self.retries + 1):
+    def call(self, method: str, path: str, retries: Optional[int] = None, **kwargs) -> requests.Response:
+        delay, retries = 1.0, self.retries if retries is None else retries
+        for attempt in range(retries + 1):
             try:
                 response = self.session.request(method, self.base + path, headers=self.headers, timeout=30, **kwargs)
             except requests.ConnectionError as exc:
-                if attempt == self.retries:
+                if attempt == retries:
                     raise MapleError(f"GitLab at {self.base} is unreachable: {exc}", exit_code=1) from exc
             else:
-                if response.status_code < 500 or attempt == self.retries:
+                if response.status_code < 500 or attempt == retries:
                     break
             self.sleep(delay)
             delay *= 2
@@ -69,8 +72,9 @@ class _GitLab:
 
 
 def verify_jacamar(
-    script_path: Path,
+    script_path: str,
     *,
+    script: str,
     cluster: str,
     miniapp: str,
     gitlab_url: str,
@@ -82,12 +86,13 @@ def verify_jacamar(
     timeout: float = 3600,
     poll_interval: float = 10,
     session: Optional[requests.Session] = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] = wait,
 ) -> VerifyResult:
-    """Trigger the center-side pipeline for one generated script and wait for its verdict."""
+    """Trigger the center-side pipeline for the script committed at script_path (a path in the
+    repository; `script` is its text at `commit`, whose directives become SCHEDULER_PARAMETERS)
+    and wait for its verdict. A pipeline still running after `timeout` seconds is cancelled."""
     if not (gitlab_url and project and trigger_token):
         raise MapleError("the jacamar backend needs MAPLE_GITLAB_URL, MAPLE_GITLAB_PROJECT and MAPLE_GITLAB_TRIGGER_TOKEN")
-    script = Path(script_path).read_text()
     gitlab = _GitLab(gitlab_url, project, api_token, session or requests.Session(), sleep)
     variables = {
         "MAPLE_CLUSTER": cluster,
@@ -100,15 +105,24 @@ def verify_jacamar(
     pipeline = gitlab.call("POST", "/trigger/pipeline", data=form).json()
     pipeline_id, web_url = pipeline["id"], pipeline.get("web_url", "")
 
-    waited, interval, status = 0.0, poll_interval, pipeline.get("status", "created")
-    while status not in TERMINAL:
-        if waited >= timeout:
-            return VerifyResult(ok=False, backend="jacamar", state="timeout", job_id=str(pipeline_id), log_url=web_url,
-                                message=f"pipeline {pipeline_id} still {status} after {timeout:.0f} s; see {web_url}")
-        sleep(interval)
-        waited += interval
-        interval = min(interval * 1.5, 120)  # back off: queues on big machines are slow
-        status = gitlab.call("GET", f"/pipelines/{pipeline_id}").json()["status"]
+    def cancel() -> None:
+        gitlab.call("POST", f"/pipelines/{pipeline_id}/cancel", retries=0)
+
+    deadline, interval, status = time.monotonic() + timeout, poll_interval, pipeline.get("status", "created")
+    with cancellable(cancel):
+        while status not in TERMINAL:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                try:
+                    cancel()
+                    cancelled = "cancelled"
+                except MapleError as error:
+                    cancelled = f"could not be cancelled ({error})"
+                return VerifyResult(ok=False, backend="jacamar", state="timeout", job_id=str(pipeline_id), log_url=web_url,
+                                    message=f"pipeline {pipeline_id} still {status} after {timeout:.0f} s, {cancelled}; see {web_url}")
+            sleep(min(interval, left))
+            interval = min(interval * 1.5, 120)  # back off: queues on big machines are slow
+            status = gitlab.call("GET", f"/pipelines/{pipeline_id}").json()["status"]
 
     jobs = gitlab.call("GET", f"/pipelines/{pipeline_id}/jobs").json()
     log = "".join(gitlab.call("GET", f"/jobs/{job['id']}/trace").text for job in jobs)

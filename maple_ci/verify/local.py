@@ -37,6 +37,8 @@ from typing import Mapping, Optional, TextIO
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
+from .cancel import cancellable
+from .jobenv import job_environment
 from .substitute import VerifyResult, describe, resolve_miniapp, substitute_entrypoint
 
 MPIEXEC_WRAPPER = r"""#!/bin/bash
@@ -88,7 +90,8 @@ def _run(job_script: Path, cwd: Path, env: dict, timeout: int, echo: Optional[Te
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     try:
-        process.wait(timeout=timeout)
+        with cancellable(lambda: _kill_group(process)):
+            process.wait(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
         timed_out = True
@@ -121,13 +124,14 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
                  entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                  workdir: Optional[Path] = None, in_allocation: bool = False) -> VerifyResult:
     """Run `miniapp` through the PBS (or scheduler-less) script at script_path, emulating a PBS job
-    on nodes_hosts nodes (see the module docstring). env: the environment the job starts from
-    (os.environ by default); workdir: PBS_O_WORKDIR, the current directory by default. A run
-    longer than `timeout` seconds is killed, with every process it started, and reported TIMEOUT.
+    on nodes_hosts nodes (see the module docstring). env: what the job's environment is taken from
+    (os.environ by default; job_environment keeps no token or key); workdir: PBS_O_WORKDIR, the
+    current directory by default. A run longer than `timeout` seconds is killed, with every
+    process it started, and reported TIMEOUT.
     in_allocation: run the script as is, in env and workdir, inside the Slurm or PBS job this
     process already is (no emulation; Slurm scripts accepted)."""
     text = Path(script_path).read_text()
-    job_env = dict(os.environ if env is None else env)
+    job_env = job_environment(os.environ if env is None else env)
     if not in_allocation and re.search(r"(?m)^#SBATCH\b", text):
         raise MapleError(f"{script_path} is a Slurm script; the local backend emulates PBS only, "
                          "use the slurm backend (or --in-allocation inside a Slurm job)")

@@ -20,6 +20,8 @@ from typing import Mapping, Optional
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
+from .cancel import cancellable, wait
+from .jobenv import job_environment
 from .substitute import VerifyResult, describe, logical_line_start, resolve_miniapp, substitute_entrypoint
 
 # Directives that name things of one site: a machine that verifies someone else's script has no
@@ -140,7 +142,11 @@ def _wait(job_id: str, deadline: float, env: Mapping[str, str]) -> dict[str, str
             return {"JobState": "UNKNOWN"}
         if fields.get("JobState") in FINAL_STATES or time.monotonic() >= deadline:
             return fields
-        time.sleep(POLL_SECONDS)
+        wait(POLL_SECONDS)
+
+
+def _scancel(job_id: str, env: Mapping[str, str]) -> None:
+    subprocess.run(["scancel", job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
 
 
 def _label_srun_launches(script: str, miniapp: Path) -> str:
@@ -168,7 +174,8 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     max_gpus_per_node (with adapt): fit GPU requests to nodes with this many GPUs, for a script
     written for bigger nodes than this cluster's; its ranks then share devices, which only works
     for a CPU mini-app (the test cluster), not under NCCL.
-    env: the environment sbatch starts from (the job inherits it); os.environ by default.
+    env: what the environment of sbatch (so of the job, which inherits it) is taken from;
+    os.environ by default, less anything job_environment drops (tokens and keys).
     workdir: where sbatch runs (the job's SLURM_SUBMIT_DIR) and the job output is written; it must
     be visible from the compute nodes. Defaults to the current directory, as for a user.
     A job still pending or running after `timeout` seconds is cancelled and reported as TIMEOUT.
@@ -177,7 +184,7 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     job did not complete it ends with `JobState=<state> Reason=<reason>` from Slurm, and after a
     cancellation at the timeout with a `maple-ci: verification timeout ...` line.
     """
-    env = dict(os.environ if env is None else env)
+    env = job_environment(os.environ if env is None else env)
     if not shutil.which("sbatch", path=env.get("PATH")):
         raise MapleError("sbatch not found on PATH: the slurm backend runs on a Slurm login node "
                          "(or the local test cluster, tests/cluster/setup.sh)")
@@ -209,12 +216,13 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
                                 message=f"Slurm rejected the script: {submitted.stderr.strip()}")
         job_id = submitted.stdout.strip().split(";")[0]  # "id" or "id;cluster"
 
-        fields = _wait(job_id, time.monotonic() + timeout, env)
+        with cancellable(lambda: _scancel(job_id, env)):
+            fields = _wait(job_id, time.monotonic() + timeout, env)
         state = fields["JobState"]
         timed_out = state not in FINAL_STATES | {"UNKNOWN"}
         ended = fields
         if timed_out:
-            subprocess.run(["scancel", job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
+            _scancel(job_id, env)
             # Let slurmstepd end the tasks and flush the output file before it is read.
             ended = _wait(job_id, time.monotonic() + 30, env)
         output_file = Path(str(output).replace("%j", job_id))
