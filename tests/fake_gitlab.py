@@ -1,7 +1,7 @@
 """A small stateful GitLab (API v4) for the jacamar backend's tests.
 
 It implements only the endpoints maple-ci calls, with GitLab's shapes and status codes, and runs
-the job that workflows/gitlab/maple-verify.gitlab-ci.yml defines: its `script:` lines, in bash,
+the jobs that workflows/gitlab/maple-verify.gitlab-ci.yml defines: their `script:` lines, in bash,
 through a runner that stands in for Jacamar (a local shell, or sbatch with SCHEDULER_PARAMETERS on
 the test Slurm cluster, as Jacamar's batch executor does).
 """
@@ -29,18 +29,35 @@ CI_FILE = REPO / "workflows" / "gitlab" / "maple-verify.gitlab-ci.yml"
 Runner = Callable[[str, dict], tuple[int, str]]  # (job script, variables) -> (exit code, trace)
 
 
-def job_script() -> str:
-    lines = yaml.safe_load(CI_FILE.read_text())["maple-verify"]["script"]
-    return "set -eo pipefail\n" + "\n".join(lines) + "\n"
+JOBS = ("maple-check", "maple-verify")  # in stage order
 
 
-def shell_runner(script: str, variables: dict) -> tuple[int, str]:
-    proc = subprocess.run(["bash", "-c", script], cwd=REPO, env=_job_env(variables), capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
+def _job(name: str) -> dict:
+    jobs = yaml.safe_load(CI_FILE.read_text())
+    job = jobs[name]
+    return {**jobs.get(job.get("extends", ""), {}), **job}
 
 
-def _job_env(variables: dict) -> dict:
-    return {**os.environ, "CI_PIPELINE_SOURCE": "trigger", **variables}
+def job_script(name: str = "maple-verify") -> str:
+    job = _job(name)
+    return "set -eo pipefail\n" + "\n".join(job.get("before_script", []) + job["script"]) + "\n"
+
+
+def exports(variables: dict) -> str:
+    """The runner puts the job's variables into the script as exports (not into the environment of
+    the shell that runs it), so a shell startup variable such as BASH_ENV reaches only what the job starts."""
+    return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in variables.items())
+
+
+def shell_runner(checkout: Path, env: Mapping[str, str] = os.environ) -> Runner:
+    """A shell executor: the job's script runs with bash in `checkout`."""
+
+    def run(script: str, variables: dict) -> tuple[int, str]:
+        proc = subprocess.run(["bash", "-c", exports({"CI_PIPELINE_SOURCE": "trigger", **variables}) + script],
+                              cwd=checkout, env=dict(env), capture_output=True, text=True)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    return run
 
 
 def sbatch_runner(checkout: Path, env: Mapping[str, str], timeout: int = 900) -> Runner:
@@ -51,14 +68,16 @@ def sbatch_runner(checkout: Path, env: Mapping[str, str], timeout: int = 900) ->
     cluster lacks: they are adapted as the slurm backend adapts a script (site options dropped,
     10 minutes), as a center would have its own. env: the environment sbatch (so the job) starts from."""
 
+    login = shell_runner(checkout, env)
+
     def run(script: str, variables: dict) -> tuple[int, str]:
+        if variables.get("CI_JOB_NAME") != "maple-verify":
+            return login(script, variables)  # the check job runs on the login node
         directive = f"#SBATCH {variables.get('SCHEDULER_PARAMETERS', '')}\n"
         options = shlex.split(adapt_directives(directive)[0].removeprefix("#SBATCH"))
-        exports = "".join(f"export {name}={shlex.quote(value)}\n"
-                          for name, value in {"CI_PIPELINE_SOURCE": "trigger", **variables}.items())
         with tempfile.TemporaryDirectory(dir=checkout, prefix=".ci-job-") as scratch:
             batch, trace = Path(scratch) / "ci-job.sh", Path(scratch) / "trace"
-            batch.write_text("#!/bin/bash\n" + exports + script)
+            batch.write_text("#!/bin/bash\n" + exports({"CI_PIPELINE_SOURCE": "trigger", **variables}) + script)
             submitted = subprocess.run(["sbatch", "--wait", f"--output={trace}", "--time=10", *options, str(batch)],
                                        cwd=checkout, env=dict(env), capture_output=True, text=True, timeout=timeout)
             output = trace.read_text(errors="replace") if trace.exists() else ""
@@ -68,10 +87,16 @@ def sbatch_runner(checkout: Path, env: Mapping[str, str], timeout: int = 900) ->
 
 
 class FakeGitLab:
-    def __init__(self, runner: Runner = shell_runner, project: str = "hpc/maple-verify",
-                 trigger_token: str = "glptt-test", api_token: str = "glpat-test", fail_first: int = 0):
-        self.runner, self.project = runner, project
+    def __init__(self, runner: Runner, project: str = "hpc/maple-verify",
+                 trigger_token: str = "glptt-test", api_token: str = "glpat-test", fail_first: int = 0,
+                 api_scopes: tuple[str, ...] = ("api",),
+                 checkout: Path | None = None, site_variables: Mapping[str, str] = {}):
+        # checkout: where the runner's jobs run, to read the dotenv report of the check job from;
+        # site_variables: the project's CI/CD variables, which trigger variables override (as GitLab).
+        self.runner, self.project, self.checkout = runner, project, checkout
+        self.site_variables = dict(site_variables)
         self.trigger_token, self.api_token = trigger_token, api_token
+        self.api_scopes = api_scopes  # read_api alone may read pipelines, not cancel them
         self.fail_first = fail_first  # answer this many 502s first, to exercise retries
         self.pipelines: dict[int, dict] = {}
         self.traces: dict[int, str] = {}
@@ -88,10 +113,28 @@ class FakeGitLab:
         self.server.shutdown()
 
     def _run(self, pipeline: dict, variables: dict) -> None:
+        """The jobs in stage order, each after the last succeeded, one trace for the pipeline."""
         pipeline["status"] = "running"
-        code, trace = self.runner(job_script(), variables)
-        self.traces[pipeline["job_id"]] = trace
-        pipeline["status"] = "success" if code == 0 else "failed"
+        traces, report = [], {}
+        for name in JOBS:
+            job_variables = {"CI_DEFAULT_BRANCH": "main", **report, **self.site_variables,
+                             **variables, "CI_JOB_NAME": name}
+            code, trace = self.runner(job_script(name), job_variables)
+            traces.append(trace)
+            if code != 0:
+                break
+            report = self._dotenv(name)
+        self.traces[pipeline["job_id"]] = "".join(traces)
+        if pipeline["status"] != "canceled":  # a cancelled pipeline stays cancelled, whatever its job did
+            pipeline["status"] = "success" if code == 0 else "failed"
+
+    def _dotenv(self, name: str) -> dict:
+        path = _job(name).get("artifacts", {}).get("reports", {}).get("dotenv")
+        if not (path and self.checkout and (self.checkout / path).exists()):
+            return {}
+        lines = (self.checkout / path).read_text().splitlines()
+        (self.checkout / path).unlink()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
 
     def _handler(self):
         fake = self
@@ -125,12 +168,27 @@ class FakeGitLab:
                 if m := re.fullmatch(r"/pipelines/(\d+)", rest):
                     pipeline = fake.pipelines.get(int(m[1]))
                     return self._send(200, _public(pipeline)) if pipeline else self._send(404, {"message": "404 Not found"})
+                if method == "POST" and (m := re.fullmatch(r"/pipelines/(\d+)/cancel", rest)):
+                    return self._cancel(int(m[1]))
                 if m := re.fullmatch(r"/pipelines/(\d+)/jobs", rest):
                     pipeline = fake.pipelines[int(m[1])]
                     return self._send(200, [{"id": pipeline["job_id"], "name": "maple-verify", "status": pipeline["status"]}])
                 if m := re.fullmatch(r"/jobs/(\d+)/trace", rest):
                     return self._send(200, fake.traces.get(int(m[1]), ""), "text/plain")
                 return self._send(404, {"message": "404 Not found"})
+
+            def _cancel(self, pipeline_id: int):
+                # POST /projects/:id/pipelines/:pipeline_id/cancel: cancels the jobs that have not
+                # finished and answers with the pipeline; a token with read_api only is refused.
+                if "api" not in fake.api_scopes:
+                    return self._send(403, {"error": "insufficient_scope", "scope": "api",
+                                            "error_description": "The request requires higher privileges than provided by the access token."})
+                pipeline = fake.pipelines.get(pipeline_id)
+                if pipeline is None:
+                    return self._send(404, {"message": "404 Not found"})
+                if pipeline["status"] not in ("success", "failed", "canceled", "skipped"):
+                    pipeline["status"] = "canceled"
+                return self._send(201, _public(pipeline))
 
             def _trigger(self):
                 length = int(self.headers.get("Content-Length", 0))

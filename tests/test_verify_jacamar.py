@@ -54,7 +54,7 @@ def test_scheduler_parameters_are_the_directives_before_the_first_command():
 
 def test_shipped_ci_job_runs_maple_verify_on_the_triggered_script():
     script = job_script()
-    assert 'maple verify "$MAPLE_SCRIPT"' in script
+    assert 'maple_ci verify "$MAPLE_SCRIPT"' in script
     assert '--miniapp "$MAPLE_MINIAPP"' in script
 
 
