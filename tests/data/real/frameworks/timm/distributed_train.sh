@@ -1,4 +1,5 @@
 #!/bin/bash
+# usage: ./distributed_train.sh NUM_GPUS [train.py args...]
 NUM_PROC=$1
 shift
-torchrun --nproc-per-node=$NUM_PROC train.py "$@"
+torchrun --nproc_per_node=$NUM_PROC train.py "$@"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# usage: bash tools/dist_train.sh CONFIG GPUS [train.py options...]
 
 CONFIG=$1
 GPUS=$2
@@ -9,10 +10,10 @@ MASTER_ADDR=${MASTER_ADDR:-"127.0.0.1"}
 
 PYTHONPATH="$(dirname $0)/..":$PYTHONPATH \
 python -m torch.distributed.launch \
+    --nproc_per_node=$GPUS \
     --nnodes=$NNODES \
     --node_rank=$NODE_RANK \
     --master_addr=$MASTER_ADDR \
-    --nproc_per_node=$GPUS \
     --master_port=$PORT \
     $(dirname "$0")/train.py \
     $CONFIG \
