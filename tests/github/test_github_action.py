@@ -109,7 +109,8 @@ def test_action_yml_passes_every_input_and_maple_reads_each_one():
     from maple_ci.github.action import INPUT_SETTINGS
 
     action = yaml.safe_load((Path(__file__).parents[2] / "action.yml").read_text())
-    [run_step] = [step for step in action["runs"]["steps"] if step.get("run") == "maple action"]
+    [run_step] = [step for step in action["runs"]["steps"] if step.get("id") == "maple"]
+    assert '-I -m maple_ci action' in run_step["run"]
     passed = dict(run_step["env"])
     wanted = {f"INPUT_{name.replace('-', '_').upper()}": f"${{{{ inputs.{name} }}}}"
               for name in action["inputs"] if name != "python-version"}  # used by the setup step
