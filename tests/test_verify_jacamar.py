@@ -98,6 +98,22 @@ def test_stuck_pipeline_times_out_with_a_clear_status(script_path):
         release.set()
     assert not result.ok and result.state == "timeout"
     assert "still" in result.message and result.log_url in result.message
+    # The pipeline does not go on holding an allocation at the center for nobody.
+    assert "cancelled" in result.message and fake.pipelines[int(result.job_id)]["status"] == "canceled"
+    assert ("POST", f"/api/v4/projects/hpc%2Fmaple-verify/pipelines/{result.job_id}/cancel") in fake.requests
+
+
+def test_a_read_only_token_cannot_cancel_and_the_timeout_says_so(script_path):
+    release = threading.Event()
+
+    def stuck(script, variables):
+        release.wait(10)
+        return 0, ""
+
+    with FakeGitLab(stuck, api_scopes=("read_api",)) as fake:
+        result = run(fake, script_path, timeout=0.3)
+        release.set()
+    assert result.state == "timeout" and "could not be cancelled" in result.message and "insufficient_scope" in result.message
 
 
 def test_server_errors_are_retried(script_path):

@@ -181,3 +181,15 @@ def test_srun_launch_lines_are_labelled_per_task_and_captures_are_not(slurm_clus
     assert result.log.startswith("head=n1\n")  # the capture's value is unlabelled (and the node its own host)
     assert "\n0: on n1\n" in result.log and "\n1: on n2\n" in result.log
     assert "JobState=" not in result.log  # only a job that did not complete gets the line
+
+
+@pytest.mark.cluster
+def test_a_batch_job_sees_no_secret_of_the_process_that_submits_it(slurm_cluster, tmp_path):
+    from test_verify_jobenv import SECRETS, assert_no_secret  # the bot's and the CI job's secrets
+
+    script = "#!/bin/bash\n#SBATCH -N 1\nenv\nsrun python train.py\n"
+    result = verify_slurm(write(tmp_path, script), miniapp=MINIAPP, timeout=JOB_TIMEOUT,
+                          env={**slurm_cluster.job_env, **SECRETS}, workdir=tmp_path)
+    assert result.ok, result.message + "\n" + result.log
+    assert "\nSLURM_JOB_ID=" in result.log and "\nMODULEPATH=" in result.log  # the job's own environment, printed
+    assert_no_secret(result.model_dump())

@@ -29,6 +29,7 @@ from .substitute import VerifyResult
 
 TERMINAL = {"success", "failed", "canceled", "skipped", "manual"}
 _DIRECTIVE_PREFIXES = ("#SBATCH", "#PBS")
+POLL_SECONDS = 10.0  # the first wait between two polls; it grows to 120 s
 
 
 def scheduler_parameters(script: str) -> str:
@@ -84,7 +85,7 @@ def verify_jacamar(
     ref: str = "main",
     commit: Optional[str] = None,
     timeout: float = 3600,
-    poll_interval: float = 10,
+    poll_interval: Optional[float] = None,
     session: Optional[requests.Session] = None,
     sleep: Callable[[float], None] = wait,
 ) -> VerifyResult:
@@ -108,7 +109,7 @@ def verify_jacamar(
     def cancel() -> None:
         gitlab.call("POST", f"/pipelines/{pipeline_id}/cancel", retries=0)
 
-    deadline, interval, status = time.monotonic() + timeout, poll_interval, pipeline.get("status", "created")
+    deadline, interval, status = time.monotonic() + timeout, poll_interval or POLL_SECONDS, pipeline.get("status", "created")
     with cancellable(cancel):
         while status not in TERMINAL:
             left = deadline - time.monotonic()
