@@ -34,7 +34,7 @@ def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
     if not given:
         return intent
     data = intent.model_dump() | given
-    if "nodes" in given:
+    if "nodes" in given or "gpus_per_node" in given:
         data["world_size"] = None  # recomputed from nodes * gpus_per_node
     data["missing"] = [field for field in data["missing"] if data.get(field) is None]
     return JobIntent.model_validate(data).with_defaults()

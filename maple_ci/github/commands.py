@@ -12,11 +12,14 @@ from pathlib import PurePosixPath
 from typing import Iterable
 
 from maple_ci.errors import MapleError
+from maple_ci.github.markdown import code
 
 # The JobIntent vocabulary (DESIGN.md); a flag may only override a field with a value it can hold.
 FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightning")
 STRATEGIES = ("ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single")
 MAX_NODES = 10000
+MAX_GPUS_PER_NODE = 64
+MAX_PATH = 1024  # characters of a --from path or an entrypoint; longer is no file anyone meant
 
 # author_association values of people with a standing relation to the repository; anyone else is
 # ignored without an API call. The association alone is not enough (an org MEMBER may only have
@@ -24,20 +27,40 @@ MAX_NODES = 10000
 TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
-_VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes")
+# Names the scheduler takes (accounts, queues): a word, never a shell or Markdown metacharacter.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+_ENTRYPOINT = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./+-]*")
+_WALLTIME = re.compile(r"[0-9]{1,4}:[0-5][0-9]:[0-5][0-9]")
+SHA = re.compile(r"[0-9a-f]{40}")
+_PIN = re.compile(r"@([0-9a-f]{7,40})")
+# Flags that take a value; the JobIntent overrides are the port options named like its fields.
+_VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes", "--entrypoint", "--gpus-per-node", "--account",
+                "--queue", "--walltime")
 
 
 @dataclass(frozen=True)
 class Command:
     """What a comment asked for. `clusters` empty on `verify` means every ported cluster."""
 
-    name: str  # "port" | "verify" | "help"
+    name: str  # "port" | "verify" | "approve" | "help"
     clusters: tuple[str, ...] = ()
     source: str | None = None  # --from: the launch script to port, relative to the repo root
     framework: str | None = None
     strategy: str | None = None
     nodes: int | None = None
     verify: bool = True
+    entrypoint: str | None = None
+    gpus_per_node: int | None = None
+    account: str | None = None
+    queue: str | None = None
+    walltime: str | None = None
+    sha: str | None = None  # port: `@<sha>`, the PR head the maintainer saw; approve: the commit approved
+
+    def overrides(self) -> dict:
+        """The JobIntent fields this command sets, for port.apply_overrides (as the CLI's options)."""
+        return {"framework": self.framework, "strategy": self.strategy, "nodes": self.nodes,
+                "entrypoint": self.entrypoint, "gpus_per_node": self.gpus_per_node, "account": self.account,
+                "queue": self.queue, "walltime": self.walltime}
 
 
 class CommandError(MapleError):
@@ -53,8 +76,10 @@ def help_text(known_clusters: Iterable[str]) -> str:
     return (
         "Usage:\n"
         "```\n"
-        "/maple port <cluster>... [--from PATH] [--framework F] [--strategy S] [--nodes N] [--no-verify]\n"
+        "/maple port <cluster>... [--from PATH] [--framework F] [--strategy S] [--nodes N] [--entrypoint PROGRAM]\n"
+        "            [--gpus-per-node G] [--account A] [--queue Q] [--walltime HH:MM:SS] [--no-verify] [@SHA]\n"
         "/maple verify [cluster...]\n"
+        "/maple approve <40-hex SHA of a fork's commit>\n"
         "/maple help\n"
         "```\n"
         f"Clusters: {', '.join(sorted(known_clusters))}\n"
@@ -92,10 +117,14 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
         if args:
             raise CommandError("`/maple help` takes no arguments.", known)
         return Command("help")
+    if name == "approve":
+        if len(args) != 1 or not SHA.fullmatch(args[0]):
+            raise CommandError("`/maple approve` takes the full 40-character SHA of the commit to approve.", known)
+        return Command("approve", sha=args[0])
     if name == "verify":
         clusters, options = _split_args(args, known)
         if options:
-            raise CommandError(f"`/maple verify` takes only cluster names, not `{next(iter(options))}`.", known)
+            raise CommandError(f"`/maple verify` takes only cluster names, not {code(next(iter(options)))}.", known)
         return Command("verify", clusters)
     if name == "port":
         clusters, options = _split_args(args, known)
@@ -107,10 +136,16 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
             source=_repo_path(options["--from"], known) if "--from" in options else None,
             framework=_choice(options, "--framework", FRAMEWORKS, known),
             strategy=_choice(options, "--strategy", STRATEGIES, known),
-            nodes=_nodes(options["--nodes"], known) if "--nodes" in options else None,
+            nodes=_number(options, "--nodes", MAX_NODES, known),
             verify="--no-verify" not in options,
+            entrypoint=_matching(options, "--entrypoint", _ENTRYPOINT, "a program path (letters, digits, `_./+-`)", known),
+            gpus_per_node=_number(options, "--gpus-per-node", MAX_GPUS_PER_NODE, known),
+            account=_matching(options, "--account", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
+            queue=_matching(options, "--queue", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
+            walltime=_matching(options, "--walltime", _WALLTIME, "HH:MM:SS", known),
+            sha=options.get("@"),
         )
-    raise CommandError(f"Unknown command `{words[0]}`.", known)
+    raise CommandError(f"Unknown command {code(words[0])}.", known)
 
 
 def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -119,10 +154,16 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
     options: dict[str, str] = {}
     words = iter(args)
     for word in words:
+        if word.startswith("@"):
+            pin = _PIN.fullmatch(word)
+            if not pin or "@" in options:
+                raise CommandError(f"{code(word)}: give one `@SHA` (7 to 40 lowercase hex digits) of the PR head.", known)
+            options["@"] = pin[1]
+            continue
         if not word.startswith("--"):
             cluster = word.lower()
             if cluster not in known:
-                raise CommandError(f"Unknown cluster `{word}`.", known)
+                raise CommandError(f"Unknown cluster {code(word)}.", known)
             if cluster not in clusters:
                 clusters.append(cluster)
             continue
@@ -138,20 +179,22 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
                 raise CommandError(f"`{flag}` is given twice.", known)
             options[flag] = value
         else:
-            raise CommandError(f"Unknown option `{word}`.", known)
+            raise CommandError(f"Unknown option {code(word)}.", known)
     return tuple(clusters), options
 
 
 def _repo_path(value: str, known: tuple[str, ...]) -> str:
     """A path that can only name a file inside the checkout: it is later opened by the runner."""
     bad = (
-        "\\" in value
+        len(value) > MAX_PATH
+        or "\\" in value
         or any(ord(c) < 32 for c in value)  # NUL and other control characters
         or value.startswith(("/", "~"))
     )
     path = PurePosixPath(value)
     if bad or any(part in ("..", ".git") for part in path.parts) or str(path) == ".":
-        raise CommandError(f"`--from {value}` must be a relative path inside the repository.", known)
+        raise CommandError(f"`--from` {code(value[:200])} must be a relative path inside the repository "
+                           f"(at most {MAX_PATH} characters).", known)
     return str(path)
 
 
@@ -160,15 +203,28 @@ def _choice(options: dict[str, str], flag: str, allowed: tuple[str, ...], known:
         return None
     value = options[flag].lower()
     if value not in allowed:
-        raise CommandError(f"`{flag}` must be one of {', '.join(allowed)}; got `{options[flag]}`.", known)
+        raise CommandError(f"`{flag}` must be one of {', '.join(allowed)}; got {code(options[flag])}.", known)
     return value
 
 
-def _nodes(value: str, known: tuple[str, ...]) -> int:
+def _number(options: dict[str, str], flag: str, most: int, known: tuple[str, ...]) -> int | None:
+    if flag not in options:
+        return None
+    value = options[flag]
     # [0-9] and not str.isdigit(): isdigit() accepts superscripts and other scripts' digits.
-    if not re.fullmatch(r"[0-9]{1,5}", value) or not 1 <= int(value) <= MAX_NODES:
-        raise CommandError(f"`--nodes` must be a whole number from 1 to {MAX_NODES}; got `{value}`.", known)
+    if not re.fullmatch(r"[0-9]{1,5}", value) or not 1 <= int(value) <= most:
+        raise CommandError(f"`{flag}` must be a whole number from 1 to {most}; got {code(value[:20])}.", known)
     return int(value)
+
+
+def _matching(options: dict[str, str], flag: str, pattern: re.Pattern, what: str, known: tuple[str, ...]) -> str | None:
+    """The flag's value when the whole of it matches `pattern` (fullmatch: no trailing newline)."""
+    if flag not in options:
+        return None
+    value = options[flag]
+    if len(value) > MAX_PATH or not pattern.fullmatch(value) or ".." in value.split("/"):
+        raise CommandError(f"`{flag}` must be {what}; got {code(value[:200])}.", known)
+    return value
 
 
 def refusal(login: str) -> str:

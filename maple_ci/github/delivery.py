@@ -339,6 +339,8 @@ def _check_summary(c: ClusterResult) -> str:
         where = f" (line {check['line']})" if check.get("line") else ""
         mark = "✅" if check["ok"] else "❌"
         lines.append(f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |")
+    if c.get("note"):  # why verification was skipped (e.g. waiting for an approval) or what failed
+        lines += ["", plain(c["note"])]
     return "\n".join(lines)
 
 

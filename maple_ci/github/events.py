@@ -43,6 +43,8 @@ class Plan:
     sources: tuple[str, ...] = ()  # launch scripts to port; empty: the command's --from or every tracked script
     reply: str | None = None  # posted as is (help, a command error); nothing is run
     exit_code: int = 0  # 2: the event carried an invalid command (the CLI's usage-error code)
+    requested_at: str | None = None  # the comment's created_at: a PR head committed later was not what was seen
+    request: str | None = None  # where the request came from, for the port's trailer (the comment's URL)
 
 
 def plan_event(
@@ -82,6 +84,8 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
         actor=comment["user"]["login"],
         association=comment["author_association"],
         pull_number=issue["number"] if on_pr else None,
+        requested_at=comment.get("created_at"),
+        request=comment.get("html_url"),
     )
     if comment.get("author_association") not in TRUSTED_ASSOCIATIONS:
         # No permission lookup: the association already rules out write access. Only the reply.
@@ -137,6 +141,7 @@ def plan_push(payload: dict[str, Any], tracked: Iterable[str], targets: Iterable
         base=default,
         ref=payload["after"],
         sources=sources,
+        request=(payload.get("head_commit") or {}).get("url") or f"push of {payload['after']}",
     )
 
 

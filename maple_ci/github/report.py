@@ -4,11 +4,13 @@ kept up to date while anything fails, closed when everything passes again."""
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from urllib.parse import quote
 
 from github.Repository import Repository
 
 from maple_ci.github.config import Schedule
-from maple_ci.github.delivery import PortResult, conclusion, table_cell
+from maple_ci.github.delivery import PortResult, conclusion
+from maple_ci.github.markdown import cell, code, plain
 
 # Finds the bot's own issue again whatever account the token belongs to; people do not write it.
 MARKER = "<!-- maple-ci portability report -->"
@@ -22,15 +24,16 @@ def render_report(results: list[PortResult], blob_url: str, commit: str) -> str:
     cells: dict[str, dict[str, str]] = {}
     for result in results:
         for c in result["clusters"]:
-            cell = f"[{CELLS[conclusion(c)]}]({blob_url}/{commit}/{c['path']})"
+            # The path is percent-encoded: a `)` or space in a file name must not end the link.
+            shown = f"[{CELLS[conclusion(c)]}]({blob_url}/{commit}/{quote(c['path'])})"
             if c["log_url"]:
-                cell += f" · [log]({c['log_url']})"
-            cells.setdefault(PurePosixPath(c["path"]).stem, {})[c["cluster"]] = cell
+                shown += f" · [log]({c['log_url']})"
+            cells.setdefault(PurePosixPath(c["path"]).stem, {})[c["cluster"]] = shown
     clusters = sorted({cluster for row in cells.values() for cluster in row})
     lines = [MARKER, f"Nightly verification of the ported scripts at {commit[:12]}.", "",
              "| Script | " + " | ".join(clusters) + " |", "|---|" + "---|" * len(clusters)]
-    lines += [f"| `{name}` | " + " | ".join(row.get(cluster, "—") for cluster in clusters) + " |" for name, row in sorted(cells.items())]
-    notes = [f"- `{c['path']}`: {table_cell(c['note'])}" for r in results for c in r["clusters"] if conclusion(c) == "failure" and c.get("note")]
+    lines += [f"| {cell(code(name))} | " + " | ".join(row.get(cluster, "—") for cluster in clusters) + " |" for name, row in sorted(cells.items())]
+    notes = [f"- {code(c['path'])}: {plain(c['note'])}" for r in results for c in r["clusters"] if conclusion(c) == "failure" and c.get("note")]
     return "\n".join(lines + ([""] + notes if notes else []))
 
 

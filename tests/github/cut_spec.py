@@ -16,7 +16,7 @@ OPERATIONS = {
     "/repos/{owner}/{repo}": ["get"],
     "/repos/{owner}/{repo}/git/ref/{ref}": ["get"],
     "/repos/{owner}/{repo}/git/refs": ["post"],
-    "/repos/{owner}/{repo}/git/refs/{ref}": ["patch"],
+    "/repos/{owner}/{repo}/git/refs/{ref}": ["patch", "delete"],
     "/repos/{owner}/{repo}/git/commits": ["post"],
     "/repos/{owner}/{repo}/git/commits/{commit_sha}": ["get"],
     "/repos/{owner}/{repo}/git/blobs": ["post"],
@@ -32,6 +32,9 @@ OPERATIONS = {
     "/repos/{owner}/{repo}/collaborators/{username}/permission": ["get"],
     "/repos/{owner}/{repo}/check-runs": ["post"],
     "/repos/{owner}/{repo}/check-runs/{check_run_id}": ["patch"],
+    "/repos/{owner}/{repo}/statuses/{sha}": ["post"],
+    "/repos/{owner}/{repo}/commits/{ref}/status": ["get"],
+    "/repos/{owner}/{repo}/commits/{ref}/check-runs": ["get"],
 }
 
 

@@ -39,23 +39,27 @@ class FakeGitHub:
         self.comments: list[dict] = []
         self.check_runs: list[dict] = []
         self.permissions: dict[str, str] = {}
+        self.statuses: list[dict] = []  # commit statuses, oldest first
         self.requests: list[dict] = []  # every request: method, path, query, body, and the route it hit
         self.fail_next: list[int] = []  # statuses to answer the next requests with; 403 = secondary rate limit
+        self.fail_routes: dict[str, int] = {}  # route pattern -> status it answers every time (a persistent 5xx)
         self.refs["heads/main"] = self.commit_files(files or {"README.md": "hello\n"}, [], "initial")
 
     # --- helpers for tests to set up state directly ---
-    def commit_files(self, files: dict[str, str], parents: list[str], message: str) -> str:
+    def commit_files(self, files: dict[str, str], parents: list[str], message: str,
+                     date: str = "2011-04-14T16:00:49Z") -> str:
         base = dict(self.trees[self.commits[parents[0]]["tree"]]) if parents else {}
         for path, content in files.items():
             self.blobs[blob := _sha("blob", content)] = content
             base[path] = {"mode": "100644", "sha": blob}
         tree = self._store_tree(base)
-        commit = {"tree": tree, "parents": parents, "message": message}
+        commit = {"tree": tree, "parents": parents, "message": message, "date": date}
         self.commits[sha := _sha("commit", commit)] = commit
         return sha
 
     def open_pull(self, head: str, base: str, title: str = "source PR", body: str = "") -> dict:
-        pull = {"number": self._next_number(), "head": head, "base": base, "title": title, "body": body, "state": "open"}
+        pull = {"number": self._next_number(), "head": head, "base": base, "title": title, "body": body, "state": "open",
+                "head_sha": self.refs[f"heads/{head}"]}  # what GitHub still shows once the branch is deleted
         self.pulls.append(pull)
         return pull
 
@@ -85,7 +89,8 @@ class FakeGitHub:
         n = p["number"]
         return {"number": n, "state": p["state"], "title": p["title"], "body": p["body"], "url": self.url(f"/pulls/{n}"),
                 "issue_url": self.url(f"/issues/{n}"), "html_url": f"http://github.test/{self.owner}/{self.name}/pull/{n}",
-                "head": {"ref": p["head"], "sha": self.refs[f"heads/{p['head']}"], "repo": p.get("head_repo") or self.repo_json()},
+                "head": {"ref": p["head"], "sha": self.refs.get(f"heads/{p['head']}", p["head_sha"]),
+                         "repo": p["head_repo"] if "head_repo" in p else self.repo_json()},
                 "base": {"ref": p["base"], "sha": self.refs[f"heads/{p['base']}"], "repo": self.repo_json()}}
 
     def issue_json(self, i: dict) -> dict:
@@ -100,7 +105,8 @@ class FakeGitHub:
 
     def commit_json(self, sha: str) -> dict:
         c = self.commits[sha]
-        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"],
+        person = {"name": "Monalisa Octocat", "email": "mona@github.test", "date": c.get("date", "2011-04-14T16:00:49Z")}
+        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"], "author": person, "committer": person,
                 "tree": {"sha": c["tree"], "url": self.url(f"/git/trees/{c['tree']}")},
                 "parents": [{"sha": p, "url": self.url(f"/git/commits/{p}")} for p in c["parents"]]}
 
@@ -118,6 +124,8 @@ class FakeGitHub:
         for pattern, handler in self.routes:
             if m := re.fullmatch(pattern, route):
                 request["route"] = pattern
+                if pattern in self.fail_routes:
+                    return self.fail_routes[pattern], {"message": "Server Error"}
                 return handler(self, body, query, *m.groups())
         return 404, {"message": f"fake has no route for {route}"}
 
@@ -142,6 +150,11 @@ class FakeGitHub:
         self.refs[ref] = body["sha"]
         return 200, self.ref_json(ref)
 
+    def delete_ref(self, body, query, ref):
+        if self.refs.pop(ref, None) is None:
+            return 422, {"message": "Reference does not exist"}
+        return 204, None
+
     def get_git_commit(self, body, query, sha):
         return (200, self.commit_json(sha)) if sha in self.commits else (404, {"message": "Not Found"})
 
@@ -162,7 +175,7 @@ class FakeGitHub:
     def create_commit(self, body, query):
         if body["tree"] not in self.trees or any(p not in self.commits for p in body["parents"]):
             return 422, {"message": "tree or parent missing"}
-        commit = {"tree": body["tree"], "parents": body["parents"], "message": body["message"]}
+        commit = {"tree": body["tree"], "parents": body["parents"], "message": body["message"], "date": "2030-01-01T00:00:00Z"}
         self.commits[sha := _sha("commit", commit)] = commit
         return 201, self.commit_json(sha)
 
@@ -173,7 +186,14 @@ class FakeGitHub:
                  and p["base"] == query.get("base", [p["base"]])[0]]
         return 200, [self.pull_json(p) for p in found]
 
+    @staticmethod
+    def _too_long(body) -> bool:
+        """GitHub's limits: 256 characters of title, 65536 of body (PRs, issues, comments)."""
+        return len(body.get("title") or "") > 256 or len(body.get("body") or "") > 65536
+
     def create_pull(self, body, query):
+        if self._too_long(body):
+            return 422, {"message": "Validation Failed: title or body is too long"}
         if any(p["head"] == body["head"] and p["state"] == "open" for p in self.pulls):
             return 422, {"message": "A pull request already exists"}
         if f"heads/{body['head']}" not in self.refs:
@@ -184,6 +204,8 @@ class FakeGitHub:
         return 200, self.pull_json(self.pull(n))
 
     def edit_pull(self, body, query, n):
+        if self._too_long(body):
+            return 422, {"message": "Validation Failed: title or body is too long"}
         pull = self.pull(n)
         pull.update({k: body[k] for k in ("title", "body") if k in body})
         return 200, self.pull_json(pull)
@@ -232,11 +254,33 @@ class FakeGitHub:
         return 201, {"id": len(self.reactions), "content": body["content"]}
 
     def create_comment(self, body, query, n):
+        if self._too_long(body):
+            return 422, {"message": "Validation Failed: body is too long (maximum is 65536 characters)"}
         self.comments.append({"issue": int(n), "body": body["body"]})
         return 201, {"id": 1000 + len(self.comments), "body": body["body"], "url": self.url(f"/issues/comments/{1000 + len(self.comments)}")}
 
     def get_permission(self, body, query, login):
         return 200, {"permission": self.permissions.get(login, "read"), "user": {"login": login}}
+
+    def create_status(self, body, query, sha):
+        if sha not in self.commits:
+            return 422, {"message": f"No commit found for SHA: {sha}"}
+        status = {"id": len(self.statuses) + 1, "sha": sha, "state": body["state"], "context": body.get("context", "default"),
+                  "description": body.get("description"), "url": self.url(f"/statuses/{sha}")}
+        self.statuses.append(status)
+        return 201, {k: v for k, v in status.items() if k != "sha"}
+
+    def combined_status(self, body, query, sha):
+        if sha not in self.commits:
+            return 422, {"message": f"No commit found for SHA: {sha}"}
+        newest = {}
+        for status in self.statuses:
+            if status["sha"] == sha:
+                newest[status["context"]] = {k: v for k, v in status.items() if k != "sha"}
+        statuses = list(newest.values())[::-1]
+        state = "pending" if not statuses else "success" if all(s["state"] == "success" for s in statuses) else "failure"
+        return 200, {"state": state, "sha": sha, "total_count": len(statuses), "statuses": statuses,
+                     "commit_url": self.url(f"/commits/{sha}"), "url": self.url(f"/commits/{sha}/status")}
 
     def create_check_run(self, body, query):
         annotations = body.get("output", {}).get("annotations", [])
@@ -251,15 +295,25 @@ class FakeGitHub:
         annotations = body.get("output", {}).get("annotations", [])
         if len(annotations) > 50:
             return 422, {"message": "Only 50 annotations are allowed per request"}
+        run.update({k: v for k, v in body.items() if k != "output"})
+        if "output" in body:
+            run["output"] = body["output"]
         run["annotations"] += annotations
         run["requests"] += 1
         return 200, {"id": run["id"], "name": run["name"], "head_sha": run["head_sha"], "url": self.url(f"/check-runs/{run['id']}")}
+
+    def list_check_runs(self, body, query, sha):
+        status = query.get("status", [None])[0]
+        found = [{k: run.get(k) for k in ("id", "name", "head_sha", "status", "conclusion")} | {"url": self.url(f"/check-runs/{run['id']}")}
+                 for run in self.check_runs if run["head_sha"] == sha and status in (None, run.get("status"))]
+        return 200, {"total_count": len(found), "check_runs": found}
 
     routes = [
         (r"GET ", get_repo),
         (r"GET /git/ref/(.+)", get_ref),
         (r"POST /git/refs", create_ref),
         (r"PATCH /git/refs/(.+)", update_ref),
+        (r"DELETE /git/refs/(.+)", delete_ref),
         (r"GET /git/commits/(\w+)", get_git_commit),
         (r"POST /git/blobs", create_blob),
         (r"POST /git/trees", create_tree),
@@ -278,6 +332,9 @@ class FakeGitHub:
         (r"GET /collaborators/([^/]+)/permission", get_permission),
         (r"POST /check-runs", create_check_run),
         (r"PATCH /check-runs/(\d+)", update_check_run),
+        (r"POST /statuses/(\w+)", create_status),
+        (r"GET /commits/(\w+)/status", combined_status),
+        (r"GET /commits/(\w+)/check-runs", list_check_runs),
     ]
 
     # --- serving ---
@@ -291,7 +348,7 @@ class FakeGitHub:
                 body = json.loads(self.rfile.read(length)) if length else {}
                 with fake.lock:  # one request at a time: state changes stay consistent
                     status, data = fake.handle(self.command, url.path.removeprefix(PREFIX), parse_qs(url.query), body)
-                raw = json.dumps(data).encode()
+                raw = b"" if status == 204 else json.dumps(data).encode()
                 self.send_response(status)
                 if status == 403:  # how GitHub marks a secondary rate limit
                     self.send_header("Retry-After", "0")
@@ -300,7 +357,7 @@ class FakeGitHub:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            do_GET = do_POST = do_PATCH = _serve
+            do_GET = do_POST = do_PATCH = do_DELETE = _serve
 
             def log_message(self, *args):  # keep pytest output clean
                 pass

@@ -48,7 +48,7 @@ def nightly(fake, repo, conclusions, report):
     """One scheduled run where each cluster's ported script verifies as `conclusions` says (passed/failed)."""
     plan = plan_event("schedule", {"repository": {"default_branch": "main"}}, KNOWN, targets=tuple(conclusions))
 
-    def verify(command, results, commit, skip):
+    def verify(command, results, commit, skip, progress):
         for c in results[0]["clusters"]:
             c.update(verification=conclusions[c["cluster"]], note=f"{c['cluster']} run {conclusions[c['cluster']]}")
         return results

@@ -18,8 +18,10 @@ import pytest
 import requests
 from fake_github import FakeGitHub
 from npm_modules import HERE, node_module
+from github import GithubException
 from scenarios import comment_plan, nightly, port_results
 
+from maple_ci.github.approval import approve, approver
 from maple_ci.github.bot import permission, run_plan
 from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import check_runs, connect, deliver, post_review
@@ -79,6 +81,12 @@ def test_every_request_of_the_bot_flows_matches_the_description(prism, fake, rep
     deliver(repo, "pr-1", {"scripts/aurora/train.sh": "changed\n"}, "feature", "new title", "new body")  # fast-forward, PR edit
     for aurora in ("failed", "failed", "passed"):  # nightly: report issue opened, updated, closed
         nightly(fake, repo, {"aurora": aurora}, Schedule())
+    approve(repo, fake.refs["heads/feature"], "Codertocat")  # a commit status, read back as the combined status
+    assert approver(repo, fake.refs["heads/feature"]) == "Codertocat"
+    fake.fail_routes[r"POST /pulls"] = 422  # the PR cannot be opened: the branch just made is deleted
+    with pytest.raises(GithubException):
+        deliver(repo, "gone", {"scripts/aurora/x.sh": "x\n"}, "main", "t", "b")
+    assert "heads/maple/port-gone" not in fake.refs
 
     first = {}
     for request in fake.requests:

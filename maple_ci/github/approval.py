@@ -1,0 +1,95 @@
+"""Where a port came from, and whether a maintainer approved running what a fork wrote.
+
+A port made from a fork's launch script may carry what the fork wrote (an env file it sources, a
+venv it activates), and the bot's PR holding it is a same-repository PR: verifying it, on a
+comment, on push or nightly after a merge, would run the fork's code at the center. So every port
+records its source: trailers on the bot's commit (repository, commit, request), and on each file
+ported from a fork a stamp at its end that verification reads back whatever merge strategy later
+moved the file. A fork-derived port is verified only once a maintainer approved that fork commit
+with `/maple approve <sha>` (as Hubcast does). The approval is a commit status that the bot puts
+on that SHA in this repository, which a fork cannot write, naming the approver; the approver's
+write access is asked again at every read, so taking it away takes the approval away too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from github import GithubException, UnknownObjectException
+from github.Repository import Repository
+
+from maple_ci.errors import MapleError
+from maple_ci.github.commands import WRITE_PERMISSIONS
+
+CONTEXT = "maple-ci/approval"
+_APPROVER = re.compile(r"approved by @([A-Za-z0-9-]{1,39})")
+# The stamp's two lines; the LAST pair in a file counts: the bot appends it after everything a fork
+# could have put in the port (a fork-written look-alike higher up is overridden).
+_STAMP = re.compile(r"^# Maple-Source-Repository: ([\w.-]+/[\w.-]+)\n# Maple-Source-Commit: ([0-9a-f]{40})$", re.M)
+
+
+class Provenance(NamedTuple):
+    repository: str  # owner/name the ported script came from: a fork's full name for a fork's PR
+    commit: str  # the source commit, 40 hex digits
+    request: str  # what asked for the port (the comment's URL)
+
+
+def trailers(source: Provenance) -> str:
+    """The commit-message trailers naming the source (git interpret-trailers reads them)."""
+    request = " ".join(source.request.split())  # one line: a trailer value cannot hold a newline
+    return (f"Maple-Source-Repository: {source.repository}\nMaple-Source-Commit: {source.commit}\n"
+            f"Maple-Request: {request}")
+
+
+def stamp(content: str, source: Provenance) -> str:
+    """`content` with the source stamped at its end (bash comments: the script runs the same)."""
+    return (f"{content.rstrip(chr(10))}\n\n# Maple-Source-Repository: {source.repository}\n"
+            f"# Maple-Source-Commit: {source.commit}\n")
+
+
+def stamped(content: str) -> tuple[str, str] | None:
+    """(repository, commit) of the last stamp in `content`; None for a port with no stamp."""
+    found = _STAMP.findall(content)
+    return found[-1] if found else None
+
+
+def permission(repo: Repository, login: str) -> str | None:
+    """The user's permission on the repository (admin/write/read/none); None for an unknown user."""
+    try:
+        return repo.get_collaborator_permission(login)
+    except UnknownObjectException:
+        return None
+
+
+def approver(repo: Repository, sha: str) -> str | None:
+    """Who approved verifying ports made from `sha`, if one who still has write access did."""
+    try:  # the combined status: the newest status of each context
+        statuses = repo.get_commit(sha).get_combined_status().statuses
+    except GithubException as error:
+        if error.status in (404, 422):  # no such commit here (a fork's force-pushed commit): not approved
+            return None
+        raise
+    for status in statuses:
+        match = _APPROVER.fullmatch(status.description or "")
+        if status.context == CONTEXT and status.state == "success" and match \
+                and permission(repo, match[1]) in WRITE_PERMISSIONS:
+            return match[1]
+    return None
+
+
+def approve(repo: Repository, sha: str, login: str) -> str:
+    """Record `login`'s approval of `sha`; the reply to post."""
+    try:
+        repo.get_commit(sha).create_status(state="success", context=CONTEXT, description=f"approved by @{login}")
+    except GithubException as error:
+        if error.status == 422:  # GitHub: no commit with that SHA in this repository or its PRs
+            raise MapleError(f"There is no commit {sha} in this repository or its pull requests.", exit_code=2) from error
+        raise
+    return (f"Approved `{sha}`: maple-ci now verifies ports made from that commit "
+            "(`/maple verify` on the port's PR runs them).")
+
+
+def waiting_note(sha: str) -> str:
+    return (f"Verification waits for a maintainer's approval: this port comes from a fork's commit `{sha}`; "
+            f"a maintainer who reviewed it comments `/maple approve {sha}`.")
