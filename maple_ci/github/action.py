@@ -31,6 +31,7 @@ INPUT_SETTINGS = {
     "gitlab_url": "MAPLE_GITLAB_URL", "gitlab_project": "MAPLE_GITLAB_PROJECT",
     "gitlab_trigger_token": "MAPLE_GITLAB_TRIGGER_TOKEN", "gitlab_token": "MAPLE_GITLAB_TOKEN",
     "llm": "MAPLE_LLM", "llm_model": "MAPLE_LLM_MODEL", "llm_api_key": "MAPLE_LLM_API_KEY",
+    "verify_timeout": "MAPLE_VERIFY_TIMEOUT",  # seconds each verification run may take (pipeline.run_backend)
 }
 SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "llm_api_key")
 
