@@ -14,7 +14,7 @@ Files whose name starts with "_" are shared parts (bases, macros), not templates
 import hashlib
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +22,10 @@ from pydantic import BaseModel, ConfigDict
 from .errors import MapleError
 from .intent import Framework, Strategy
 from .paths import templates_dir
+
+# "any": the generic family, which runs any torch.distributed program (Megatron-LM, Lightning,
+# tensor or pipeline parallel code) one rank per device or one torchrun per node.
+GENERIC = "any"
 
 _FRONT_MATTER = re.compile(r"\A\{#---\n(.*?)\n---#\}\n?", re.DOTALL)
 
@@ -33,7 +37,7 @@ class TemplateMeta(BaseModel):
     cluster: str
     scheduler: str
     framework: Framework
-    strategy: Strategy
+    strategy: Union[Strategy, Literal["any"]]
     launcher: str
     description: str
     supported: bool = True

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from .embedding import embed
 from .errors import MapleError
 from .intent import PER_DEVICE_LAUNCHERS, Framework, JobIntent
-from .library import TemplateMeta, launch_dir, library_hash, load_templates
+from .library import GENERIC, TemplateMeta, launch_dir, library_hash, load_templates
 from .profiles import get_profile
 from .vectordb import cached_table
 
@@ -22,6 +22,9 @@ TABLE = "templates"
 # The strategy a framework's users mean when their script does not say: plain data parallelism for
 # PyTorch and Accelerate, ZeRO-3 for DeepSpeed. Frameworks not listed have no default.
 DEFAULT_STRATEGY = {"pytorch": "ddp", "deepspeed": "zero3", "accelerate": "ddp"}
+# Frameworks whose own launcher and config a port keeps (their templates pass the DeepSpeed config,
+# Accelerate's mode): the generic family is no candidate for them.
+OWN_LAUNCH = frozenset({"deepspeed", "accelerate"})
 
 _COLUMNS = list(TemplateMeta.model_fields)
 
@@ -62,22 +65,29 @@ def _search(text: str, where: Optional[str], limit: Optional[int]) -> list[Candi
 
 
 def _missing_combo(cluster: str, framework: str) -> MapleError:
-    combos = sorted({f"{t.framework}-{t.strategy}" for t in load_templates() if t.cluster == cluster})
+    combos = sorted({"generic" if t.strategy == GENERIC else f"{t.framework}-{t.strategy}"
+                     for t in load_templates() if t.cluster == cluster})
     if not combos:
         return MapleError(f"no launch templates for cluster {cluster!r} yet")
-    return MapleError(f"no {framework} template for {cluster}; {cluster} has: {', '.join(combos)}")
+    generic = "" if framework in OWN_LAUNCH else " and no generic one"
+    return MapleError(f"no {framework} template{generic} for {cluster}; {cluster} has: {', '.join(combos)}")
 
 
 def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     """Up to k templates for running `intent` on `cluster`, best first.
 
     Candidates are the cluster's templates of the intent's framework (any framework when the
-    intent lists "framework" as missing). Ranking rule, key by key:
+    intent lists "framework" as missing), plus, for every framework but those with launchers of
+    their own (OWN_LAUNCH), the cluster's generic family (strategy "any"), which runs any
+    torch.distributed program: Megatron-LM, Lightning, tensor or pipeline parallel PyTorch.
+    Ranking rule, key by key:
       1. the wanted strategy first: intent.strategy, or when the intent does not state one,
          DEFAULT_STRATEGY for its framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp;
          other frameworks have none; an unknown framework reads as JobIntent's default, pytorch);
+         then the generic family, then the framework's templates of other strategies;
       2. then the intent's own launcher, since the script was written for it: it picks between a
-         cluster's variants of one strategy (srun per GPU vs one torchrun per node);
+         cluster's variants of one strategy (srun per GPU vs one torchrun per node); Lightning
+         counts as launched per device, as its cluster environments expect;
       3. then a launcher of the same kind (per device, like srun, mpiexec; or per node, like
          torchrun, deepspeed): a Frontier srun script ports to Polaris' mpiexec form, not torchrun;
       4. then higher similarity of intent.description() and the template text.
@@ -86,16 +96,21 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     profile = get_profile(cluster)
     where = f"cluster = {_sql_string(profile.name)}"
     if "framework" not in intent.missing:
-        where += f" AND framework = {_sql_string(intent.framework)}"
+        generic = "" if intent.framework in OWN_LAUNCH else f" OR strategy = {_sql_string(GENERIC)}"
+        where += f" AND (framework = {_sql_string(intent.framework)}{generic})"
     candidates = _search(intent.description(), where, limit=None)
     if not candidates:
         raise _missing_combo(profile.name, intent.framework)
     wanted = intent.strategy or DEFAULT_STRATEGY.get(intent.framework)
-    per_device = intent.launcher in PER_DEVICE_LAUNCHERS
+    # Lightning's cluster environments expect the scheduler to start every rank (under Slurm, one
+    # srun task per GPU, checked against Trainer(devices)); a torchrun inside srun confuses them.
+    lightning = intent.framework == "lightning"
+    own_launcher = None if lightning else intent.launcher
+    per_device = lightning or intent.launcher in PER_DEVICE_LAUNCHERS
 
     def rank(c: Candidate):
-        launcher = c.template.launcher
-        return (c.template.strategy != wanted, launcher != intent.launcher,
+        strategy, launcher = c.template.strategy, c.template.launcher
+        return (0 if strategy == wanted else 1 if strategy == GENERIC else 2, launcher != own_launcher,
                 (launcher in PER_DEVICE_LAUNCHERS) != per_device, -c.score)
 
     return sorted(candidates, key=rank)[:k]

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from ..extract import extract_script
 from ..intent import JobIntent
 from ..profiles import ClusterProfile, Queue, walltime_seconds
+from ..programs import describe, model_parallel, nodes_that_fit
 from .substitute import launched_programs, runs
 
 # Short Slurm options as their long names, so "-N 2" and "--nodes=2" read the same.
@@ -319,6 +320,25 @@ def _entrypoint(script: str, intent: JobIntent) -> Check:
     return _ok("entrypoint", f"runs {intent.entrypoint}", script.count("\n", 0, found[0].start()) + 1)
 
 
+def _model_parallel(intent: JobIntent, profile: ClusterProfile, nodes: Optional[int]) -> Optional[Check]:
+    """The world size must be a multiple of the program's tensor x pipeline (x context) parallel
+    group (Megatron-style flags, kept by the port); None when the program sets none."""
+    parallel = model_parallel(intent.script_args)
+    if not parallel:
+        return None
+    group, devices = math.prod(parallel.values()), profile.devices_per_node
+    per_node = f"{devices} device{'s' if devices > 1 else ''}"
+    fits = nodes_that_fit(nodes or 1, devices, group)
+    if nodes is None:
+        return _fail("model-parallel", f"{describe(parallel)} model-parallel ranks need a world size that is a "
+                                       f"multiple of {group}: submit with a multiple of {fits} nodes", severity="warning")
+    if nodes * devices % group:
+        return _fail("model-parallel", f"{describe(parallel)} model-parallel ranks do not divide the world size "
+                                       f"{nodes * devices} ({nodes} nodes x {per_node} on {profile.display_name}); "
+                                       f"port with --nodes {fits}, or change the program's parallel sizes")
+    return _ok("model-parallel", f"{describe(parallel)} divides the world size {nodes * devices}")
+
+
 def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> list[Check]:
     """Every static check of `script` for `profile`; errors make checks_ok() false, warnings do not."""
     directives = parse_directives(script, profile.scheduler)
@@ -328,6 +348,8 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> li
     checks = [syntax, *_shellcheck(script), queue_check, _node_count(nodes, nodes_directive, queue),
               _walltime(directives, profile, queue, nodes or 1), _gpu_count(directives, profile, nodes or 1),
               _account(directives, profile), *_policy_directives(directives, profile), _entrypoint(script, intent)]
+    if parallel := _model_parallel(intent, profile, nodes):
+        checks.append(parallel)
     if syntax.ok:  # the extractor parses the whole script; only one bash accepts is worth reading back
         checks.append(_world_size(script, profile, nodes))
     return checks

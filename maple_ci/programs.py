@@ -1,0 +1,98 @@
+"""What a port must know about the program it launches, read from the program's own arguments.
+
+Megatron-LM (and Megatron-DeepSpeed, NeMo, torchtitan) splits each model replica over tensor x
+pipeline (x context) parallel ranks; the rest of the world is data parallel. A port changes the
+world size and keeps those flags, so the world size must stay a multiple of the model-parallel
+group, and the global batch size a multiple of data-parallel size x micro batch size.
+Lightning's Trainer(devices=, num_nodes=) must equal the ranks per node and the node count.
+The port rewrites none of these arguments: it checks them and says what to change.
+"""
+
+import math
+import re
+from typing import Optional
+
+# Argument names as normalised by _sizes (no dashes or prefix like "model." or "parallelism.",
+# "_" read as "-"): Megatron's flags, NeMo's Hydra keys, torchtitan's degrees.
+_MODEL_PARALLEL = {
+    "tensor": ("tensor-model-parallel-size", "tensor-parallel-degree"),
+    "pipeline": ("pipeline-model-parallel-size", "pipeline-parallel-degree"),
+    "context": ("context-parallel-size", "context-parallel-degree"),
+}
+_BATCH = {"global": "global-batch-size", "micro": "micro-batch-size"}
+# LightningCLI (--trainer.devices), Hydra (trainer.devices=4) and plain argparse spellings.
+_LIGHTNING = {"devices": ("devices", "gpus"), "nodes": ("num-nodes",)}
+_OPTION = re.compile(r"(?:--)?(?:[\w-]+\.)*([\w-]+)")
+
+
+def _sizes(args: list[str]) -> dict[str, int]:
+    """Every `--name N`, `--name=N` or `prefix.name=N` in args whose value is a positive integer,
+    by normalised name; a later one wins, as in argparse. Values like $TP are not known here."""
+    found = {}
+    for i, word in enumerate(args):
+        name, equals, value = word.partition("=")
+        if not equals:
+            if not word.startswith("--") or i + 1 >= len(args):
+                continue
+            value = args[i + 1]
+        match = _OPTION.fullmatch(name)
+        if match and value.isdigit() and int(value) > 0:
+            found[match.group(1).replace("_", "-")] = int(value)
+    return found
+
+
+def _first(sizes: dict[str, int], names: tuple[str, ...]) -> Optional[int]:
+    return next((sizes[n] for n in names if n in sizes), None)
+
+
+def model_parallel(args: list[str]) -> dict[str, int]:
+    """The program's model-parallel sizes above 1, e.g. {"tensor": 2, "pipeline": 2}."""
+    sizes = _sizes(args)
+    found = {kind: _first(sizes, names) for kind, names in _MODEL_PARALLEL.items()}
+    return {kind: size for kind, size in found.items() if size and size > 1}
+
+
+def describe(parallel: dict[str, int]) -> str:
+    """"tensor 2 x pipeline 2 = 4" (or "tensor 2" alone)."""
+    text = " x ".join(f"{kind} {size}" for kind, size in parallel.items())
+    return f"{text} = {math.prod(parallel.values())}" if len(parallel) > 1 else text
+
+
+def nodes_that_fit(nodes: int, devices_per_node: int, group: int) -> int:
+    """The smallest node count >= nodes whose world size is a multiple of `group`."""
+    step = group // math.gcd(group, devices_per_node)
+    return -(-nodes // step) * step
+
+
+def program_notes(args: list[str], framework: str, nodes: Optional[int], ranks_per_node: int) -> list[str]:
+    """Header notes about the program's own parallelism and device arguments on the target."""
+    notes = []
+    world = nodes * ranks_per_node if isinstance(nodes, int) else None
+    parallel = model_parallel(args)
+    group = math.prod(parallel.values())
+    if parallel and world and world % group == 0:
+        data = world // group
+        notes.append(f"the program's parallel sizes are kept ({describe(parallel)}): {world} ranks give data "
+                     f"parallel size {data}")
+        sizes = _sizes(args)
+        total, micro = sizes.get(_BATCH["global"]), sizes.get(_BATCH["micro"], 1)
+        if total and total % (data * micro):
+            notes.append(f"global batch size {total} is not a multiple of data parallel size {data} x micro batch "
+                         f"size {micro} = {data * micro}; Megatron refuses that: use a multiple of {data * micro}")
+    if framework == "lightning":
+        notes.append(_lightning_note(args, nodes, ranks_per_node))
+    return notes
+
+
+def _lightning_note(args: list[str], nodes: Optional[int], ranks_per_node: int) -> str:
+    nodes_text = str(nodes) if isinstance(nodes, int) else "the allocation's node count"
+    note = (f"Lightning's Trainer(devices=..., num_nodes=...) must be {ranks_per_node} and {nodes_text} here "
+            "(one rank per device, started by the scheduler, no torchrun)")
+    sizes = _sizes(args)
+    devices, given_nodes = (_first(sizes, names) for names in _LIGHTNING.values())
+    wrong = [f"devices {devices}"] if devices not in (None, ranks_per_node) else []
+    if given_nodes is not None and isinstance(nodes, int) and given_nodes != nodes:
+        wrong.append(f"num_nodes {given_nodes}")
+    if wrong:
+        note += f"; the script's arguments give {' and '.join(wrong)}, left as written: change them"
+    return note
