@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Callable, NamedTuple, Optional
 
 import github_action_toolkit as gha
+import requests
 from github import GithubException
 from github.PullRequest import PullRequest
 from github.Repository import Repository
@@ -240,8 +241,12 @@ def _failed(repo: Repository, plan: Plan, comment, error: Exception) -> MapleErr
         reason, code = str(error), error.exit_code
     else:
         code = 1
-        reason = (f"GitHub answered {error.status}" if isinstance(error, GithubException)
-                  else f"an unexpected {type(error).__name__} (the run's log has the details)")
+        if isinstance(error, GithubException):
+            reason = f"GitHub answered {error.status}"
+        elif isinstance(error, requests.RequestException):  # also 5xx still failing after every retry
+            reason = f"GitHub could not be reached or kept failing after retries ({type(error).__name__})"
+        else:
+            reason = f"an unexpected {type(error).__name__} (the run's log has the details)"
         token = secrets.token_hex(16)  # nothing in a traceback may act as a workflow command
         print(f"::stop-commands::{token}", flush=True)
         traceback.print_exception(error, file=sys.stdout)  # stdout: in order with the markers

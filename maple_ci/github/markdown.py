@@ -39,8 +39,8 @@ def cell(markdown: str) -> str:
 
 def _defuse(text: str) -> str:
     text = text.replace("@", "@" + _ZWSP)
-    text = re.sub(r"(?i)(://|\bwww)(?=.)", lambda m: m[1] + _ZWSP, text)
-    return text
+    # "https:<zwsp>//x" and "www<zwsp>.x" are no scheme and no host: GFM's autolinks need both.
+    return text.replace("://", ":" + _ZWSP + "//").replace("www.", "www" + _ZWSP + ".")
 
 
 def log_safe(text: str) -> str:

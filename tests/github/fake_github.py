@@ -70,7 +70,8 @@ class FakeGitHub:
         return next(p for p in self.pulls if p["number"] == int(n))
 
     def files_at(self, ref: str) -> dict[str, str]:
-        tree = self.trees[self.commits[self.refs[ref]]["tree"]]
+        """The files at a ref ("heads/main") or a commit."""
+        tree = self.trees[self.commits[self.refs.get(ref, ref)]["tree"]]
         return {path: self.blobs[entry["sha"]] for path, entry in tree.items()}
 
     def _store_tree(self, entries: dict[str, dict]) -> str:
@@ -212,7 +213,8 @@ class FakeGitHub:
 
     def list_pull_files(self, body, query, n):
         pull = self.pull(n)
-        head, base = self.files_at(f"heads/{pull['head']}"), self.files_at(f"heads/{pull['base']}")
+        head = self.files_at(self.refs.get(f"heads/{pull['head']}", pull["head_sha"]))
+        base = self.files_at(f"heads/{pull['base']}")
         changed = [{"filename": p, "status": "modified" if p in base else "added"} for p in head if head[p] != base.get(p)]
         changed += [{"filename": p, "status": "removed"} for p in base if p not in head]
         return 200, [{**f, "sha": _sha("blob", head.get(f["filename"], "")), "additions": 0, "deletions": 0, "changes": 0} for f in changed]
