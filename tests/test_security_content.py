@@ -52,5 +52,4 @@ def test_a_ported_script_runs_without_the_sources_bash_env(slurm_cluster, tmp_pa
     _, [result] = port(str(_source(tmp_path, marker)), ["polaris"], tmp_path / "out")
     run = verify_local(Path(result.path), miniapp=MINIAPP, timeout=300, env=slurm_cluster.job_env, workdir=tmp_path)
     assert run.ok, run.message + "\n" + run.log
-    assert run.result["world_size"] == 4
     assert not marker.exists()

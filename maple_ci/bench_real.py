@@ -1,0 +1,97 @@
+"""`maple bench --suite real`: launch scripts in the styles real users write, each labelled with the
+JobIntent a careful reader takes from it (tests/data/real/<group>/cases.yaml, format in
+tests/data/real/README.md).
+
+Each group folder is one checkout: the scripts and the files they name (wrappers, configs). A case
+is scored per JobIntent field, then ported to three targets; a port succeeds when the generated
+script, read back, runs the same program with the same arguments at the same size (or, for a size
+chosen at submit time, takes its size from the allocation).
+"""
+
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+
+from .errors import MapleError
+from .extract import extract, extract_script
+from .files import read_text
+from .paths import bundled
+from .port import port_intent
+
+FIELDS = ("scheduler", "source_cluster", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
+          "world_size", "entrypoint", "script_args", "walltime", "account", "queue")
+TARGETS = ("perlmutter", "polaris", "frontier")
+_READS_ALLOCATION = ("SLURM_NNODES", "SLURM_JOB_NUM_NODES", "PBS_NODEFILE")
+
+
+def real_dir() -> Path:
+    return bundled("tests") / "data" / "real"
+
+
+def load_real_cases(root: Optional[Path] = None) -> list[dict]:
+    """Every case of every group, with its group folder (the checkout) and the script's path."""
+    root = root or real_dir()
+    if not root.is_dir():
+        raise MapleError(f"no real-script corpus at {root}; run from a maple-ci source checkout")
+    cases = []
+    for listing in sorted(root.glob("*/cases.yaml")):
+        for case in yaml.safe_load(listing.read_text()) or []:
+            cases.append({**case, "group": listing.parent, "path": listing.parent / case["file"]})
+    return cases
+
+
+def _port_problems(intent, case: dict, out_dir: Path) -> list[str]:
+    expect = case["expect"]
+    try:
+        results = port_intent(intent, list(TARGETS), case["file"], out_dir)
+    except MapleError as exc:
+        return [f"refused: {exc}"]
+    problems = []
+    for result in results:
+        if result.status != "ok":
+            problems.append(f"{result.cluster}: {result.status} "
+                            + "; ".join([result.reason] + [c.message for c in result.checks if not c.ok and c.severity == "error"]))
+            continue
+        back = extract_script(result.script)
+        if back.entrypoint != expect["entrypoint"]:
+            problems.append(f"{result.cluster}: runs {back.entrypoint!r}, not {expect['entrypoint']!r}")
+        if back.script_args != expect["script_args"]:
+            problems.append(f"{result.cluster}: arguments {back.script_args} != {expect['script_args']}")
+        if expect["nodes"] is None:
+            if not any(name in result.script for name in _READS_ALLOCATION):
+                problems.append(f"{result.cluster}: size chosen at submit time, but the port does not read the allocation")
+        elif back.nodes != expect["nodes"]:
+            problems.append(f"{result.cluster}: {back.nodes} nodes, not {expect['nodes']}")
+    return problems
+
+
+def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
+    hits = {field: 0 for field in FIELDS}
+    failures, ported = [], 0
+    for number, case in enumerate(cases, 1):
+        progress(number, len(cases))
+        name = str(case["path"].relative_to(case["group"].parent))
+        try:
+            intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
+        except MapleError as exc:
+            failures.append({"case": name, "source": case.get("source"), "wrong": {"error": str(exc)}, "port": []})
+            continue
+        wrong = {field: {"got": getattr(intent, field), "expected": case["expect"][field]}
+                 for field in FIELDS if getattr(intent, field) != case["expect"][field]}
+        for field in FIELDS:
+            hits[field] += field not in wrong
+        problems = _port_problems(intent, case, out_dir / name.replace("/", "_"))
+        ported += not problems
+        if wrong or problems:
+            failures.append({"case": name, "source": case.get("source"), "wrong": wrong, "port": problems})
+    total = len(cases)
+    return {
+        "cases": total,
+        "groups": sorted({case["group"].name for case in cases}),
+        "sources": len({case.get("source") for case in cases}),
+        "extraction": {f: {"correct": hits[f], "total": total, "accuracy": hits[f] / total if total else 0.0} for f in FIELDS},
+        "extraction_overall": sum(hits.values()) / (total * len(FIELDS)) if total else 0.0,
+        "port": {"targets": list(TARGETS), "passed": ported, "total": total, "accuracy": ported / total if total else 0.0},
+        "failures": failures,
+    }

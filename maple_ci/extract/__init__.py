@@ -1,0 +1,92 @@
+"""Extraction agent: turn a launch script, or a request written in words, into a JobIntent.
+
+A script is read the way the scheduler and the shell read it, in these steps (one module each):
+  directives  #SBATCH/#PBS lines up to the first command: size, walltime, account, queue
+  shell       bash's grammar: simple commands with their words as written, functions, here-documents
+  evaluate    bash's expansion rules: quotes, $VAR and ${VAR:-x}, arrays, "$@", $(( )), splitting
+  walk        the script run in the mind: assignments, exports, functions, eval, sourced files
+  launch      the launch chain: srun -> apptainer -> wrapper -> torchrun -> train.py
+  script      counts, framework, strategy and configs, into a JobIntent
+  request     a request in words ("train ViT with torchrun on 8 GPUs across two nodes")
+Nothing in a script is ever executed, and every file it names is read inside the checkout only.
+What only the job knows (a size chosen at submit time, $SCRATCH) stays unknown or as written; the
+one fact a port cannot do without (the program) goes to `missing`, and the bot asks for it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Optional
+
+from ..errors import MapleError
+from ..files import MAX_SOURCE_BYTES, checkout_root, read_text
+from .directives import pbs_walltime, slurm_walltime
+from .request import extract_request
+from .script import RENDEZVOUS_VARS, extract_script
+
+__all__ = ["MAX_SOURCE_BYTES", "RENDEZVOUS_VARS", "extract", "extract_request", "extract_script", "load_source",
+           "pbs_walltime", "read_script", "slurm_walltime"]
+
+# ---------------------------------------------------------------------------------------------
+# Reading the input
+
+
+# One word naming a script (a folder in it, or a script suffix) was meant as a file, not a request.
+_LOOKS_LIKE_PATH = re.compile(r"\S*/\S*|\S+\.(?:sh|bash|sbatch|slurm|pbs|qsub|job|batch)")
+
+
+def load_source(arg: str) -> tuple[str, str]:
+    """(name, text) of a script file, or of `arg` itself when it is not an existing path."""
+    path = Path(arg)
+    try:
+        exists = "\n" not in arg and path.exists()
+    except (OSError, ValueError):  # a long request or one with odd characters is not a path
+        exists = False
+    if not exists:
+        if _LOOKS_LIKE_PATH.fullmatch(arg):
+            raise MapleError(f"no such file: {arg}")
+        _check_text(arg, "the input text")
+        return "<text>", arg
+    return arg, read_script(path, arg)
+
+
+def read_script(path: Path, name: str) -> str:
+    """The text of a launch script file the user named, refused with a clear error when it is a
+    directory, a device, too large, binary or not UTF-8. `name` is how messages call it."""
+    return read_text(path, name)
+
+
+def _check_text(text: str, what: str) -> None:
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SOURCE_BYTES:
+        raise MapleError(f"{what} is larger than the {MAX_SOURCE_BYTES // 1024} KiB limit")
+    if "\0" in text:
+        raise MapleError(f"{what} contains NUL bytes; give a text launch script or request")
+
+
+_LAUNCH_LINE = re.compile(
+    r"^\s*(?:\w+=\S*\s+)*(?:srun|mpiexec|mpirun|ibrun|torchrun|deepspeed|accelerate\s+launch|python[\d.]*)\s"
+    r"(?=.*(?:\s-|\.py\b))",
+    re.M,
+)
+_SCRIPT_HINT = re.compile(r"\A#!|^\s*#(?:SBATCH|PBS)\s", re.M)
+# "accelerate launch train.py on two nodes": a command quoted inside a sentence is a request
+_PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
+                    r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)
+
+
+def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = None,
+            root: Optional[str | Path] = None):
+    """JobIntent of a launch script or of a request in words, whichever `text` is.
+
+    Files a script names are looked up from `base_dir` (by default the script's folder) and read
+    only inside `root` (by default the git checkout holding the script, else its folder)."""
+    _check_text(text, name)
+    one_line_prose = "\n" not in text.strip() and _PROSE.search(text)
+    if _SCRIPT_HINT.search(text) or (_LAUNCH_LINE.search(text) and not one_line_prose):
+        if base_dir is None and name != "<text>" and Path(name).is_file():
+            base_dir = Path(name).parent
+        if root is None and base_dir is not None:
+            root = checkout_root(Path(base_dir) / "script")
+        return extract_script(text, base_dir, name, root)
+    return extract_request(text)

@@ -1,0 +1,306 @@
+"""Bash's expansion rules, applied to a script without running it.
+
+A word is expanded the way bash would: quotes removed, `$VAR`, `${VAR:-x}`, arrays and `"$@"`,
+`$(( ))`, and unquoted expansions split into several words. What the script itself sets is
+known; what only the environment or the scheduler knows stays as written (`$SCRATCH/data`), so
+a field is always the script's own values plus untouched references to the outside world.
+
+Counts are a second step: `resolve` expands a field once more with the scheduler's variables that
+the directives fix (SLURM_NNODES for `#SBATCH -N 2`) and the node count behind `wc -l <
+$PBS_NODEFILE`; a count that still depends on something unknown is None (decided at submit time).
+Nothing is ever executed: command substitution is understood only in the few forms that count
+or print (wc -l, echo, expr, basename), and otherwise stays as written.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import operator
+import re
+from typing import Callable, Optional
+
+from .shell import closing
+
+Lookup = Callable[[str], Optional[object]]  # a name's value: str, list (array), or None when unknown
+
+_ARITH_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+              ast.Div: operator.floordiv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+              ast.Pow: operator.pow}
+# Names whose value comes from the scheduler or launcher: a default written beside them is what
+# bash gives outside a job, not what the job sees, so it never stands in for the value.
+RUNTIME_NAME = re.compile(r"(?:SLURM|PBS|PALS|PMI|PMIX|OMPI|MPI|FLUX|LSB|COBALT)_\w*|CUDA_VISIBLE_DEVICES")
+_PARAM = re.compile(r"(#)?(!)?([A-Za-z_]\w*|\d+|[@*#?$!])(?:\[([^\]]*)\])?(.*)", re.S)
+NODES = "__nodes__"  # the allocation's node count in a lookup, for `wc -l < $PBS_NODEFILE`
+
+
+def arith(expr: str, lookup: Lookup) -> Optional[int]:
+    """Value of a $(( )) expression; None if a name in it is unknown or it is not arithmetic."""
+    unknown = []
+
+    def name(match):
+        value = lookup(match.group(1))
+        text = str(value).strip() if isinstance(value, str) else ""
+        if not re.fullmatch(r"-?\d+", text):
+            unknown.append(match.group(1))
+            return "0"
+        return f"({text})"
+
+    expr = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", r"\1", expr)  # inside $(( )) a name needs no $
+    expr = re.sub(r"\b([A-Za-z_]\w*)\b", name, expr)
+    if unknown:
+        return None
+
+    def evaluate(node):
+        if isinstance(node, ast.Expression):
+            return evaluate(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            return -evaluate(node.operand) if isinstance(node.op, ast.USub) else evaluate(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
+            return _ARITH_OPS[type(node.op)](evaluate(node.left), evaluate(node.right))
+        raise ValueError("unsupported")
+
+    try:
+        return evaluate(ast.parse(expr.strip().replace("/", "//"), mode="eval"))
+    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError, OverflowError):
+        return None
+
+
+class Expander:
+    """Expands words against `lookup`; unknown parts are kept as written."""
+
+    def __init__(self, lookup: Lookup, runtime: bool = False):
+        self.lookup = lookup
+        self.runtime = runtime  # resolving counts: scheduler names are looked up, never defaulted
+
+    # -- whole words ----------------------------------------------------------------------------
+
+    def fields(self, raw: str, split: bool = True) -> list[str]:
+        """The words bash would pass for `raw`: quotes removed, expansions done, unquoted ones split
+        (not in an assignment's value: `split=False`)."""
+        fields: list[list[str]] = [[]]
+        has_content = [False]
+        i, quoted = 0, False
+
+        def add(text: str, split: bool):
+            if not split:
+                fields[-1].append(text)
+                has_content[-1] = has_content[-1] or bool(text) or quoted
+                return
+            parts = _split(text)
+            for n, part in enumerate(parts):
+                if n:
+                    fields.append([])
+                    has_content.append(False)
+                fields[-1].append(part)
+                has_content[-1] = has_content[-1] or bool(part)
+
+        while i < len(raw):
+            char = raw[i]
+            if char == '"':
+                quoted = not quoted
+                has_content[-1] = True
+                i += 1
+            elif char == "'" and not quoted:
+                end = raw.find("'", i + 1)
+                end = len(raw) if end < 0 else end
+                add(raw[i + 1:end], False)
+                has_content[-1] = True
+                i = end + 1
+            elif char == "\\":
+                following = raw[i + 1:i + 2]
+                if quoted and following not in ('$', '`', '"', '\\', '\n'):
+                    add("\\", False)
+                    i += 1
+                else:
+                    add("" if following == "\n" else following, False)
+                    i += 2
+            elif raw.startswith("$'", i) and not quoted:
+                end = i + 2
+                while end < len(raw) and raw[end] != "'":
+                    end += 2 if raw[end] == "\\" else 1
+                add(raw[i + 2:end].encode().decode("unicode_escape", "replace"), False)
+                has_content[-1] = True
+                i = end + 1
+            elif char == "$" or char == "`":
+                value, end, known = self._dollar(raw, i)
+                i = end
+                if isinstance(value, list):  # "$@", "${a[@]}": one word per element, even quoted
+                    for n, item in enumerate(value):
+                        if n:
+                            fields.append([])
+                            has_content.append(True)
+                        add(item, split and not quoted)
+                    continue
+                add(value, known and split and not quoted)
+            else:
+                add(char, False)
+                i += 1
+        return ["".join(f) for f, content in zip(fields, has_content) if content]
+
+    def string(self, raw: str) -> str:
+        """`raw` expanded as one word (an assignment's value, a here-document line): no splitting."""
+        return " ".join(self.fields(raw, split=False))
+
+    def text(self, body: str) -> str:
+        """A here-document body whose delimiter was not quoted: expansions happen, quotes stay."""
+        out, i = [], 0
+        while i < len(body):
+            if body[i] == "\\" and body[i + 1:i + 2] in ("$", "`", "\\"):
+                out.append(body[i + 1])
+                i += 2
+            elif body[i] in "$`":
+                value, i, _ = self._dollar(body, i)
+                out.append(" ".join(value) if isinstance(value, list) else value)
+            else:
+                out.append(body[i])
+                i += 1
+        return "".join(out)
+
+    def value(self, raw: Optional[str]) -> Optional[str]:
+        """A count or name only known when nothing in it is left unexpanded; else None."""
+        if raw is None:
+            return None
+        expanded = self.string(raw)
+        return None if re.search(r"\$[\w{(@*#?!]|`", expanded) else expanded
+
+    # -- one expansion --------------------------------------------------------------------------
+
+    def _dollar(self, raw: str, i: int) -> tuple[object, int, bool]:
+        """(value, end, whether it is known) of the expansion at raw[i]; unknown ones as written."""
+        if raw[i] == "`":
+            end = raw.find("`", i + 1)
+            end = len(raw) if end < 0 else end + 1
+            value = self._substitution(raw[i + 1:end - 1])
+        elif raw.startswith("$((", i):
+            end = raw.find("))", i)
+            end = len(raw) if end < 0 else end + 2
+            value = self._arithmetic(raw[i + 3:end - 2])
+        elif raw.startswith("$(", i):
+            end = closing(raw, i + 1)
+            value = self._substitution(raw[i + 2:end - 1])
+        elif raw.startswith("${", i):
+            end = closing(raw, i + 1, "{", "}")
+            value = self._parameter(raw[i + 2:end - 1])
+        elif match := re.match(r"[A-Za-z_]\w*|[0-9@*#?$!]", raw[i + 1:]):
+            end = i + 1 + match.end()
+            value = self._parameter(match.group(0))
+        else:
+            return "$", i + 1, True
+        return (raw[i:end], end, False) if value is None else (value, end, True)
+
+    def _get(self, name: str, index: Optional[str]) -> Optional[object]:
+        if RUNTIME_NAME.fullmatch(name) and not self.runtime:
+            return None
+        value = self.lookup(name)
+        if name in ("@", "*"):
+            return value
+        if index is None or value is None:
+            return value[0] if isinstance(value, list) and index is None and value else value
+        items = value if isinstance(value, list) else [value]
+        if index == "@":
+            return list(items)
+        if index == "*":
+            return " ".join(items)
+        position = arith(index, self.lookup)
+        return items[position] if position is not None and -len(items) <= position < len(items) else ""
+
+    def _parameter(self, body: str) -> Optional[object]:
+        match = _PARAM.fullmatch(body)
+        if not match:
+            return None
+        length, indirect, name, index, rest = match.groups()
+        value = self._get(name, index)
+        if indirect:
+            value = self._get(value, None) if isinstance(value, str) and value else None
+        if length:
+            return str(len(value)) if isinstance(value, (list, str)) else None
+        if not rest:
+            return value
+        if op := re.match(r":?[-=+?]", rest):
+            word, empty_counts = rest[op.end():], op.group(0).startswith(":")
+            is_set = value is not None and (not empty_counts or value not in ("", []))
+            if op.group(0)[-1] == "+":
+                return self.string(word) if is_set else ("" if value is not None else None)
+            if is_set:
+                return value
+            if value is None and RUNTIME_NAME.fullmatch(name):
+                return None  # the job sets it; the default is only what bash gives outside one
+            return self.string(word) if op.group(0)[-1] in "-=" else None
+        if isinstance(value, list) and (sub := re.fullmatch(r":(\d+)(?::(\d+))?", rest)):
+            start = max(int(sub.group(1)) - (name in "@*"), 0)  # "${@:3}": from the third argument
+            return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
+        if not isinstance(value, str):
+            return None
+        if trim := re.fullmatch(r"(%%|%|##|#)(.*)", rest, re.S):
+            kind, pattern = trim.group(1), self.string(trim.group(2))
+            cuts = range(len(value) + 1) if kind in ("#", "%%") else range(len(value), -1, -1)
+            for cut in cuts:  # shortest match first for # and %, longest for ## and %%
+                if kind.startswith("#") and fnmatch.fnmatchcase(value[:cut], pattern):
+                    return value[cut:]
+                if kind.startswith("%") and fnmatch.fnmatchcase(value[cut:], pattern):
+                    return value[:cut]
+            return value
+        if sub := re.fullmatch(r":(-?\d+)(?::(\d+))?", rest):
+            start = int(sub.group(1))
+            return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
+        if replace := re.fullmatch(r"(//?)([^/]*)/?(.*)", rest, re.S):
+            old, new = self.string(replace.group(2)), self.string(replace.group(3))
+            return value.replace(old, new) if replace.group(1) == "//" else value.replace(old, new, 1)
+        return None
+
+    def _arithmetic(self, expr: str) -> Optional[str]:
+        expr = self.text(expr)  # as bash does: parameters and substitutions first
+        value = arith(expr, self.lookup)
+        if value is not None:
+            return str(value)
+        if self.runtime:
+            return None
+        # Keep it for `resolve`, with the script's own values put in (they are gone by then).
+        def own(match):
+            known = self.lookup(match.group(1) or match.group(2))
+            return known if isinstance(known, str) and known else match.group(0)
+        return "$((" + re.sub(r"\$\{?([A-Za-z_]\w*)\}?|\b([A-Za-z_]\w*)\b", own, expr) + "))"
+
+    def _substitution(self, command: str) -> Optional[str]:
+        """The output of the few commands whose output is known; None (kept as written) otherwise."""
+        words = command.split()
+        if re.search(r"\bwc\s+-l\b", command) and re.search(r"(?i)nodefile|hostfile|hostnames|nodelist", command):
+            nodes = self.lookup(NODES) if self.runtime else None
+            return str(nodes) if nodes else None
+        if words[:1] == ["echo"] and "|" not in command:
+            return " ".join(self.fields(" ".join(words[1:]))) if "$(" not in command else None
+        if words[:1] == ["expr"] and len(words) == 4:
+            value = arith(" ".join(self.string(w).replace("\\*", "*") for w in words[1:]), self.lookup)
+            return None if value is None else str(value)
+        if words[:1] in (["basename"], ["dirname"]) and len(words) == 2:
+            path = self.value(words[1])
+            if path is not None:
+                return path.rsplit("/", 1)[-1] if words[0] == "basename" else (path.rsplit("/", 1)[0] if "/" in path else ".")
+        return None
+
+
+def _split(text: str) -> list[str]:
+    """`text` split at blanks as bash splits an unquoted expansion, except inside what is left
+    unexpanded ($(...), `...`, ${...}): that stands for one unknown value, not for its words."""
+    parts, start, depth, i = [], 0, 0, 0
+    while i < len(text):
+        char = text[i]
+        if char == "`":
+            end = text.find("`", i + 1)
+            i = len(text) if end < 0 else end + 1
+            continue
+        if text.startswith("$(", i) or text.startswith("${", i):
+            depth += 1
+            i += 2
+            continue
+        if char in ")}" and depth:
+            depth -= 1
+        elif char in " \t\n" and not depth:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return [part for part in parts if part] or [""]

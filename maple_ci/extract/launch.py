@@ -1,0 +1,236 @@
+"""The launch chain: a command followed through launchers and wrappers to the program it runs.
+
+`srun --mpi=pmix -l apptainer exec --nv img.sif ./set_affinity.sh python -u train.py --lr 3e-4`
+is read stage by stage: the MPI launcher and its options, the container (kept as JobIntent.container),
+the per-rank wrapper (a known site affinity wrapper is dropped, the target binds ranks itself; any
+other is kept as JobIntent.wrapper), then python and the program. A wrapper script or a `bash -c`
+string is read as a script of its own (`launch.inner`), so `srun bash -c "$CMD"` and `srun
+./train.sh` lead to the torchrun inside them. The words arrive already expanded (`walk`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from ..errors import MapleError
+from ..intent import Container
+from .options import (ACCELERATE, CONTAINER, DEEPSPEED, MPI, PASSTHROUGH, PROFILER, RUNNER, SLURM, TORCHRUN,
+                      Spec, last, parse_options)
+from .shell import bash_syntax_error
+
+if TYPE_CHECKING:
+    from .walk import Shell
+
+MPI_LAUNCHERS = {"srun", "mpiexec", "mpirun", "ibrun", "aprun", "jsrun"}
+DL_LAUNCHERS = {"torchrun", "deepspeed", "accelerate"}
+_PLAIN_WRAPPERS = {"time", "nohup", "exec", "command", "builtin", "unbuffer"}
+_BINDING = {"numactl", "taskset", "stdbuf", "nice", "env", "hwloc-bind"}  # options, then the command
+_PYTHON = re.compile(r"python[\d.]*")
+_PYTHON_TOOLS = {"pip", "venv", "ensurepip", "site", "pip3", "torch.utils.collect_env"}  # not a job
+_UTILITY = re.compile(r"hostname|\w+-smi|sycl-ls|clinfo|lscpu|nproc|echo|printf|mkdir|rm|cp|mv|ls|cat|env|printenv|"
+                      r"true|false|sleep|date|df|du|free|uname|chmod|tar|rsync|touch|ln|pwd|which|ip|ifconfig|wait|"
+                      r"kill|ulimit|sync|tee|grep|sed|awk|head|tail|sort|uniq|wc|cut|find|scontrol|squeue|sacct|"
+                      r"module|ssh|pdsh|bash|sh|id|whoami|top|ps|python[\d.]*|pip\d?|conda|gpustat|dcgmi|strace")
+_CONTAINERS = {"apptainer", "singularity", "podman-hpc", "podman", "docker", "shifter"}
+# Per-rank scripts that only pick a device for the rank and run their arguments; the target's own
+# binding replaces them. Known by name, or by what they do when they can be read.
+_AFFINITY_NAME = re.compile(r"(?i).*(affinity|gpu_tile|tile_compact|select_gpu|gpu_bind|bind_gpu|set_gpu|"
+                            r"local_rank|gpu_wrapper|gpu_select).*")
+_SELECTS_DEVICE = re.compile(r"(CUDA|ROCR|HIP|ZE)_VISIBLE_DEVICES|ZE_AFFINITY_MASK")
+
+
+@dataclass
+class Launch:
+    """One command that starts the training program, followed through its wrappers."""
+
+    stages: list  # [(launcher, {option: [values]})], outermost first
+    entry: Optional[str]
+    args: list[str]
+    shell: "Shell"  # where it ran: `shell.resolve` turns option values into counts
+    score: int = 0
+    env: dict = field(default_factory=dict)  # `VAR=x cmd`, `env VAR=x`, `mpiexec --env VAR=x`, `-x VAR`
+    container: Optional[Container] = None
+    wrapper: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def names(self) -> set:
+        return {name for name, _ in self.stages}
+
+
+@dataclass
+class _Context:
+    env: dict = field(default_factory=dict)
+    container: Optional[Container] = None
+    wrapper: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context] = None) -> Optional[Launch]:
+    """Follow a command (expanded words) through launchers and wrappers to the program it runs."""
+    ctx = ctx or _Context()
+    while argv and re.fullmatch(r"[A-Za-z_]\w*=.*", argv[0], re.S):
+        name, _, value = argv[0].partition("=")
+        ctx.env[name] = value
+        argv = argv[1:]
+    if not argv:
+        return None
+    head = argv[0].rsplit("/", 1)[-1]
+    if head in _PLAIN_WRAPPERS:
+        return chain(argv[1:], shell, stages, ctx)
+    if head in _BINDING:
+        opts, rest = parse_options(argv[1:], PASSTHROUGH)
+        if head == "taskset" and rest and "cpu_list" not in opts:
+            rest = rest[1:]  # the affinity mask
+        if head == "env":
+            ctx.env.update(dict(item.partition("=")[::2] for item in rest if "=" in item.split("/")[0]))
+        elif head != "stdbuf":
+            ctx.notes.append(f"{head} binding dropped: the target binds ranks to cores and devices itself")
+        return chain(rest, shell, stages, ctx)
+    if head in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi") and argv[1:2] == ["run"]:
+        opts, rest = parse_options(argv[2:], RUNNER)
+        if head in ("conda", "mamba", "micromamba") and last(opts, "name"):
+            shell.python_env = shell.python_env or f"{head} activate {last(opts, 'name')}"
+        return chain(rest, shell, stages, ctx)
+    if head in ("nsys", "ncu", "nv-nsight-cu-cli") or (head == "rocprof"):
+        rest = argv[2:] if argv[1:2] == ["profile"] else argv[1:]
+        _, rest = parse_options(rest, PROFILER)
+        ctx.wrapper = [*ctx.wrapper, *argv[:len(argv) - len(rest)]]
+        return chain(rest, shell, stages, ctx)
+    if head in _CONTAINERS:
+        return _container(head, argv, shell, stages, ctx)
+    command_flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
+    if head in ("bash", "sh", "zsh") and command_flag:  # -c, or combined as in `sh -xeuc '...'`
+        if command_flag + 1 >= len(argv):
+            return None
+        problem = bash_syntax_error(argv[command_flag + 1])
+        if problem:  # the port would carry a launch line bash cannot run
+            raise MapleError(f"in the {head} -c command, {problem}; fix the shell syntax there")
+        # after the string come $0 (a name) and then $1, $2...
+        return inner(argv[command_flag + 1], shell, stages, argv[command_flag + 3:], ctx)
+    if head in ("bash", "sh") and len(argv) > 1:
+        return _program(argv[1:], shell, stages, ctx)
+    if head in MPI_LAUNCHERS:
+        opts, rest = parse_options(argv[1:], SLURM if head == "srun" else MPI)
+        for item in opts.get("env", []) + opts.get("export", []):
+            key, eq, value = item.partition("=")
+            if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
+                ctx.env[key] = value if eq else shell.vars[key]
+        if head == "srun" and last(opts, "container_image"):  # Pyxis/enroot
+            ctx.container = Container(runtime="pyxis", image=last(opts, "container_image"),
+                                      options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
+        return chain(rest, shell, [*stages, (head, opts)], ctx)
+    if head == "torchrun":
+        return _dl_stage("torchrun", argv[1:], TORCHRUN, shell, stages, ctx)
+    if head == "deepspeed":
+        return _dl_stage("deepspeed", argv[1:], DEEPSPEED, shell, stages, ctx)
+    if head == "accelerate" and argv[1:2] == ["launch"]:
+        return _dl_stage("accelerate", argv[2:], ACCELERATE, shell, stages, ctx)
+    if head in ("lightning", "fabric") and argv[1:2] == ["run"]:
+        return _dl_stage("torchrun", [a for a in argv[2:] if a != "model"], TORCHRUN, shell, stages, ctx)
+    if _PYTHON.fullmatch(head):
+        return _python(argv, shell, stages, ctx)
+    return _program(argv, shell, stages, ctx)
+
+
+def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    if head == "shifter":
+        opts, rest = parse_options(argv[1:], CONTAINER)
+        image = last(opts, "image")
+        options = argv[1:len(argv) - len(rest)]
+    elif argv[1:2] in (["exec"], ["run"]):
+        opts, rest = parse_options(argv[2:], CONTAINER)
+        if not rest:
+            return None
+        image, options, rest = rest[0], argv[2:len(argv) - len(rest)], rest[1:]
+    else:
+        return None
+    ctx.container = Container(runtime=head, image=image, options=[o for o in options if not o.startswith("--image")])
+    return chain(rest, shell, stages, ctx)
+
+
+def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """Any other program: a script the job runs is read and followed; a per-rank wrapper in front
+    of python or a launcher is kept or replaced; else the program is the entrypoint."""
+    program = argv[0]
+    text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
+    runs_next = len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1]) or argv[1] in MPI_LAUNCHERS | DL_LAUNCHERS
+                                   or argv[1] in _CONTAINERS or argv[1] in _BINDING)
+    if runs_next and (text is None or re.search(r'"\$(@|\{@\})"|\$\*|\$@', text)):
+        # a wrapper that runs its arguments: the program follows it on the line
+        name = program.rsplit("/", 1)[-1]
+        if _AFFINITY_NAME.fullmatch(name) or (text and _SELECTS_DEVICE.search(text)):
+            ctx.notes.append(f"{program} only binds each rank to its device; the target binds ranks itself")
+        else:
+            ctx.wrapper = [*ctx.wrapper, program]
+            ctx.notes.append(f"per-rank wrapper {program} is kept in front of the program; check it works on the target")
+        return chain(argv[1:], shell, stages, ctx)
+    if text is not None:
+        launch = inner(text, shell, stages, argv[1:], ctx, program)
+        if launch:
+            return launch
+    return finish(stages, program, argv[1:], shell, ctx)
+
+
+def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    i = 1
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
+        if argv[i] == "-c":
+            return None  # inline code is not a training program we can port
+        i += 2 if argv[i] in ("-X", "-W") else 1
+    if i >= len(argv):
+        return None
+    if argv[i] == "-m" and i + 1 < len(argv):
+        module, rest = argv[i + 1], argv[i + 2:]
+        if module in ("torch.distributed.run", "torch.distributed.launch"):
+            return _dl_stage("torchrun", rest, TORCHRUN, shell, stages, ctx)
+        if module == "accelerate.commands.launch":
+            return _dl_stage("accelerate", rest, ACCELERATE, shell, stages, ctx)
+        if module in ("deepspeed.launcher.runner", "deepspeed"):
+            return _dl_stage("deepspeed", rest, DEEPSPEED, shell, stages, ctx)
+        if module in _PYTHON_TOOLS:
+            return None
+        return finish([*stages, ("python", {})], f"-m {module}", rest, shell, ctx)
+    return finish([*stages, ("python", {})], argv[i], argv[i + 1:], shell, ctx)
+
+
+def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    opts, rest = parse_options(argv, spec)
+    stages = [*stages, (name, opts)]
+    if not rest:
+        return finish(stages, None, [], shell, ctx)
+    if "module" in opts:
+        return finish(stages, f"-m {rest[0]}", rest[1:], shell, ctx)
+    if "no_python" in opts and _PYTHON.fullmatch(rest[0].rsplit("/", 1)[-1]):
+        return _python(rest, shell, stages, ctx)
+    return finish(stages, rest[0], rest[1:], shell, ctx)
+
+
+def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
+    names = {name for name, _ in stages}
+    parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
+    runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
+    # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
+    runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
+    score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if runs_python else 0
+    return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
+                  list(ctx.wrapper), list(ctx.notes))
+
+
+def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _Context,
+          name: str = "bash") -> Optional[Launch]:
+    """The command string of `bash -c '...'`, or a script the job runs (`name`, its $0), with its arguments."""
+    sub = shell.child(positional, name)
+    sub.run_text(text)
+    shell.python_env = sub.python_env or shell.python_env
+    found = best(sub.launches)
+    if found is None:
+        return None
+    merged = _Context({**ctx.env, **found.env}, found.container or ctx.container, [*ctx.wrapper, *found.wrapper],
+                      [*ctx.notes, *found.notes])
+    return finish([*stages, *found.stages], found.entry, found.args, found.shell, merged)
+
+
+def best(launches: list[Launch]) -> Optional[Launch]:
+    return max(launches, key=lambda launch: launch.score, default=None)  # first of the best

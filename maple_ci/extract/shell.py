@@ -1,0 +1,294 @@
+"""The part of bash's grammar extraction needs: a script as a list of simple commands whose words
+are kept as written (quotes included, so `evaluate` can expand them by bash's own rules), with
+their redirections, here-documents and function definitions.
+
+Control flow is flattened: the commands of every branch and loop body are listed in order, as a
+reader scanning for the launch line would. `bash -n` has accepted the text before it gets here, so
+the lexer never has to report a syntax error; on text bash would reject it still ends.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+_OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
+_REDIRECT = re.compile(r"(\d*|&)(<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
+_ARRAY_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
+_SKIPPED_KEYWORDS = {"if", "then", "elif", "else", "do", "while", "until", "!", "fi", "done", "esac", "}"}
+
+
+@dataclass
+class Command:
+    words: list[str]  # as written: quotes, $VAR and $(...) untouched
+    line: int
+    redirects: list[tuple[str, str]] = field(default_factory=list)  # (operator, target as written)
+    heredoc: Optional[tuple[str, bool]] = None  # (body, whether its $-expansions run)
+
+
+@dataclass
+class Function:
+    name: str
+    body: list["Node"]
+    line: int
+
+
+Node = Union[Command, Function]
+
+
+def bash_syntax_error(text: str) -> Optional[str]:
+    """bash's own complaint about `text` (bash -n parses, nothing runs): '' when bash accepts it,
+    None when there is no bash to ask."""
+    try:
+        result = subprocess.run(["bash", "-n", "/dev/stdin"], input=text, capture_output=True,
+                                encoding="utf-8", errors="replace", timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if result.returncode == 0:
+        return ""
+    first = result.stderr.strip().splitlines()[0] if result.stderr.strip() else "syntax error"
+    return first.replace("/dev/stdin: ", "", 1)
+
+
+def closing(text: str, start: int, open_: str = "(", close: str = ")") -> int:
+    """Index just past the bracket that closes the one at `start`, skipping quoted text; len(text)
+    when none does."""
+    depth, i = 0, start
+    while i < len(text):
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char in "'\"`" and open_ != "'":
+            i = _quote_end(text, i)
+            continue
+        if char == open_:
+            depth += 1
+        elif char == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+def _quote_end(text: str, i: int) -> int:
+    """Index just past the quoted part starting at text[i] ('...', "...", `...`)."""
+    quote = text[i]
+    i += 1
+    while i < len(text) and text[i] != quote:
+        if text[i] == "\\" and quote != "'":
+            i += 1
+        elif quote == '"' and text.startswith("$(", i):
+            i = closing(text, i + 1) - 1
+        i += 1
+    return i + 1
+
+
+class _Lexer:
+    """Tokens: ("word", raw), ("op", operator or newline), ("redirect", (operator, target, heredoc))."""
+
+    def __init__(self, text: str):
+        self.text, self.i, self.line = text, 0, 1
+        self.pending: list[list] = []  # here-documents waiting for the end of the line: [delimiter, strip, quoted, token]
+
+    def tokens(self):
+        text = self.text
+        while self.i < len(text):
+            char = text[self.i]
+            if char in " \t":
+                self.i += 1
+            elif text.startswith("\\\n", self.i):
+                self.i += 2
+                self.line += 1
+            elif char == "\n":
+                self.i += 1
+                self.line += 1
+                self._read_heredocs()
+                yield "op", "\n", self.line - 1
+            elif char == "#":
+                end = text.find("\n", self.i)
+                self.i = len(text) if end < 0 else end
+            elif match := _REDIRECT.match(text, self.i):
+                yield "redirect", self._redirect(match), self.line
+            elif text.startswith("((", self.i) and not text.startswith("((", self.i + 1):
+                end = text.find("))", self.i)
+                end = len(text) if end < 0 else end + 2
+                yield "word", text[self.i:end], self.line
+                self.i = end
+            elif op := next((op for op in _OPERATORS if text.startswith(op, self.i)), None):
+                self.i += len(op)
+                yield "op", op, self.line
+            else:
+                start_line = self.line
+                word = self._word()
+                yield "word", word, start_line
+
+    def _word(self) -> str:
+        text, start = self.text, self.i
+        while self.i < len(text):
+            char = text[self.i]
+            if char in " \t\n;&|<>)" or (char == "(" and not _ARRAY_ASSIGNMENT.fullmatch(text[start:self.i])):
+                break
+            if char == "(":  # NAME=( ... ): the array's words belong to the assignment
+                end = closing(text, self.i)
+            elif char == "\\":
+                end = self.i + 2
+            elif char in "'\"`":
+                end = _quote_end(text, self.i)
+            elif text.startswith("$((", self.i):
+                end = text.find("))", self.i)
+                end = len(text) if end < 0 else end + 2
+            elif text.startswith("$(", self.i):
+                end = closing(text, self.i + 1)
+            elif text.startswith("${", self.i):
+                end = closing(text, self.i + 1, "{", "}")
+            else:
+                end = self.i + 1
+            self.line += text.count("\n", self.i, end)
+            self.i = end
+        return text[start:self.i]
+
+    def _redirect(self, match: re.Match) -> tuple:
+        self.i = match.end()
+        operator = match.group(2)
+        while self.i < len(self.text) and self.text[self.i] in " \t":
+            self.i += 1
+        target = self._word()
+        token = [operator, target, None]
+        if operator in ("<<", "<<-"):
+            quoted = any(q in target for q in "'\"\\")
+            self.pending.append([re.sub(r"['\"\\]", "", target), operator == "<<-", quoted, token])
+        return token
+
+    def _read_heredocs(self) -> None:
+        for delimiter, strip, quoted, token in self.pending:
+            body = []
+            while self.i < len(self.text):
+                end = self.text.find("\n", self.i)
+                end = len(self.text) if end < 0 else end
+                line = self.text[self.i:end]
+                self.i, self.line = end + 1, self.line + 1
+                if (line.lstrip("\t") if strip else line) == delimiter:
+                    break
+                body.append(line.lstrip("\t") if strip else line)
+            token[2] = ("\n".join(body) + "\n" if body else "", not quoted)
+        self.pending = []
+
+
+def parse(text: str) -> list[Node]:
+    """The commands of `text`, in order, with function bodies kept apart as Function nodes."""
+    nodes, _ = _parse(list(_Lexer(text).tokens()), 0, None)
+    return nodes
+
+
+def _parse(tokens: list, i: int, until: Optional[str]) -> tuple[list[Node], int]:
+    """Commands from tokens[i] until the word `until` ("}" or ")") at a command start, or the end."""
+    nodes: list[Node] = []
+    words: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    heredoc, line = None, 0
+    skip_to_separator = expect_pattern = False
+    case_depth = 0
+
+    def flush():
+        nonlocal words, redirects, heredoc
+        if words or redirects:
+            nodes.append(Command(words, line, redirects, heredoc))
+        words, redirects, heredoc = [], [], None
+
+    while i < len(tokens):
+        kind, value, at = tokens[i]
+        i += 1
+        if kind == "op":
+            if value == ")" and until == ")":
+                flush()
+                return nodes, i
+            if value == "(" and not words:  # a subshell: its commands run like any others
+                inner, i = _parse(tokens, i, ")")
+                nodes.extend(inner)
+                continue
+            if value in (";;", ";&", ";;&"):
+                expect_pattern = True
+            flush()
+            skip_to_separator = skip_to_separator and value not in ("\n", ";")
+            continue
+        if kind == "redirect":
+            operator, target, body = value
+            redirects.append((operator, target))
+            heredoc = body or heredoc
+            continue
+        if skip_to_separator:
+            continue
+        if not words:
+            line = at
+            if expect_pattern and case_depth:
+                if value == "esac":
+                    case_depth -= 1
+                    expect_pattern = False
+                    continue
+                while i < len(tokens) and tokens[i - 1][1] != ")":
+                    i += 1  # the clause's pattern, up to its `)`
+                expect_pattern = False
+                continue
+            if value == until:
+                flush()
+                return nodes, i
+            if value == "{":  # a group: nested, so its `}` does not end an enclosing function body
+                inner, i = _parse(tokens, i, "}")
+                nodes.extend(inner)
+                continue
+            if value == "case":
+                case_depth += 1
+                while i < len(tokens) and tokens[i][1] != "in":
+                    i += 1
+                i += 1
+                expect_pattern = True
+                continue
+            if value in ("for", "select", "[["):
+                skip_to_separator = value != "[["
+                if value == "[[":
+                    while i < len(tokens) and tokens[i][1] != "]]":
+                        i += 1
+                    i += 1
+                continue
+            if value in _SKIPPED_KEYWORDS or value.startswith("(("):
+                if value.startswith("(("):
+                    nodes.append(Command([value], at))
+                continue
+            function = _function_header(tokens, i - 1)
+            if function:
+                name, body_start = function
+                body, i = _body(tokens, body_start)
+                nodes.append(Function(name, body, at))
+                continue
+        words.append(value)
+    flush()
+    return nodes, i
+
+
+def _function_header(tokens: list, i: int) -> Optional[tuple[str, int]]:
+    """(name, index of the body's first token) for `name() {`, `function name {`, `function name() {`."""
+    def op(j, value):
+        return j < len(tokens) and tokens[j][0] == "op" and tokens[j][1] == value
+
+    if tokens[i][1] == "function" and i + 1 < len(tokens) and tokens[i + 1][0] == "word":
+        j = i + 2
+        if op(j, "(") and op(j + 1, ")"):
+            j += 2
+        return tokens[i + 1][1], j
+    if re.fullmatch(r"[\w.:-]+", tokens[i][1]) and op(i + 1, "(") and op(i + 2, ")"):
+        return tokens[i][1], i + 3
+    return None
+
+
+def _body(tokens: list, i: int) -> tuple[list[Node], int]:
+    while i < len(tokens) and tokens[i][1] == "\n":
+        i += 1
+    if i < len(tokens) and tokens[i][1] == "{":
+        return _parse(tokens, i + 1, "}")
+    if i < len(tokens) and tokens[i][1] == "(":
+        return _parse(tokens, i + 1, ")")
+    return [], i

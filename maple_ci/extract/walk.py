@@ -1,0 +1,284 @@
+"""Walking a script as bash would run it, without running anything: assignments and arrays,
+exports, functions, `eval`, `set --`, here-documents written to files, files it sources, and the
+commands that may launch the training program (handed to `launch.chain`).
+
+Every file the script names is read through maple_ci.files.read_inside: inside the checkout,
+never through a symlink, capped. What a sourced file sets is read as text; the port never carries
+the `source` line itself (the file would run at the center).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..errors import MapleError
+from ..files import inside, read_inside
+from .evaluate import NODES, Expander, arith
+from .shell import Command, Function, Node, parse
+
+_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
+_DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+_UNKNOWN_OUTPUT = re.compile(r"\$\(|`")  # a command's output or arithmetic that could not be worked out
+MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / function calls followed
+
+
+@dataclass
+class Shell:
+    """What the script has set up to the command being read."""
+
+    root: Optional[Path]  # the checkout: files are read only inside it
+    base_dir: Optional[Path]  # where relative paths the script names are looked up first
+    runtime: dict  # scheduler variables the directives fix, and NODES
+    vars: dict = field(default_factory=dict)  # str for scalars, list for arrays
+    functions: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)  # here-documents the script writes: path -> text
+    positional: list = field(default_factory=list)
+    name: str = "bash"  # $0: the script as invoked, for `$(dirname "$0")/train.py`
+    env: dict = field(default_factory=dict)  # exported variables, as the port should carry them
+    modules: list = field(default_factory=list)
+    python_env: Optional[str] = None
+    launches: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    depth: int = 0
+
+    def lookup(self, name: str):
+        if name.isdigit():
+            index = int(name)
+            return self.positional[index - 1] if 0 < index <= len(self.positional) else ("" if index else self.name)
+        if name == "@":
+            return list(self.positional)
+        if name == "*":
+            return " ".join(self.positional)
+        if name == "#":
+            return str(len(self.positional))
+        value = self.vars.get(name)
+        # A variable holding what only the job knows ($(hostname), $((N * 4)) over unknowns) is
+        # referred to by name, as written; `resolve` still looks inside it for counts.
+        return None if isinstance(value, str) and _UNKNOWN_OUTPUT.search(value) else value
+
+    @property
+    def expand(self) -> Expander:
+        return Expander(self.lookup)
+
+    def resolve(self, raw: Optional[str]) -> Optional[str]:
+        """A field's value with the scheduler's known variables put in; None if still unknown."""
+        busy: set = set()
+
+        def lookup(name: str):
+            if name in self.runtime:
+                return self.runtime[name]
+            value = self.vars.get(name) if not name.isdigit() and name not in "@*#" else self.lookup(name)
+            if isinstance(value, str) and "$" in value and name not in busy:  # PATH=$PATH:x refers to itself
+                busy.add(name)
+                value = expander.string(value)
+                busy.discard(name)
+            return value
+
+        expander = Expander(lookup, runtime=True)
+        return expander.value(raw)
+
+    def child(self, positional: list[str], name: str = "bash") -> "Shell":
+        """The shell of a `bash -c` string or a wrapper script: it sees the variables (bash would
+        see only exported ones; scripts that forget `export` still mean them), has its own
+        arguments, and shares what the port collects."""
+        return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
+                     list(positional), name, self.env, self.modules, self.python_env, [], self.notes, self.depth + 1)
+
+    # -- reading files the script names ---------------------------------------------------------
+
+    def read(self, path: str) -> Optional[str]:
+        """The text of a file the script names (written by a here-document earlier, or in the
+        checkout); None when it is unknown, outside the checkout, a symlink or unreadable."""
+        if path in self.files:
+            return self.files[path]
+        if self.root is None or "$" in path or "`" in path:
+            return None
+        for folder in filter(None, (self.base_dir, self.root)):
+            candidate = Path(path) if Path(path).is_absolute() else folder / path
+            full = inside(self.root, candidate)
+            if full is not None and full.is_file():
+                try:
+                    return read_inside(self.root, full)
+                except MapleError:
+                    return None
+        return None
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def run(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            if isinstance(node, Function):
+                self.functions[node.name] = node.body
+            else:
+                self.command(node)
+
+    def run_text(self, text: str) -> None:
+        if self.depth < MAX_DEPTH:
+            self.run(parse(text))
+
+    def command(self, cmd: Command) -> None:
+        from .launch import chain  # launch reads wrappers through this module's Shell
+
+        words = cmd.words
+        self._here_document(cmd)
+        if not words:
+            return
+        if words[0].startswith("(("):
+            self._let(words[0][2:-2])
+            return
+        assignments = []
+        while words and _ASSIGNMENT.fullmatch(words[0]):
+            assignments.append(words[0])
+            words = words[1:]
+        if not words:
+            for word in assignments:
+                self._assign(word)
+            return
+        fields = [f for word in words for f in self.expand.fields(word)]
+        if not fields:
+            return
+        head, rest = fields[0], fields[1:]
+        if head in _DECLARE:
+            self._declare(head, words[1:])
+        elif head == "unset":
+            for name in rest:
+                self.vars.pop(name, None)
+        elif head == "let":
+            for expr in rest:
+                self._let(expr)
+        elif head == "set" and "--" in rest:
+            self.positional = rest[rest.index("--") + 1:]
+        elif head == "shift":
+            count = int(rest[0]) if rest and rest[0].isdigit() else 1
+            self.positional = self.positional[count:]
+        elif head in ("module", "ml"):
+            _module(head, rest, self.modules)
+        elif head in ("conda", "mamba", "micromamba") and rest[:1] == ["activate"]:
+            self.python_env = " ".join([head, "activate", *rest[1:2]])
+        elif head in ("source", ".") and rest:
+            self._source(rest[0], rest[1:])
+        elif head == "eval":
+            self.run_text(" ".join(rest))
+        elif head in self.functions and self.depth < MAX_DEPTH:
+            saved, self.positional = self.positional, rest
+            self.depth += 1
+            self.run(self.functions[head])
+            self.depth -= 1
+            self.positional = saved
+        else:
+            launch = chain(fields, self, [])
+            if launch and launch.score:
+                for word in assignments:  # `VAR=x srun ...`: the program sees VAR
+                    name, _, _, value = _ASSIGNMENT.fullmatch(word).groups()
+                    launch.env[name] = self.expand.string(value)
+                self.launches.append(launch)
+
+    def _here_document(self, cmd: Command) -> None:
+        """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`."""
+        if cmd.heredoc is None or not cmd.words or cmd.words[0] not in ("cat", "tee"):
+            return
+        body, expands = cmd.heredoc
+        targets = [t for op, t in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
+        targets = [t for t in targets if not t.startswith("-")]
+        if targets:
+            text = self.expand.text(body) if expands else body
+            for target in targets:
+                self.files[self.expand.string(target)] = text
+                self.files[self.expand.string(target).removeprefix("./")] = text
+
+    def _assign(self, word: str, export: bool = False) -> None:
+        name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
+        if value.startswith("(") and value.endswith(")") and index is None:
+            items = [f for node in parse(value[1:-1]) if isinstance(node, Command)
+                     for w in node.words for f in self.expand.fields(w)]
+            old = self.vars.get(name) if append else None
+            self.vars[name] = (old if isinstance(old, list) else [old] if old else []) + items
+            return
+        text = self.expand.string(value)
+        if index is not None:
+            items = self.vars.get(name)
+            items = list(items) if isinstance(items, list) else [items] if items else []
+            position = arith(index, self.lookup)
+            if position is not None and 0 <= position <= len(items):
+                items[position:position + 1] = [text]
+            self.vars[name] = items
+            return
+        old = self.vars.get(name)
+        if append and isinstance(old, list):
+            self.vars[name] = old + [text]
+        else:
+            self.vars[name] = (old or "") + text if append and isinstance(old, str) else text
+        if export or name in self.env:
+            self.env[name] = self.vars[name]
+
+    def _declare(self, head: str, raw: list[str]) -> None:
+        flags = "".join(w[1:] for w in raw if w.startswith("-"))
+        export = head == "export" or "x" in flags
+        for word in raw:
+            if word.startswith("-"):
+                continue
+            if _ASSIGNMENT.fullmatch(word):
+                self._assign(word, export)
+            elif export and isinstance(self.vars.get(word), str):
+                self.env[word] = self.vars[word]
+
+    def _let(self, expr: str) -> None:
+        for part in expr.split(","):
+            if match := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*([-+*/]?)=\s*(.+)", part):
+                name, op, value = match.groups()
+                result = arith(f"{name} {op} ({value})" if op else value, self.lookup)
+                if result is not None:
+                    self.vars[name] = str(result)
+            elif match := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*|\s*(\+\+|--)\s*([A-Za-z_]\w*)\s*", part):
+                name = match.group(1) or match.group(4)
+                result = arith(f"{name} {'+' if '+' in part else '-'} 1", self.lookup)
+                if result is not None:
+                    self.vars[name] = str(result)
+
+    def _source(self, path: str, args: list[str]) -> None:
+        if path.endswith("/activate") or path == "activate":
+            self.python_env = f"source {path}" if path != "activate" else " ".join(["conda", "activate", *args[:1]])
+            return
+        text = self.read(path)
+        if text is None:
+            self.notes.append(f"`source {path}` is not carried over (it would run at the center); "
+                              "set up the same environment on the target")
+            return
+        self.notes.append(f"what {path} sets was read; the `source` line itself is not carried over")
+        saved, self.positional = self.positional, args or self.positional
+        self.run_text(text)
+        self.positional = saved
+
+
+def _module(head: str, args: list[str], modules: list) -> None:
+    words = [w for w in args if not w.startswith("-")]
+    if head == "ml" and (not words or words[0] not in ("load", "add", "unload", "rm", "del", "swap", "switch")):
+        # `ml a b` loads, `ml -a` unloads; `ml purge`, `ml use` and the rest do neither
+        if words and words[0] in ("purge", "use", "list", "avail", "spider", "show", "save", "restore", "reset"):
+            return
+        modules.extend(w for w in words if w not in modules)
+        for w in args:
+            if w.startswith("-") and w[1:] in modules:
+                modules.remove(w[1:])
+        return
+    if not words:
+        return
+    action, names = words[0], words[1:]
+    if action in ("load", "add", "try-load"):
+        modules.extend(n for n in names if n not in modules)
+    elif action in ("unload", "rm", "del"):
+        modules[:] = [m for m in modules if m not in names]
+    elif action in ("swap", "switch") and len(names) == 2:
+        old, new = names
+        if old in modules:
+            modules[:] = [new if m == old else m for m in modules]
+        else:
+            modules.append(new)
+
+
+def runtime_values(nodes: Optional[int], known: dict) -> dict:
+    """The lookup `resolve` uses: the scheduler variables the directives fix, and the node count."""
+    return {**known, NODES: str(nodes)} if nodes else dict(known)
