@@ -57,6 +57,27 @@ class FrameworkSetup(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class ContainerRuntime(BaseModel):
+    """How the site runs a container image inside a job. synthesize ports a source's container onto
+    it when the image can run here (same cpu_arch and gpu_vendor as the machine it came from)."""
+
+    model_config = ConfigDict(extra="forbid")
+    # The runtime batch jobs use; "none" where the site offers none for multi-node GPU jobs.
+    runtime: Literal["shifter", "podman-hpc", "apptainer", "singularity", "none"]
+    # Shell lines that make the runtime's command exist in a job (module use/load); empty when it is on PATH.
+    setup: list[str] = Field(default_factory=list)
+    # The words that run a program in an image, before the image: ["apptainer", "exec"], ["shifter"].
+    command: list[str] = Field(default_factory=list)
+    # What gives the container the node's GPUs (and the network plugin): Apptainer --nv on NVIDIA,
+    # --rocm on AMD; Shifter --module=gpu,nccl-plugin; podman-hpc --gpu.
+    gpu_flags: list[str] = Field(default_factory=list)
+    # Bind mounts for the file systems the runtime does not mount itself (Apptainer mounts $HOME,
+    # /tmp and the working directory; Shifter mounts home, scratch and CFS).
+    binds: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=list)  # the center's pages these facts come from
+    unconfirmed: list[str] = Field(default_factory=list)  # which facts above no source we read confirmed
+
+
 class ClusterProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -66,6 +87,7 @@ class ClusterProfile(BaseModel):
     docs_url: str = Field(pattern=r"^https://")
     sources: list[str] = Field(default_factory=list)  # further pages the facts come from
     scheduler: Literal["slurm", "pbs"]
+    # What a container image must be built for to run here (an x86 CUDA image needs x86_64 + nvidia).
     cpu_arch: Literal["x86_64", "aarch64"]
     gpu_vendor: Literal["nvidia", "amd", "intel"]
     gpu_model: str
@@ -97,6 +119,7 @@ class ClusterProfile(BaseModel):
     # Network/collective settings for every job. Values are literal strings (no $VAR expansion);
     # anything that must expand (LD_LIBRARY_PATH prepends) belongs in a FrameworkSetup.setup line.
     env: dict[str, str] = Field(default_factory=dict)
+    container: ContainerRuntime
     # Regexes that mark a script as written for this cluster. extract searches them with re.I and
     # picks the profile with the most hits; use (?-i:...) where case matters (Bridges-2 "GPU").
     signatures: list[str] = Field(default_factory=list)

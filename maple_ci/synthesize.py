@@ -1,7 +1,10 @@
 """Synthesis agent: render a launch template for one cluster from a JobIntent.
 
 How a job is resized for the target (the port rule):
-  * the node count is kept (it is what the user asked the scheduler for);
+  * the node count is kept (it is what the user asked the scheduler for); every script also reads
+    the allocation's node count at run time ($NNODES), so a submission with another size (sbatch
+    -N 4) just works. A source that leaves the size to submit time (nodes None) gets directives
+    for the smallest job its queue takes, and the header's Submit line shows how to choose one;
   * every node is used fully: ranks per node = the target's devices_per_node (GPUs, Frontier GCDs,
     Aurora tiles), so world_size = nodes * devices_per_node;
   * when that changes the world size, the script's header says so (global batch size and learning
@@ -28,10 +31,10 @@ from typing import Optional
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from .errors import MapleError
-from .intent import PER_DEVICE_LAUNCHERS, JobIntent
+from .containers import port_container, wrapper_notes
+from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
-from .programs import program_notes
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -61,7 +64,8 @@ class Job:
     """The job as it will run on the target, computed once and handed to the template."""
 
     name: str
-    nodes: int
+    nodes: int  # for the directives and the header; launch lines read $NNODES from the allocation
+    from_allocation: bool  # the source left the size to submit time: `nodes` is only the default
     gpus_per_node: int  # ranks per node: one per device
     world_size: int
     tasks_per_node: int  # scheduler tasks per node: gpus_per_node, or 1 for per-node launchers
@@ -88,18 +92,39 @@ def _fits(queue: Queue, nodes: int, walltime: Optional[str]) -> bool:
     return queue.min_nodes <= nodes <= queue.max_nodes and seconds <= walltime_seconds(queue.max_walltime_for(nodes))
 
 
+def require_port_facts(intent: JobIntent, source_name: str = "<text>") -> None:
+    """MapleError naming each fact a port cannot do without and the option that gives it."""
+    missing = [name for name in REQUIRED_FOR_PORT if getattr(intent, name) is None]
+    if missing:
+        given = ", ".join(f"the {name} with --{name.replace('_', '-')}" for name in missing)
+        raise MapleError(f"{source_name}: cannot port without {', '.join(missing)} (not found in the script); give {given}")
+
+
+def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Queue, str]:
+    """(default nodes, queue, note) for a source that leaves its size to submit time: the source's
+    queue when the target has it, else the default one, and the fewest nodes that queue takes."""
+    queue = next((q for q in profile.queues if q.name == intent.queue), profile.default_queue())
+    nodes = queue.min_nodes
+    why = f" (queue {queue.name} takes at least {nodes})" if nodes > 1 else ""
+    return nodes, queue, (f"the source leaves the node count to submit time: the launch lines take it from the "
+                          f"allocation and the directives ask for {nodes} node(s){why} when no size is given; "
+                          f"queue {queue.name} takes {queue.min_nodes}-{queue.max_nodes} nodes")
+
+
 def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
-    missing = sorted(set(intent.missing) | {f for f in ("nodes", "entrypoint") if getattr(intent, f) is None})
-    if missing:
-        raise MapleError(f"cannot port without {', '.join(missing)}; give them in the script or as options")
-    nodes = intent.nodes
-    notes = []
-    # A source queue name means something on the target only if the job also fits it there.
-    requested = intent.queue if any(q.name == intent.queue and _fits(q, nodes, intent.walltime) for q in profile.queues) else None
-    queue = pick_queue(profile, nodes, intent.walltime, requested)
-    if intent.queue and requested is None:
-        notes.append(f"queue {intent.queue!r} does not exist or does not fit here; using {queue.name!r}")
+    require_port_facts(intent, source_name)
+    notes = list(intent.notes)
+    if intent.nodes is None:
+        nodes, queue, note = _allocation_size(intent, profile)
+        notes.append(note)
+    else:
+        nodes = intent.nodes
+        # A source queue name means something on the target only if the job also fits it there.
+        requested = intent.queue if any(q.name == intent.queue and _fits(q, nodes, intent.walltime) for q in profile.queues) else None
+        queue = pick_queue(profile, nodes, intent.walltime, requested)
+        if intent.queue and requested is None:
+            notes.append(f"queue {intent.queue!r} does not exist or does not fit here; using {queue.name!r}")
     walltime = intent.walltime
     if walltime is None:
         limit = queue.max_walltime_for(nodes)
@@ -107,10 +132,14 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         notes.append(f"the source gave no walltime; using {walltime}")
     gpus = profile.devices_per_node
     world_size = nodes * gpus
-    source_world = intent.world_size or (intent.gpus_per_node and nodes * intent.gpus_per_node)
-    if source_world and source_world != world_size:
+    unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
+    source_world = intent.world_size or (intent.gpus_per_node and intent.nodes and intent.nodes * intent.gpus_per_node)
+    if intent.nodes is None and intent.gpus_per_node and intent.gpus_per_node != gpus:
+        notes.append(f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node); "
+                     "check batch size and learning rate")
+    elif intent.nodes is not None and source_world and source_world != world_size:
         notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} "
-                     f"{'devices' if gpus != profile.gpus_per_node else 'GPUs'}); check batch size and learning rate")
+                     f"{unit}); check batch size and learning rate")
     if intent.account and intent.source_cluster not in (None, profile.name):
         notes.append(f"account {intent.account!r} comes from the {intent.source_cluster} script; "
                      f"check it exists on {profile.name} (accounts there look like {profile.account_example})")
@@ -118,6 +147,7 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     return Job(
         name=_stem(source_name),
         nodes=nodes,
+        from_allocation=intent.nodes is None,
         gpus_per_node=gpus,
         world_size=world_size,
         tasks_per_node=tasks,
@@ -229,10 +259,12 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     if not template.supported:
         raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
     job = resolve_job(intent, profile, template, source_name)
-    job.notes += program_notes(intent.script_args, intent.framework, job.nodes, job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
     module, program = split_entrypoint(intent.entrypoint)
+    container = port_container(intent, profile, template.launcher)
+    per_device = template.launcher in PER_DEVICE_LAUNCHERS
+    job.notes += container.notes + wrapper_notes(intent, per_device, profile, template.launcher)
     if intent.python_env:
         job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
                          f"{profile.name}'s {template.framework} set-up is used")
@@ -251,6 +283,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         args=intent.script_args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
+        container=container.words,
+        wrapper=intent.wrapper if per_device else [],
         source_name=source_name,
-        submit=f"{'sbatch' if profile.scheduler == 'slurm' else 'qsub'} {output_path(out_dir, profile, source_name)}",
+        script_path=output_path(out_dir, profile, source_name),
     )

@@ -78,7 +78,7 @@ def test_rejected_directive_on_vista():
 
 
 @pytest.mark.parametrize("template_id, old, new, message", [
-    ("perlmutter-pytorch-ddp-torchrun", "--nnodes=2", "--nnodes=3", "starts 12 ranks but the directives give 2 nodes x 4 = 8"),
+    ("perlmutter-pytorch-ddp-torchrun", '--nnodes="$NNODES"', "--nnodes=3", "starts 12 ranks but the directives give 2 nodes x 4 = 8"),
     ("perlmutter-pytorch-fsdp", "--nproc_per_node=4", "--nproc_per_node=2", "starts 4 ranks but the directives give 2 nodes x 4 = 8"),
     ("polaris-pytorch-ddp-torchrun", "--nproc_per_node=4", "--nproc_per_node=8", "8 ranks per node but ALCF Polaris nodes have 4"),
     ("lonestar6-pytorch-ddp", "--nproc_per_node=3", "--nproc_per_node=4", "4 ranks per node but TACC Lonestar6 nodes have 3"),

@@ -93,7 +93,7 @@ def stub_env(tmp_path):
     return {"PATH": f"{bin_dir}:/usr/bin:/bin", "STUB_LOG": str(tmp_path / "log.jsonl"), "HOME": str(tmp_path),
             "PBS_NODEFILE": str(nodefile), "PBS_O_WORKDIR": str(tmp_path), "SLURM_JOB_NODELIST": "node[1-2]",
             "MAPLE_PYTHON_ENV": str(tmp_path), "SCRATCH": "/x", "USER": "alice",
-            "SLURM_NODEID": "0"}
+            "SLURM_NODEID": "0", "SLURM_JOB_NUM_NODES": "2"}
 
 
 def run_script(script: str, stub_env: dict, cwd: Path) -> list[dict]:
@@ -203,7 +203,7 @@ def test_accelerate_fsdp_and_zero3_set_their_mode_and_keep_a_given_config():
     profile = get_profile("perlmutter")
     fsdp, zero3 = get_template("perlmutter-accelerate-fsdp"), get_template("perlmutter-accelerate-zero3")
     script = render(typical("accelerate"), profile, fsdp)
-    assert "--use_fsdp --fsdp_auto_wrap_policy=SIZE_BASED_WRAP --num_machines=2" in script
+    assert '--use_fsdp --fsdp_auto_wrap_policy=SIZE_BASED_WRAP --num_machines="$NNODES"' in script
     assert "--multi_gpu" not in script  # accelerate refuses --multi_gpu together with --use_fsdp
     # The source's accelerate config keeps its own FSDP settings: only the mode is named.
     given = render(typical("accelerate", configs={"accelerate": "fsdp.yaml"}), profile, fsdp)
@@ -264,20 +264,20 @@ def test_deepspeed_config_from_the_source_is_passed_and_not_duplicated():
 def test_accelerate_config_file_is_passed():
     script = render(typical("accelerate", configs={"accelerate": "acc.yaml"}), get_profile("anvil"),
                     get_template("anvil-accelerate-ddp"))
-    assert "--config_file acc.yaml" in script and "--num_processes=8" in script
+    assert "--config_file acc.yaml" in script and "--num_processes=$((NNODES * 4))" in script
 
 
 def test_port_keeps_nodes_fills_each_node_and_says_when_world_size_changes():
     aurora = get_profile("aurora")
     script = render(typical(), aurora, get_template("aurora-pytorch-ddp"))
-    assert "mpiexec --envall -n 24 --ppn 12" in script
+    assert "mpiexec --envall -n $((NNODES * 12)) --ppn 12" in script
     assert "#PBS -l select=2\n" in script
     assert "world size changes from 8 to 24" in script
     assert "# Job: 2 node(s) x 12 ranks = 24 ranks" in script
     # An account from another center is kept (the user may have given it for this one) but flagged.
     assert "#PBS -A proj123" in script and "account 'proj123' comes from the perlmutter script" in script
     same = render(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp"))
-    assert "world size" not in same and "-n 8 --ppn 4" in same
+    assert "world size" not in same and "-n $((NNODES * 4)) --ppn 4" in same
 
 
 def test_walltime_and_queue_resolution():
@@ -324,12 +324,13 @@ def test_unsupported_template_refuses_with_its_reason():
         render(typical("deepspeed"), get_profile("vista"), template)
 
 
-def test_missing_required_fields_are_listed():
+def test_only_a_missing_entrypoint_refuses_and_the_refusal_names_its_option():
     template, profile = get_template("perlmutter-pytorch-ddp"), get_profile("perlmutter")
-    with pytest.raises(MapleError, match="entrypoint, nodes"):
+    with pytest.raises(MapleError, match="cannot port without entrypoint .*give the entrypoint with --entrypoint"):
         render(typical(nodes=None, entrypoint=None), profile, template)
-    with pytest.raises(MapleError, match="gpus_per_node"):
-        render(typical(missing=["gpus_per_node"]), profile, template)
+    # A size left to submit time or an unknown GPU count has a default: the target's devices.
+    script = render(typical(nodes=None, gpus_per_node=None, world_size=None, missing=["gpus_per_node"]), profile, template)
+    assert "#SBATCH --nodes=1\n" in script and "#SBATCH --ntasks-per-node=4\n" in script
 
 
 def test_template_for_another_cluster_is_refused():
