@@ -84,6 +84,13 @@ def port_request(fake, webhook, tmp_path, monkeypatch):
     return plan, checkout
 
 
+def pending(path: str) -> dict:
+    """A ported script at `path` (scripts/<cluster>/...) as `port` hands it to `verify`."""
+    return {"source": path, "intent": {}, "clusters": [
+        {"cluster": path.split("/")[1], "path": path, "content": EXAMPLE.read_text(), "template": "", "checks": [],
+         "verification": "pending", "log_url": None, "suggestions": []}]}
+
+
 def verification_runs(fake, name="maple / perlmutter / jobs/train.sbatch"):
     return [(run["status"], run.get("conclusion")) for run in fake.check_runs if run["name"] == name]
 
@@ -154,10 +161,7 @@ def test_a_nightly_verifies_every_cluster_at_once_with_check_runs_in_progress_me
 
 
 def test_stopping_the_bot_cancels_every_pipeline_in_flight(tmp_path):
-    results = [{"source": f"scripts/{c}/train.sh", "intent": {}, "clusters": [
-        {"cluster": c, "path": f"scripts/{c}/train.sh", "content": "#!/bin/bash\n#SBATCH -N 1\nsrun python train.py\n",
-         "template": "", "checks": [], "verification": "pending", "log_url": None, "suggestions": []}]}
-        for c in ("perlmutter", "polaris")]
+    results = [pending(f"scripts/{cluster}/train.sh") for cluster in ("perlmutter", "polaris")]
     center = Center(hold=30)
 
     def stop_when_both_started(variables):
@@ -178,9 +182,7 @@ def test_stopping_the_bot_cancels_every_pipeline_in_flight(tmp_path):
 
 
 def test_the_verify_timeout_input_limits_each_run_and_cancels_the_pipeline(tmp_path):
-    results = [{"source": "jobs/train.sh", "intent": {}, "clusters": [
-        {"cluster": "perlmutter", "path": PORTED, "content": EXAMPLE.read_text(), "template": "", "checks": [],
-         "verification": "pending", "log_url": None, "suggestions": []}]}]
+    results = [pending(PORTED)]
     center = Center(hold=30)
     with FakeGitLab(center) as gitlab:
         pipeline = jacamar_pipeline(tmp_path, settings(gitlab, MAPLE_VERIFY_TIMEOUT="1"))
@@ -191,8 +193,6 @@ def test_the_verify_timeout_input_limits_each_run_and_cancels_the_pipeline(tmp_p
 
 
 def test_a_verify_timeout_that_is_not_a_number_is_a_clear_error(tmp_path):
-    results = [{"source": "jobs/train.sh", "intent": {}, "clusters": [
-        {"cluster": "perlmutter", "path": PORTED, "content": EXAMPLE.read_text(), "template": "", "checks": [],
-         "verification": "pending", "log_url": None, "suggestions": []}]}]
+    results = [pending(PORTED)]
     [c] = jacamar_pipeline(tmp_path, {"MAPLE_VERIFY_TIMEOUT": "1h"}).verify(Command("verify"), results, "c0")[0]["clusters"]
     assert c["verification"] == "error" and "must be a whole number of seconds, not '1h'" in c["note"]
