@@ -1,4 +1,4 @@
-"""The bot PR's title and description across requests.
+"""The bot PR's title and description (a status table per ported script), across requests.
 
 One PR collects every request on a branch (`/maple port perlmutter`, then `/maple port aurora`):
 its description keeps, in a hidden comment, what earlier requests reported, so the new body
@@ -11,8 +11,10 @@ import base64
 import binascii
 import json
 import re
+from typing import Any
 
-from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, PortResult, render_pr_body, truncate
+from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, PortResult, checks_passed, truncate
+from maple_ci.github.markdown import cell, code, plain
 
 _STATE = re.compile(r"<!-- maple-ci results ([A-Za-z0-9_=-]+) -->")
 _DROPPED = ("content", "suggestions")  # large, and the description does not show them
@@ -70,3 +72,48 @@ def title_for(earlier: list[PortResult], results: list[PortResult]) -> str:
     head, tail = "maple: port ", f" to {clusters}"
     room = TITLE_LIMIT - len(head) - len(tail)
     return head + (sources if len(sources) <= room else sources[: room - 1] + "…") + tail
+
+
+# Shown in the PR body, in this order, from the JobIntent.
+INTENT_FIELDS = ("source_cluster", "scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
+                 "world_size", "entrypoint", "script_args", "walltime", "modules", "configs")
+VERIFICATION_MARKS = {"pending": "⏳", "passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️"}
+
+
+def render_pr_body(results: list[PortResult]) -> str:
+    """The PR description: a status table per ported script and what was extracted from it."""
+    parts = ["Launch scripts ported by maple-ci.", ""]
+    for result in results:
+        parts += [f"### {code(result['source'])}", ""]
+        if result.get("provenance"):
+            source = result["provenance"]
+            parts += [f"Ported from {code(source['repository'])} at {code(source['commit'])}, "
+                      f"requested in {code(source['request'])}.", ""]
+        parts += [
+            "| Cluster | Script | Template | Static checks | Verification | Log |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in result["clusters"]:
+            checks = f"{'✅' if all(check['ok'] for check in c['checks']) else '❌'} {checks_passed(c)}"
+            verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
+            log = f"[log]({c['log_url']})" if c["log_url"] else "—"
+            parts.append(f"| {c['cluster']} | {cell(code(c['path']))} | {cell(code(c['template']))} | {checks} | "
+                         f"{verification} | {log} |")
+        notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
+        if notes:
+            parts += [""] + [f"- {plain(note)}" for note in notes]
+        intent = result["intent"]
+        parts += ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
+        parts += [f"| {name} | {cell(code(_show(intent[name])))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
+        parts += ["", "</details>", ""]
+        if intent.get("missing"):
+            parts += [f"**Not found in the script:** {plain(', '.join(map(str, intent['missing'])))}; defaults were used.", ""]
+    return "\n".join(parts)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)

@@ -27,7 +27,7 @@ from github.Repository import Repository
 
 from maple_ci.errors import MapleError
 from maple_ci.github.approval import Provenance, approve, approver, permission, stamp, stamped, trailers, waiting_note
-from maple_ci.github.body import describe, previous_results, title_for
+from maple_ci.github.body import describe, previous_results, render_pr_body, title_for
 from maple_ci.github.commands import Command, authorize, refusal
 from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import (
@@ -39,7 +39,6 @@ from maple_ci.github.delivery import (
     open_pr,
     post_review,
     react,
-    render_pr_body,
     truncate,
     verified,
     verify_with_check_runs,

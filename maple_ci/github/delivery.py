@@ -324,13 +324,13 @@ def conclusion(c: ClusterResult) -> str:
     return "neutral" if c["verification"] == "skipped" else "success"
 
 
-def _passed(c: ClusterResult) -> str:
+def checks_passed(c: ClusterResult) -> str:
     """"passed/total" static checks."""
     return f"{sum(check['ok'] for check in c['checks'])}/{len(c['checks'])}"
 
 
 def _verdict(c: ClusterResult) -> str:
-    return f"{_passed(c)} checks passed, verification {c['verification']}"
+    return f"{checks_passed(c)} checks passed, verification {c['verification']}"
 
 
 def _check_summary(c: ClusterResult) -> str:
@@ -342,51 +342,6 @@ def _check_summary(c: ClusterResult) -> str:
     if c.get("note"):  # why verification was skipped (e.g. waiting for an approval) or what failed
         lines += ["", plain(c["note"])]
     return "\n".join(lines)
-
-
-# Shown in the PR body, in this order, from the JobIntent.
-INTENT_FIELDS = ("source_cluster", "scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
-                 "world_size", "entrypoint", "script_args", "walltime", "modules", "configs")
-VERIFICATION_MARKS = {"pending": "⏳", "passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️"}
-
-
-def render_pr_body(results: list[PortResult]) -> str:
-    """The PR description: a status table per ported script and what was extracted from it."""
-    parts = ["Launch scripts ported by maple-ci.", ""]
-    for result in results:
-        parts += [f"### {code(result['source'])}", ""]
-        if result.get("provenance"):
-            source = result["provenance"]
-            parts += [f"Ported from {code(source['repository'])} at {code(source['commit'])}, "
-                      f"requested in {code(source['request'])}.", ""]
-        parts += [
-            "| Cluster | Script | Template | Static checks | Verification | Log |",
-            "|---|---|---|---|---|---|",
-        ]
-        for c in result["clusters"]:
-            checks = f"{'✅' if all(check['ok'] for check in c['checks']) else '❌'} {_passed(c)}"
-            verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
-            log = f"[log]({c['log_url']})" if c["log_url"] else "—"
-            parts.append(f"| {c['cluster']} | {cell(code(c['path']))} | {cell(code(c['template']))} | {checks} | "
-                         f"{verification} | {log} |")
-        notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
-        if notes:
-            parts += [""] + [f"- {plain(note)}" for note in notes]
-        intent = result["intent"]
-        parts += ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
-        parts += [f"| {name} | {cell(code(_show(intent[name])))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
-        parts += ["", "</details>", ""]
-        if intent.get("missing"):
-            parts += [f"**Not found in the script:** {plain(', '.join(map(str, intent['missing'])))}; defaults were used.", ""]
-    return "\n".join(parts)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, list):
-        return " ".join(map(str, value))
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {v}" for k, v in value.items())
-    return str(value)
 
 
 def truncate(text: str, limit: int, encoding: str | None = None) -> str:

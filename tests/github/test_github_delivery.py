@@ -4,6 +4,7 @@ import pytest
 from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results, workflow_commands
 
 from maple_ci.errors import MapleError
+from maple_ci.github.body import render_pr_body
 from maple_ci.github.bot import run_plan
 from maple_ci.github.commands import Command
 from maple_ci.github.events import plan_event
@@ -12,7 +13,6 @@ from maple_ci.github.delivery import (
     check_runs,
     connect,
     deliver,
-    render_pr_body,
     review_comment,
     write_job_summary,
 )

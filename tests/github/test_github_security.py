@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 from contextlib import nullcontext
-from pathlib import Path
 
 import pytest
 from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results, workflow_commands
@@ -18,7 +17,7 @@ from maple_ci.github.action import run_action
 from maple_ci.github.bot import run_plan
 from maple_ci.github.commands import Command, CommandError, parse_comment
 from maple_ci.github.config import Config
-from maple_ci.github.delivery import render_pr_body
+from maple_ci.github.body import render_pr_body
 from maple_ci.github.events import plan_event
 from maple_ci.github.pipeline import Outcome, Pipeline
 
