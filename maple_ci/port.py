@@ -14,7 +14,7 @@ from .extract import extract, load_source
 from .intent import JobIntent
 from .profiles import get_profile
 from .retrieve import best_template
-from .synthesize import output_path, render
+from .synthesize import output_path, render, require_port_facts
 from .verify.static import Check, checks_ok, static_checks
 
 
@@ -45,11 +45,7 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
     profiles = [get_profile(name) for name in targets]  # unknown clusters fail before any work
     if not profiles:
         raise MapleError("no target cluster given; name at least one with --to")
-    if intent.missing:
-        raise MapleError(
-            f"{source_name}: cannot port without {', '.join(intent.missing)}; "
-            "add them to the script or give them as options (e.g. --nodes 2)"
-        )
+    require_port_facts(intent, source_name)  # before any target: a refusal changes nothing
     results = []
     for profile in profiles:
         progress(f"{profile.name}: retrieving a template")

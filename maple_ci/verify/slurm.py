@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
@@ -165,7 +165,8 @@ def _label_srun_launches(script: str, miniapp: Path) -> str:
 
 def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: bool = True,
                  entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                 workdir: Optional[Path] = None, max_gpus_per_node: Optional[int] = None) -> VerifyResult:
+                 workdir: Optional[Path] = None, max_gpus_per_node: Optional[int] = None,
+                 submit_options: Sequence[str] = ()) -> VerifyResult:
     """Run `miniapp` through the Slurm script at script_path and report the outcome. Every call
     submits the file's current text as a new job (the debug loop verifies each patch afresh).
 
@@ -174,6 +175,8 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     max_gpus_per_node (with adapt): fit GPU requests to nodes with this many GPUs, for a script
     written for bigger nodes than this cluster's; its ranks then share devices, which only works
     for a CPU mini-app (the test cluster), not under NCCL.
+    submit_options: sbatch options given at submit time, as a user would (`sbatch -N 4 job.sh`);
+    they win over the script's #SBATCH lines.
     env: what the environment of sbatch (so of the job, which inherits it) is taken from;
     os.environ by default, less anything job_environment drops (tokens and keys).
     workdir: where sbatch runs (the job's SLURM_SUBMIT_DIR) and the job output is written; it must
@@ -192,7 +195,7 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     script = substitute_entrypoint(Path(script_path).read_text(), miniapp_path, entrypoint)
     script = _label_srun_launches(script, miniapp_path)
     notes = [f"mini-app {miniapp} in place of the training program", "srun launch lines run with SLURM_LABELIO=1"]
-    options = []
+    options = list(submit_options)
     if adapt:
         script, adapted = adapt_directives(script, max_gpus_per_node)
         minutes = math.ceil(timeout / 60)
