@@ -161,6 +161,21 @@ def test_device_and_backend_follow_the_gpu_vendor(profiles):
     assert {p.name for p in profiles.values() if p.cpu_arch == "aarch64"} == {"vista", "deltaai"}
 
 
+# Apptainer/Singularity's GPU flag per vendor; Intel GPUs need none (the devices are bound by default).
+GPU_FLAG = {"nvidia": ["--nv"], "amd": ["--rocm"], "intel": []}
+
+
+def test_container_runtimes_give_the_gpus_of_their_vendor_and_name_sources(profiles):
+    for profile in profiles.values():
+        container = profile.container
+        assert container.sources and all(url.startswith("https://") for url in container.sources), profile.name
+        if container.runtime in ("apptainer", "singularity"):
+            assert container.command == [container.runtime, "exec"], profile.name
+            assert container.gpu_flags == GPU_FLAG[profile.gpu_vendor], profile.name
+    perlmutter = profiles["perlmutter"].container
+    assert (perlmutter.runtime, perlmutter.gpu_flags) == ("shifter", ["--module=gpu,nccl-plugin"])
+
+
 @pytest.mark.parametrize("name", sorted(PBS_SITES))
 def test_pbs_sites_name_their_filesystems_and_use_pbs_queues(profiles, name):
     profile = profiles[name]
