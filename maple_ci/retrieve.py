@@ -2,20 +2,20 @@
 
 The library is embedded once into the LanceDB table "templates" (cached under data_dir(), rebuilt
 when library_hash() changes). A query is one embedding of the intent's description and one
-filtered vector search; the ranking rule in retrieve() then puts the wanted strategy and the
-intent's launcher (or its kind) first.
+filtered vector search, whose answer is kept on disk (vectordb.search); the ranking rule in
+retrieve() then puts the wanted strategy and the intent's launcher (or its kind) first. Neither
+LanceDB nor the embedding model is imported here: `maple templates list` needs neither.
 """
 
 from typing import Optional, get_args
 
 from pydantic import BaseModel
 
-from .embedding import embed
+from . import vectordb
 from .errors import MapleError
 from .intent import PER_DEVICE_LAUNCHERS, Framework, JobIntent
 from .library import GENERIC, TemplateMeta, launch_dir, library_hash, load_templates
 from .profiles import get_profile
-from .vectordb import cached_table
 
 TABLE = "templates"
 
@@ -43,7 +43,7 @@ def _template_rows() -> list[dict]:
 
 def templates_table():
     """The library's LanceDB table: built on first use and whenever a template changes, else opened."""
-    return cached_table(TABLE, library_hash(), _template_rows)
+    return vectordb.cached_table(TABLE, library_hash(), _template_rows)
 
 
 def _sql_string(value: str) -> str:
@@ -53,11 +53,7 @@ def _sql_string(value: str) -> str:
 
 def _search(text: str, where: Optional[str], limit: Optional[int]) -> list[Candidate]:
     """One embedding and one vector search; limit None means every row that passes `where`."""
-    table = templates_table()
-    query = table.search(embed([text])[0]).distance_type("cosine").select(_COLUMNS)
-    if where:
-        query = query.where(where, prefilter=True)
-    rows = query.limit(table.count_rows() if limit is None else limit).to_list()
+    rows = vectordb.search(TABLE, library_hash(), _template_rows, text, _COLUMNS, where, limit)
     return [
         Candidate(template=TemplateMeta(**{c: row[c] for c in _COLUMNS}), score=1.0 - row["_distance"])
         for row in rows

@@ -50,7 +50,7 @@ def _profile(name: str) -> dict:
         "device": "cuda", "backend": "nccl", "queue_directive": "partition",
         "queues": [{"name": "debug", "max_walltime": "00:30:00", "max_nodes": 8}],
         "account_required": False, "account_example": "abc123", "default_launcher": "srun",
-        "frameworks": {"pytorch": {}},
+        "frameworks": {"pytorch": {}}, "container": {"runtime": "none"},
     }
 
 
