@@ -57,7 +57,7 @@ def parse_template(path: Path) -> TemplateMeta:
     if not match:
         raise MapleError(f"template {path} has no '{{#---' front matter")
     try:
-        meta = TemplateMeta.model_validate(yaml.safe_load(match.group(1)))
+        meta = TemplateMeta.model_validate(yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except Exception as exc:
         raise MapleError(f"template {path}: invalid front matter: {exc}") from exc
     return meta.model_copy(update={"path": str(path.relative_to(launch_dir()))})
