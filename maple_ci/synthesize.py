@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
 from .errors import MapleError
 from .containers import port_container, wrapper_notes
 from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
+from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 
 DEFAULT_WALLTIME = "01:00:00"
@@ -241,7 +242,11 @@ def _word(value) -> str:
 
 def _environment() -> Environment:
     # trim_blocks/lstrip_blocks: a {% tag %} on its own line leaves no blank line in the script.
-    env = Environment(loader=FileSystemLoader(str(launch_dir())), undefined=StrictUndefined,
+    # The bytecode cache spares each process compiling the templates (0.1 s per target); its
+    # entries are checked against the template's source, so an edited template is compiled again.
+    (cache_dir := data_dir() / "jinja").mkdir(exist_ok=True)
+    cache = FileSystemBytecodeCache(str(cache_dir))
+    env = Environment(loader=FileSystemLoader(str(launch_dir())), undefined=StrictUndefined, bytecode_cache=cache,
                       autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["q"] = lambda value: shlex.quote(str(value))
     env.filters["arg"] = shell_word
