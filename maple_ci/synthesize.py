@@ -36,6 +36,7 @@ from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
+from .programs import program_notes
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -264,6 +265,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     if not template.supported:
         raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
     job = resolve_job(intent, profile, template, source_name)
+    job.notes += program_notes(intent.script_args, intent.framework, job.nodes, job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
     module, program = split_entrypoint(intent.entrypoint)
