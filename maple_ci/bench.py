@@ -7,10 +7,13 @@ per case: every expected property of the generated script holds and its static c
 """
 
 import itertools
+import os
 import random
 import re
 import shlex
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -163,31 +166,63 @@ def _timed(function: Callable[[], object], repeat: int) -> dict:
     return {"median_ms": statistics.median(samples) * 1000, "max_ms": max(samples) * 1000, "runs": repeat}
 
 
-def run_latency(cases: list[Case], repeat: int = 20) -> dict:
-    """Per-stage latency, warm (model and table loaded), plus scaling with the number of targets."""
-    import resource
-    import subprocess
-    import sys
+# Whole-process commands timed by the latency suite: a port to one target, to all twelve, and an extraction.
+PROCESS_COMMANDS = {
+    "port, 1 cluster": ["port", "{example}", "--to", "polaris", "--out", "{out}"],
+    "port, all clusters": ["port", "{example}", "--to", "all", "--out", "{out}"],
+    "extract": ["extract", "{example}"],
+}
 
+
+def _run_process(argv: list[str], env: dict) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one child process, from its own rusage (os.wait4)."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
+        if child.returncode not in (0, 1):  # 1: a check failed, still a complete run
+            errors.seek(0)
+            raise MapleError(f"{' '.join(argv)} exited {child.returncode}: {errors.read().decode(errors='replace')[-2000:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def process_latency(runs: int = 5) -> dict:
+    """Each command as a user runs it, `python -m maple_ci ...`, `runs` times: cold, every run with an
+    empty MAPLE_DATA_DIR (no LanceDB table, no embedding or search cache; the OS file cache is left
+    as it is), then warm, every run after one untimed run that fills a shared data dir. Medians and
+    peak memory (the child's ru_maxrss)."""
+    example = str(bundled("examples") / "perlmutter_torchrun_ddp.sbatch")
+    figures, load_before = {}, os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="maple-latency-") as scratch:
+        env = {key: value for key, value in os.environ.items() if key != "MAPLE_DATA_DIR"}
+        for number, (name, words) in enumerate(PROCESS_COMMANDS.items()):
+            argv = [sys.executable, "-m", "maple_ci", *(w.format(example=example, out=f"{scratch}/out") for w in words)]
+            cold = []
+            for run in range(runs):
+                cold.append(_run_process(argv, env | {"MAPLE_DATA_DIR": f"{scratch}/cold-{number}-{run}"}))
+            warm_env = env | {"MAPLE_DATA_DIR": f"{scratch}/warm"}
+            _run_process(argv, warm_env)
+            warm = [_run_process(argv, warm_env) for _ in range(runs)]
+            figures[name] = {"argv": argv[3:], **{label: {
+                "median_s": statistics.median(s for s, _ in samples), "max_s": max(s for s, _ in samples),
+                "peak_rss_mib": max(m for _, m in samples)} for label, samples in (("cold", cold), ("warm", warm))}}
+    return {"runs": runs, "cpus": os.cpu_count(), "load": [load_before, os.getloadavg()[0]], "commands": figures}
+
+
+def run_latency(cases: list[Case], repeat: int = 20, runs: int = 5) -> dict:
+    """Whole-process figures (process_latency), then per-stage latency in this process, warm (model
+    and table loaded), and scaling with the number of targets."""
     from .retrieve import best_template
     from .synthesize import render
     from .verify.static import static_checks
 
-    example = bundled("examples") / "perlmutter_torchrun_ddp.sbatch"
-    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as out:
-        env = {**__import__("os").environ, "MAPLE_DATA_DIR": data}
-        command = [sys.executable, "-m", "maple_ci", "port", str(example), "--to", "perlmutter", "--out", out]
-        start = time.perf_counter()
-        subprocess.run(command, env=env, check=True, capture_output=True)
-        cold_empty_cache = time.perf_counter() - start
-        start = time.perf_counter()
-        subprocess.run(command, env=env, check=True, capture_output=True)
-        cold_cached = time.perf_counter() - start
-
+    process = process_latency(runs)
     case = next(c for c in cases if c.kind == "script")
     intent = extract(case.text)
     profile = get_profile(case.target)
-    template = best_template(intent, profile.name)  # loads the model and the table once
+    template = best_template(intent, profile.name)  # builds or opens the table once
     script = render(intent, profile, template, "bench")
     all_targets = yaml.safe_load(suite_path().read_text())["targets"]
     scaling = {}
@@ -195,7 +230,7 @@ def run_latency(cases: list[Case], repeat: int = 20) -> dict:
         for count in (1, 4, 8, 12):
             scaling[count] = _timed(lambda: port_intent(intent, all_targets[:count], "bench", Path(out)), 3)["median_ms"]
     return {
-        "cold_start_s": {"empty_cache": cold_empty_cache, "cached_index": cold_cached},
+        "process": process,
         "warm_ms": {
             "extract": _timed(lambda: extract(case.text), repeat),
             "retrieve": _timed(lambda: best_template(intent, profile.name), repeat),
@@ -205,7 +240,6 @@ def run_latency(cases: list[Case], repeat: int = 20) -> dict:
         "targets_ms": scaling,
         "templates": len(load_templates()),
         "retrieval_scaling": retrieval_scaling(),
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 

@@ -324,6 +324,7 @@ def bench(
     suite: str = typer.Option("accuracy", help="accuracy | latency | verified (runs on a Slurm cluster)"),
     subset: Optional[int] = typer.Option(None, min=1, help="Run an even spread of N cases instead of all."),
     output: Path = typer.Option(Path("bench-results.json"), help="Where the full JSON report goes."),
+    runs: int = typer.Option(5, min=1, help="latency: whole-process runs per command, cold and warm (medians)."),
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
@@ -336,7 +337,7 @@ def bench(
     if suite == "verified":
         report = run_verified(load_cases(), subset or 8)
     elif suite == "latency":
-        report = run_latency(load_cases(subset))
+        report = run_latency(load_cases(subset), runs=runs)
     else:
         cases = load_cases(subset)
         with Progress(console=err, transient=True, disable=json_output) as bar:
@@ -378,14 +379,20 @@ def _print_accuracy(report: dict) -> None:
 
 
 def _print_latency(report: dict) -> None:
-    table = Table("stage", "median ms", "max ms", title=f"warm latency ({report['templates']} templates)")
-    for stage, timing in report["warm_ms"].items():
-        table.add_row(stage, f"{timing['median_ms']:.2f}", f"{timing['max_ms']:.2f}")
+    process = report["process"]
+    table = Table("command", "cold s", "warm s", "cold peak MiB", "warm peak MiB",
+                  title=f"whole process, medians of {process['runs']} runs ({process['cpus']} CPUs, "
+                        f"load {process['load'][0]:.1f} -> {process['load'][1]:.1f})")
+    for name, figures in process["commands"].items():
+        cold, warm = figures["cold"], figures["warm"]
+        table.add_row(name, f"{cold['median_s']:.2f}", f"{warm['median_s']:.2f}",
+                      f"{cold['peak_rss_mib']:.0f}", f"{warm['peak_rss_mib']:.0f}")
     out.print(table)
-    cold = report["cold_start_s"]
-    out.print(f"cold start to first script: {cold['empty_cache']:.2f} s (index built), {cold['cached_index']:.2f} s (cached)")
+    stages = Table("stage", "median ms", "max ms", title=f"in-process stages, warm ({report['templates']} templates)")
+    for stage, timing in report["warm_ms"].items():
+        stages.add_row(stage, f"{timing['median_ms']:.2f}", f"{timing['max_ms']:.2f}")
+    out.print(stages)
     out.print("port to N targets (ms): " + ", ".join(f"{n}: {ms:.0f}" for n, ms in report["targets_ms"].items()))
-    out.print(f"peak RSS: {report['peak_rss_mb']:.0f} MiB")
     out.print("retrieval query vs library size: " + ", ".join(
         f"{n} templates: {t['median_ms']:.1f} ms" for n, t in report["retrieval_scaling"].items()))
 
