@@ -1,10 +1,13 @@
 """The benchmark suite itself: its cases, its scoring, and a run of a subset (issue 6: in CI)."""
 
 import collections
+import os
+import sys
 
 import pytest
 
 from maple_ci.bench import expand_cases, generation_failures, load_cases, run_accuracy, run_verified, suite_path
+from maple_ci.errors import MapleError
 from maple_ci.extract import extract
 from maple_ci.port import port_intent
 from maple_ci.profiles import get_profile
@@ -54,3 +57,24 @@ def test_verified_subset_runs_generated_scripts_on_two_nodes(slurm_cluster, monk
     assert len({run["case"].split("->")[1] for run in report["runs"]}) == 2  # two different targets
     for run in report["runs"]:  # every node filled: 2 x the target's devices per node
         assert run["ok"] and run["world_size"] == 2 * get_profile(run["case"].split("->")[1]).devices_per_node, run
+
+
+def test_a_child_process_is_timed_with_its_own_peak_memory():
+    from maple_ci.bench import _run_process
+
+    seconds, peak = _run_process([sys.executable, "-c", "x = b'1' * (200 << 20)"], dict(os.environ))
+    assert seconds > 0 and 200 <= peak < 400  # this child's 200 MiB, not the test process's own size
+    with pytest.raises(MapleError, match="exited 3: no luck"):
+        _run_process([sys.executable, "-c", "import sys; print('no luck', file=sys.stderr); sys.exit(3)"], dict(os.environ))
+
+
+def test_latency_suite_times_each_command_cold_and_warm(monkeypatch):
+    from maple_ci import bench
+
+    monkeypatch.setattr(bench, "PROCESS_COMMANDS", {"extract": ["extract", "{example}"]})
+    report = bench.process_latency(runs=1)
+    figures = report["commands"]["extract"]
+    assert figures["argv"][0] == "extract" and figures["argv"][1].endswith("perlmutter_torchrun_ddp.sbatch")
+    for label in ("cold", "warm"):
+        assert figures[label]["median_s"] > 0 and figures[label]["peak_rss_mib"] > 10
+    assert report["runs"] == 1 and len(report["load"]) == 2
