@@ -113,6 +113,12 @@ def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Q
                           f"queue {queue.name} takes {queue.min_nodes}-{queue.max_nodes} nodes")
 
 
+def _longest_queue(profile: ClusterProfile, nodes: int) -> Optional[Queue]:
+    """Of the queues that take `nodes` nodes, the one that allows the longest job; None if none does."""
+    takers = [q for q in profile.queues if q.min_nodes <= nodes <= q.max_nodes]
+    return max(takers, key=lambda q: walltime_seconds(q.max_walltime_for(nodes)), default=None)
+
+
 def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
     require_port_facts(intent, source_name)
@@ -132,6 +138,11 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         limit = queue.max_walltime_for(nodes)
         walltime = min(limit, DEFAULT_WALLTIME, key=walltime_seconds)
         notes.append(f"the source gave no walltime; using {walltime}")
+    elif not _fits(queue, nodes, walltime) and (longest := _longest_queue(profile, nodes)):
+        queue, limit = longest, longest.max_walltime_for(nodes)
+        notes.append(f"the source asks for {walltime}, longer than {profile.name} allows for {nodes} node(s); "
+                     f"using queue {queue.name} at its limit of {limit}: checkpoint, and resubmit to go on")
+        walltime = limit
     gpus = profile.devices_per_node
     world_size = nodes * gpus
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"

@@ -56,9 +56,12 @@ def test_policy_failures_point_at_their_directive(old, new, check, message, at):
 
 
 def test_walltime_limit_depends_on_job_size_in_binned_queues():
-    # Polaris prod routes 10-24 node jobs to `small`, 3 h.
+    # Polaris prod routes 10-24 node jobs to `small`, 3 h. A port caps the walltime itself; a
+    # script edited by hand afterwards is what the check is for.
     intent = INTENT.model_copy(update={"nodes": 12, "walltime": "05:00:00"})
-    script = re.sub(r"(?m)^#PBS -q .*$", "#PBS -q prod", script_for("polaris-pytorch-ddp", intent))
+    script = script_for("polaris-pytorch-ddp", intent)
+    assert "#PBS -l walltime=03:00:00" in script and "limit of 03:00:00: checkpoint" in script
+    script = re.sub(r"(?m)^#PBS -q .*$", "#PBS -q prod", script.replace("walltime=03:00:00", "walltime=05:00:00"))
     found = failures(script, "polaris")
     assert "limit of 03:00:00 for 12 nodes" in found["walltime"].message
     assert found["walltime"].line == line_of(script, "walltime=05:00:00")
@@ -121,7 +124,7 @@ def test_placeholder_account_warns_and_missing_account_fails():
 
 def test_entrypoint_must_be_run():
     script = script_for("perlmutter-pytorch-ddp").replace("python train.py", "python other.py")
-    assert "never runs train.py" in failures(script, "perlmutter")["entrypoint"].message
+    assert "runs train.py on 0 launch lines" in failures(script, "perlmutter")["entrypoint"].message
 
 
 @pytest.mark.parametrize("template_id, entrypoint, written", [
@@ -141,13 +144,15 @@ def test_entrypoint_is_found_as_synthesize_writes_it(template_id, entrypoint, wr
 
 
 def test_the_entrypoint_check_finds_the_program_the_verifier_swaps():
-    # One reader for both: a program the mini-app substitution cannot find fails the static check.
+    # One reader for both: the check passes exactly when the substitution finds one launch line.
     script = script_for("perlmutter-pytorch-ddp")
     assert substitute_entrypoint(script, Path("/m/app.py"), "train.py") != script
-    direct = script.replace("python train.py", "./train.py")  # an executable run without a launcher
-    with pytest.raises(MapleError, match="no launch line running a Python training program"):
-        substitute_entrypoint(direct, Path("/m/app.py"), "train.py")
-    assert "never runs train.py with a launcher" in failures(direct, "perlmutter")["entrypoint"].message
+    direct = script.replace("python train.py", "./train.py")  # run as an executable: python runs the mini-app
+    assert "maple-rank \\\n    python /m/app.py\n" in substitute_entrypoint(direct, Path("/m/app.py"), "train.py")
+    twice = script + "srun python train.py --epochs 1\n"
+    with pytest.raises(MapleError, match="2 launch lines running 'train.py'"):
+        substitute_entrypoint(twice, Path("/m/app.py"), "train.py")
+    assert "runs train.py on 2 launch lines" in failures(twice, "perlmutter")["entrypoint"].message
 
 
 def test_directives_read_like_the_scheduler_reads_them():

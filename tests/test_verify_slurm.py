@@ -80,10 +80,34 @@ def test_substitution_picks_the_named_entrypoint_and_ignores_comments():
 
 
 def test_substitution_of_module_programs_keeps_launcher_modules():
-    script = ("python -m torch.distributed.run --nproc_per_node 4 -m pkg.train --lr 1\n"
-              "deepspeed --num_gpus 4 --module pkg.train --deepspeed\n")
-    assert substitute_entrypoint(script, Path("/m/app.py")) == (
-        "python -m torch.distributed.run --nproc_per_node 4 /m/app.py\ndeepspeed --num_gpus 4 /m/app.py\n")
+    for script, expected in [
+            ("python -m torch.distributed.run --nproc_per_node 4 -m pkg.train --lr 1\n",
+             "python -m torch.distributed.run --nproc_per_node 4 /m/app.py\n"),
+            ("deepspeed --num_gpus 4 --module pkg.train --deepspeed\n", "deepspeed --num_gpus 4 /m/app.py\n")]:
+        assert substitute_entrypoint(script, Path("/m/app.py")) == expected
+
+
+# Issue 10, finding 2: the mini-app replaces the known program at its place on the launch line, and
+# nothing else; a script the verifier cannot edit that precisely is refused, never half-replaced.
+def test_a_python_config_argument_is_not_taken_for_the_program():
+    script = "srun python tools/train.py configs/faster_rcnn.py --work-dir out\n"
+    assert substitute_entrypoint(script, Path("/m/app.py"), "tools/train.py") == "srun python /m/app.py\n"
+    assert substitute_entrypoint(script, Path("/m/app.py")) == "srun python /m/app.py\n"  # the extracted program
+
+
+def test_code_in_a_quoted_argument_never_runs_in_place_of_the_mini_app(tmp_path):
+    marker = tmp_path / "marker"
+    script = f"python -m timeit \"__import__('pathlib').Path('{marker}').touch()\" '# x.py'\n"
+    out = substitute_entrypoint(script, Path("/m/app.py"))
+    assert out == "python /m/app.py\n"  # the module and all its arguments are gone
+    with pytest.raises(MapleError, match="no launch lines running 'x.py'"):
+        substitute_entrypoint(script, Path("/m/app.py"), "x.py")
+
+
+def test_a_program_the_verifier_cannot_place_is_refused():
+    hidden = 'CMD="python train.py --lr 1"\nsrun bash -c "$CMD"\n'  # the program lives in a variable
+    with pytest.raises(MapleError, match="no launch lines running 'train.py' as a word of its own"):
+        substitute_entrypoint(hidden, Path("/m/app.py"), "train.py")
 
 
 def test_substitution_without_a_launch_line_is_an_error():

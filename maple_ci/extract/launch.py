@@ -76,6 +76,8 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         argv = argv[1:]
     if not argv:
         return None
+    if len(argv) > 1 and re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", argv[0]):
+        return chain(argv[1:], shell, stages, ctx)  # `srun $SRUN_ARGS python ...`: options only the job knows
     head = argv[0].rsplit("/", 1)[-1]
     if head in _PLAIN_WRAPPERS:
         return chain(argv[1:], shell, stages, ctx)
@@ -157,7 +159,8 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
     runs_next = len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1]) or argv[1] in MPI_LAUNCHERS | DL_LAUNCHERS
                                    or argv[1] in _CONTAINERS or argv[1] in _BINDING)
-    if runs_next and (text is None or re.search(r'"\$(@|\{@\})"|\$\*|\$@', text)):
+    looks_like_script = "/" in program or program.endswith(".sh") or bool(_AFFINITY_NAME.fullmatch(program))
+    if runs_next and looks_like_script and (text is None or re.search(r'"\$(@|\{@\})"|\$\*|\$@', text)):
         # a wrapper that runs its arguments: the program follows it on the line
         name = program.rsplit("/", 1)[-1]
         if _AFFINITY_NAME.fullmatch(name) or (text and _SELECTS_DEVICE.search(text)):

@@ -1,6 +1,7 @@
 """How launchers, schedulers and wrappers read their options: which spellings mean the same
 option, which take a value (or two), and where the command they run begins."""
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -15,6 +16,7 @@ class Spec:
     values: frozenset = frozenset()
     pairs: frozenset = frozenset()
     value_default: bool = True
+    env_name_value: bool = False  # MPICH's `-env NAME VALUE` (two words) besides `--env NAME=VALUE`
 
     def takes_value(self, name: str) -> bool:
         if name in self.flags:
@@ -30,6 +32,9 @@ def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[st
         token = argv[i]
         if token == "--":
             return opts, argv[i + 1:]
+        if re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", token) and i + 1 < len(argv):
+            i += 1  # `srun $SRUN_ARGS -u ...`: options only the job knows; the command comes after
+            continue
         if not token.startswith("-") or token == "-":
             break
         body, eq, value = token.lstrip("-").partition("=")
@@ -46,10 +51,10 @@ def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[st
             values = [value]
         elif name in spec.pairs and i + 1 < len(argv):
             values, i = argv[i:i + 2], i + 2
-        elif spec.takes_value(name) and i < len(argv):
+        elif spec.takes_value(name) and i < len(argv) and not name.startswith("no_"):  # --no-x never takes one
             values, i = [argv[i]], i + 1
             # MPICH's `-env NAME VALUE` versus PALS's `--env NAME=VALUE`
-            if name == "env" and "=" not in values[0] and i < len(argv):
+            if spec.env_name_value and name == "env" and "=" not in values[0] and i < len(argv):
                 values, i = [f"{values[0]}={argv[i]}"], i + 1
         else:
             values = [""]
@@ -99,6 +104,7 @@ MPI = Spec(
                       "offset", "envlist", "launcher", "rankfile", "output_filename", "label_mode"}),
     pairs=frozenset({"mca"}),
     value_default=False,
+    env_name_value=True,
 )
 
 TORCHRUN = Spec(

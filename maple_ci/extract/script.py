@@ -123,8 +123,8 @@ def _launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> _C
             counts.nodes, counts.per_node, counts.world = outer_nodes, outer_ppn, outer_tasks
         elif outer:  # a wrapper script: only the node count is known
             counts.nodes = outer_nodes
-        elif launch.entry:  # plain python: one process
-            counts.world = 1
+        elif launch.entry:  # plain python: one process, on one device
+            counts.nodes, counts.per_node, counts.world = 1, 1, 1
         return counts
 
     name, opts = inner
@@ -162,7 +162,8 @@ def _launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> _C
 _MEGATRON_ENTRY = re.compile(r"(?i)(?:.*/)?(?:pretrain_(?:gpt|bert|t5|mamba|retro|ict|vlm|vision|llama|mixtral|mistral)\w*\.py"
                              r"|.*megatron.*)")
 _LIGHTNING = re.compile(r"^\s*(?:import|from)\s+(?:lightning|pytorch_lightning|nemo)\b", re.M)
-_FSDP = re.compile(r"(?i)\bfsdp\b|fully_shard|FullyShardedDataParallel|data_parallel_shard_degree")
+_FSDP = re.compile(r"(?i)\bfsdp\b|fully_shard|full_shard|shard_grad_op|hybrid_shard|FullyShardedDataParallel|"
+                   r"data_parallel_shard_degree")
 _TP_PP = ("tensor-model-parallel-size", "pipeline-model-parallel-size")
 
 
@@ -183,7 +184,7 @@ def _program_text(launch: Launch, shell: Shell) -> str:
     `import lightning`, FSDP settings. Read as text only, inside the checkout, never run."""
     named = [launch.entry or ""] + [a.split("=", 1)[-1] for a in launch.args]
     texts = [shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
-    return "\n".join(text for text in texts if text)
+    return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
 
 
 def _framework(launch: Optional[Launch], deepspeed_config: Optional[str], program: str) -> str:
@@ -260,6 +261,8 @@ def _strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[
         return _strategy_word(Path(ds_path).stem)  # unreadable: only its name can say, else unknown
     if _FSDP.search(program):
         return "fsdp"
+    if acc is not None and not acc_path and not {"multi_gpu", "num_processes", "num_machines"} & set(acc):
+        return None  # `accelerate launch` alone: the user's default accelerate config decides
     if world is None:  # a size chosen at run time: data parallel when the launch is parallel at all
         return "ddp" if launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) else None
     return "single" if world == 1 else "ddp"
@@ -310,7 +313,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
             notes.append("the node count is chosen at submit time; the port takes it from the allocation")
         else:
             d.nodes = 1  # what sbatch and qsub allocate when nothing asks for more
-    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d)))
+    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d)), arguments_known=False)
     shell.run(parse(text))
     launch = best(shell.launches)
 

@@ -17,7 +17,7 @@ from typing import Optional, Union
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECT = re.compile(r"(\d*|&)(<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
 _ARRAY_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
-_SKIPPED_KEYWORDS = {"if", "then", "elif", "else", "do", "while", "until", "!", "fi", "done", "esac", "}"}
+_SKIPPED_KEYWORDS = {"do", "while", "until", "!", "done", "esac", "}"}
 
 
 @dataclass
@@ -26,6 +26,16 @@ class Command:
     line: int
     redirects: list[tuple[str, str]] = field(default_factory=list)  # (operator, target as written)
     heredoc: Optional[tuple[str, bool]] = None  # (body, whether its $-expansions run)
+    starts: list[int] = field(default_factory=list)  # where each word begins in the text (the verifier's edits)
+
+
+@dataclass
+class If:
+    """if/elif/else: (condition, body) pairs, then the else body; the walk takes the branch bash
+    would take when the conditions can be decided, else it reads them all."""
+
+    branches: list[tuple[list["Node"], list["Node"]]]
+    otherwise: list["Node"]
 
 
 @dataclass
@@ -35,7 +45,7 @@ class Function:
     line: int
 
 
-Node = Union[Command, Function]
+Node = Union[Command, Function, If]
 
 
 def bash_syntax_error(text: str) -> Optional[str]:
@@ -107,24 +117,25 @@ class _Lexer:
                 self.i += 1
                 self.line += 1
                 self._read_heredocs()
-                yield "op", "\n", self.line - 1
+                yield "op", "\n", self.line - 1, self.i - 1
             elif char == "#":
                 end = text.find("\n", self.i)
                 self.i = len(text) if end < 0 else end
             elif match := _REDIRECT.match(text, self.i):
-                yield "redirect", self._redirect(match), self.line
+                start = self.i
+                yield "redirect", self._redirect(match), self.line, start
             elif text.startswith("((", self.i) and not text.startswith("((", self.i + 1):
                 end = text.find("))", self.i)
                 end = len(text) if end < 0 else end + 2
-                yield "word", text[self.i:end], self.line
+                yield "word", text[self.i:end], self.line, self.i
                 self.i = end
             elif op := next((op for op in _OPERATORS if text.startswith(op, self.i)), None):
                 self.i += len(op)
-                yield "op", op, self.line
+                yield "op", op, self.line, self.i - len(op)
             else:
-                start_line = self.line
+                start_line, start = self.line, self.i
                 word = self._word()
-                yield "word", word, start_line
+                yield "word", word, start_line, start
 
     def _word(self) -> str:
         text, start = self.text, self.i
@@ -184,26 +195,29 @@ def parse(text: str) -> list[Node]:
     return nodes
 
 
-def _parse(tokens: list, i: int, until: Optional[str]) -> tuple[list[Node], int]:
-    """Commands from tokens[i] until the word `until` ("}" or ")") at a command start, or the end."""
+def _parse(tokens: list, i: int, until) -> tuple[list[Node], int]:
+    """Commands from tokens[i] until a word in `until` ("}", ")", "then", "fi"...) at a command
+    start, or the end; the index returned is just past that word."""
+    until = {until} if isinstance(until, str) else until or set()
     nodes: list[Node] = []
     words: list[str] = []
+    starts: list[int] = []
     redirects: list[tuple[str, str]] = []
     heredoc, line = None, 0
     skip_to_separator = expect_pattern = False
     case_depth = 0
 
     def flush():
-        nonlocal words, redirects, heredoc
+        nonlocal words, starts, redirects, heredoc
         if words or redirects:
-            nodes.append(Command(words, line, redirects, heredoc))
-        words, redirects, heredoc = [], [], None
+            nodes.append(Command(words, line, redirects, heredoc, starts))
+        words, starts, redirects, heredoc = [], [], [], None
 
     while i < len(tokens):
-        kind, value, at = tokens[i]
+        kind, value, at, offset = tokens[i]
         i += 1
         if kind == "op":
-            if value == ")" and until == ")":
+            if value == ")" and ")" in until:
                 flush()
                 return nodes, i
             if value == "(" and not words:  # a subshell: its commands run like any others
@@ -233,9 +247,13 @@ def _parse(tokens: list, i: int, until: Optional[str]) -> tuple[list[Node], int]
                     i += 1  # the clause's pattern, up to its `)`
                 expect_pattern = False
                 continue
-            if value == until:
+            if value in until:
                 flush()
                 return nodes, i
+            if value == "if":
+                nodes.append(_if(tokens, i))
+                i = nodes[-1].end
+                continue
             if value == "{":  # a group: nested, so its `}` does not end an enclosing function body
                 inner, i = _parse(tokens, i, "}")
                 nodes.extend(inner)
@@ -247,16 +265,12 @@ def _parse(tokens: list, i: int, until: Optional[str]) -> tuple[list[Node], int]
                 i += 1
                 expect_pattern = True
                 continue
-            if value in ("for", "select", "[["):
-                skip_to_separator = value != "[["
-                if value == "[[":
-                    while i < len(tokens) and tokens[i][1] != "]]":
-                        i += 1
-                    i += 1
+            if value in ("for", "select"):
+                skip_to_separator = True
                 continue
             if value in _SKIPPED_KEYWORDS or value.startswith("(("):
                 if value.startswith("(("):
-                    nodes.append(Command([value], at))
+                    nodes.append(Command([value], at, starts=[offset]))
                 continue
             function = _function_header(tokens, i - 1)
             if function:
@@ -265,8 +279,26 @@ def _parse(tokens: list, i: int, until: Optional[str]) -> tuple[list[Node], int]
                 nodes.append(Function(name, body, at))
                 continue
         words.append(value)
+        starts.append(offset)
     flush()
     return nodes, i
+
+
+def _if(tokens: list, i: int) -> If:
+    """The if statement whose `if` was just read; its `end` is the index past its `fi`."""
+    node = If([], [])
+    while True:
+        condition, i = _parse(tokens, i, {"then"})
+        body, i = _parse(tokens, i, {"elif", "else", "fi"})
+        node.branches.append((condition, body))
+        ending = tokens[i - 1][1] if i - 1 < len(tokens) else "fi"
+        if ending == "else":
+            node.otherwise, i = _parse(tokens, i, {"fi"})
+            break
+        if ending != "elif":
+            break
+    node.end = i
+    return node
 
 
 def _function_header(tokens: list, i: int) -> Optional[tuple[str, int]]:

@@ -17,11 +17,12 @@ from typing import Optional
 from ..errors import MapleError
 from ..files import inside, read_inside
 from .evaluate import NODES, Expander, arith
-from .shell import Command, Function, Node, parse
+from .shell import Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
-_UNKNOWN_OUTPUT = re.compile(r"\$\(|`")  # a command's output or arithmetic that could not be worked out
+# A value that is only a command's output or arithmetic not worked out here: `$(hostname)`, $((N * 4)).
+_UNKNOWN_OUTPUT = re.compile(r"\s*(?:\$\(.*\)|`.*`)\s*", re.S)
 MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / function calls followed
 
 
@@ -37,6 +38,7 @@ class Shell:
     files: dict = field(default_factory=dict)  # here-documents the script writes: path -> text
     positional: list = field(default_factory=list)
     name: str = "bash"  # $0: the script as invoked, for `$(dirname "$0")/train.py`
+    arguments_known: bool = True  # False for the top-level script: `sbatch job.sh a b` passes them
     env: dict = field(default_factory=dict)  # exported variables, as the port should carry them
     modules: list = field(default_factory=list)
     python_env: Optional[str] = None
@@ -45,6 +47,10 @@ class Shell:
     depth: int = 0
 
     def lookup(self, name: str):
+        if not self.arguments_known and name in ("@", "*"):
+            return [] if name == "@" else ""  # extra arguments at submit time are optional: none
+        if not self.arguments_known and (name == "#" or name.isdigit() and name != "0"):
+            return None  # `$1` is a value the user gives at submit time: kept as written
         if name.isdigit():
             index = int(name)
             return self.positional[index - 1] if 0 < index <= len(self.positional) else ("" if index else self.name)
@@ -57,7 +63,7 @@ class Shell:
         value = self.vars.get(name)
         # A variable holding what only the job knows ($(hostname), $((N * 4)) over unknowns) is
         # referred to by name, as written; `resolve` still looks inside it for counts.
-        return None if isinstance(value, str) and _UNKNOWN_OUTPUT.search(value) else value
+        return None if isinstance(value, str) and _UNKNOWN_OUTPUT.fullmatch(value) else value
 
     @property
     def expand(self) -> Expander:
@@ -85,7 +91,8 @@ class Shell:
         see only exported ones; scripts that forget `export` still mean them), has its own
         arguments, and shares what the port collects."""
         return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
-                     list(positional), name, self.env, self.modules, self.python_env, [], self.notes, self.depth + 1)
+                     list(positional), name, True, self.env, self.modules, self.python_env, [], self.notes,
+                     self.depth + 1)
 
     # -- reading files the script names ---------------------------------------------------------
 
@@ -112,8 +119,40 @@ class Shell:
         for node in nodes:
             if isinstance(node, Function):
                 self.functions[node.name] = node.body
+            elif isinstance(node, If):
+                self._if(node)
             else:
                 self.command(node)
+
+    def _if(self, node: If) -> None:
+        """The branch bash takes when the tests are decided by the script's own values; every
+        branch, in order, when one is not (the launch may be in any of them)."""
+        for condition, body in node.branches:
+            taken = self._test(condition)
+            if taken is None:
+                for _, rest in node.branches[node.branches.index((condition, body)):]:
+                    self.run(rest)
+                self.run(node.otherwise)
+                return
+            if taken:
+                self.run(body)
+                return
+        self.run(node.otherwise)
+
+    def _test(self, condition: list[Node]) -> Optional[bool]:
+        """The outcome of `[ ... ]`, `[[ ... ]]` or `test ...` over known values; None otherwise."""
+        if len(condition) != 1 or not isinstance(condition[0], Command):
+            return None
+        words = condition[0].words
+        if not words or words[0] not in ("[", "[[", "test"):
+            return None
+        values = []
+        for word in words[1:len(words) - (words[0] != "test")]:
+            fields = self.expand.fields(word) or [""]
+            if len(fields) != 1 or "$" in fields[0] and not re.fullmatch(r"'.*'", word):
+                return None
+            values.append(fields[0])
+        return _evaluate_test(values)
 
     def run_text(self, text: str) -> None:
         if self.depth < MAX_DEPTH:
@@ -150,7 +189,7 @@ class Shell:
             for expr in rest:
                 self._let(expr)
         elif head == "set" and "--" in rest:
-            self.positional = rest[rest.index("--") + 1:]
+            self.positional, self.arguments_known = rest[rest.index("--") + 1:], True
         elif head == "shift":
             count = int(rest[0]) if rest and rest[0].isdigit() else 1
             self.positional = self.positional[count:]
@@ -163,11 +202,12 @@ class Shell:
         elif head == "eval":
             self.run_text(" ".join(rest))
         elif head in self.functions and self.depth < MAX_DEPTH:
-            saved, self.positional = self.positional, rest
+            saved = self.positional, self.arguments_known
+            self.positional, self.arguments_known = rest, True
             self.depth += 1
             self.run(self.functions[head])
             self.depth -= 1
-            self.positional = saved
+            self.positional, self.arguments_known = saved
         else:
             launch = chain(fields, self, [])
             if launch and launch.score:
@@ -177,10 +217,14 @@ class Shell:
                 self.launches.append(launch)
 
     def _here_document(self, cmd: Command) -> None:
-        """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`."""
-        if cmd.heredoc is None or not cmd.words or cmd.words[0] not in ("cat", "tee"):
+        """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`;
+        `read -r -d '' CMD <<EOF`: the variable's value, for a later `bash -c "$CMD"`."""
+        if cmd.heredoc is None or not cmd.words or cmd.words[0] not in ("cat", "tee", "read"):
             return
         body, expands = cmd.heredoc
+        if cmd.words[0] == "read":
+            self.vars[cmd.words[-1]] = (self.expand.text(body) if expands else body).rstrip("\n")
+            return
         targets = [t for op, t in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
         targets = [t for t in targets if not t.startswith("-")]
         if targets:
@@ -251,6 +295,27 @@ class Shell:
         saved, self.positional = self.positional, args or self.positional
         self.run_text(text)
         self.positional = saved
+
+
+def _evaluate_test(values: list[str]) -> Optional[bool]:
+    if values[:1] == ["!"]:
+        inner = _evaluate_test(values[1:])
+        return None if inner is None else not inner
+    if len(values) == 2 and values[0] in ("-z", "-n"):
+        return (values[1] == "") == (values[0] == "-z")
+    if len(values) == 1:
+        return values[0] != ""
+    if len(values) != 3:
+        return None
+    left, op, right = values
+    if op in ("=", "=="):
+        return left == right
+    if op == "!=":
+        return left != right
+    numbers = {"-eq": "__eq__", "-ne": "__ne__", "-gt": "__gt__", "-ge": "__ge__", "-lt": "__lt__", "-le": "__le__"}
+    if op in numbers and re.fullmatch(r"-?\d+", left) and re.fullmatch(r"-?\d+", right):
+        return getattr(int(left), numbers[op])(int(right))
+    return None
 
 
 def _module(head: str, args: list[str], modules: list) -> None:

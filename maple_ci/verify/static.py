@@ -24,7 +24,7 @@ from ..extract import extract_script
 from ..intent import JobIntent
 from ..profiles import ClusterProfile, Queue, walltime_seconds
 from ..programs import describe, model_parallel, nodes_that_fit
-from .substitute import launched_programs, runs
+from .substitute import program_sites
 
 # Short Slurm options as their long names, so "-N 2" and "--nodes=2" read the same.
 _SLURM_SHORT = {"-A": "account", "-N": "nodes", "-t": "time", "-p": "partition", "-q": "qos", "-C": "constraint",
@@ -324,15 +324,16 @@ def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int]) -> C
 
 
 def _entrypoint(script: str, intent: JobIntent) -> Check:
-    """A launcher must run the training program, found as the verifier finds it to put a mini-app
-    in its place (substitute.launched_programs): a plain .py word or `-m pkg.mod`."""
+    """A launcher must run the training program as a word of its own, found as the verifier finds
+    it to put a mini-app in its place (substitute.program_sites), on exactly one launch line."""
     if not intent.entrypoint:
         return _fail("entrypoint", "the job has no entrypoint", severity="warning")
-    found = [match for match, _ in launched_programs(script) if runs(match, intent.entrypoint)]
-    if not found:
-        return _fail("entrypoint", f"the script never runs {intent.entrypoint} with a launcher (python, torchrun, "
-                                   "deepspeed, accelerate launch) as a .py path or -m module, bare or in double quotes")
-    return _ok("entrypoint", f"runs {intent.entrypoint}", script.count("\n", 0, found[0].start()) + 1)
+    sites = program_sites(script, intent.entrypoint)
+    if len(sites) != 1:
+        return _fail("entrypoint", f"the script runs {intent.entrypoint} on {len(sites)} launch lines, not on exactly one "
+                                   "as a word of its own after its launcher (python, torchrun, deepspeed, accelerate "
+                                   "launch, srun, mpiexec)")
+    return _ok("entrypoint", f"runs {intent.entrypoint}", sites[0].line)
 
 
 def _model_parallel(intent: JobIntent, profile: ClusterProfile, nodes: Optional[int]) -> Optional[Check]:

@@ -4,12 +4,17 @@ the result shape."""
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from pydantic import BaseModel, Field
 
 from ..errors import MapleError
+from ..extract import extract_script
+from ..extract.launch import chain
+from ..extract.shell import Command, Function, If, parse
+from ..extract.walk import Shell
 from ..paths import miniapps_dir
 
 
@@ -47,24 +52,73 @@ def resolve_miniapp(miniapp: str) -> Path:
     return path
 
 
-# The training program on a launch line: a word ending in .py, bare or in double quotes (synthesis
-# writes "$SCRATCH/train.py" for a plain $VAR expansion), or a module run with -m/--module (python,
-# torchrun, deepspeed and accelerate launch all take the flag). The whole match is replaced, so the
-# quotes and the flag go too.
-_PROGRAM = re.compile(
-    r"""(?<=[\s'"])(?:"(?P<quoted>[\w./${}~-]+\.py)"|(?P<bare>[\w./${}~-]+\.py)|(?:-m|--module)\s+(?P<module>[\w.]+))"""
-    r"""(?=[\s'";)]|$)""")
-# The launchers that run a program: python, torchrun, `python -m torch.distributed.run`, deepspeed,
-# `accelerate launch`.
-_LAUNCHER = re.compile(r"(?:^|[\s'\"/])(?:python[\d.]*|torchrun|torch\.distributed\.run|deepspeed|accelerate\s+launch)\s")
-# Modules that are launchers, not training programs: `python -m torch.distributed.run train.py`.
-_LAUNCHER_MODULES = {"torch.distributed.run", "torch.distributed.launch", "deepspeed.launcher.runner",
-                     "accelerate.commands.launch"}
+@dataclass
+class Site:
+    """Where a launch line runs the training program: from the program word (with a module's
+    -m/--module flag) to the end of its arguments, and how the mini-app takes its place there."""
+
+    start: int
+    end: int
+    line: int
+    replacement_prefix: str  # "" after python/torchrun; "python " where the program ran as an executable
 
 
-def _program_name(match: re.Match) -> str:
-    """The program as JobIntent.entrypoint names it: the path, or "-m pkg.mod" for a module."""
-    return f"-m {match['module']}" if match["module"] else match["quoted"] or match["bare"]
+def _commands(nodes: list) -> Iterator[Command]:
+    for node in nodes:
+        if isinstance(node, Command):
+            yield node
+        elif isinstance(node, Function):
+            yield from _commands(node.body)
+        elif isinstance(node, If):
+            for condition, body in node.branches:
+                yield from _commands(condition)
+                yield from _commands(body)
+            yield from _commands(node.otherwise)
+
+
+def program_sites(script: str, entrypoint: str, _offset: int = 0, _text: Optional[str] = None) -> list[Site]:
+    """Each launch line that runs `entrypoint` (as the JobIntent names it) as a word of its own, at
+    the program position the extractor's launch chain finds: after the launchers, wrappers and
+    their options, or inside a `bash -c '...'` string whose text is exactly as written (quoted, no
+    expansion in it); never inside a quoted argument or a variable."""
+    text = script if _text is None else _text  # offsets and lines count in the whole script
+    shell = Shell(None, None, {})  # nothing is read or looked up: the words as written
+    sites = []
+    for command in _commands(parse(script)):
+        fields = [" ".join(shell.expand.fields(word)) for word in command.words]
+        try:
+            launch = chain(fields, shell, [])
+        except MapleError:  # a `bash -c` string bash rejects cannot hold the site either
+            continue
+        if launch is None or not launch.entry or not _names(launch.entry, entrypoint):
+            continue
+        position = len(fields) - len(launch.args) - 1
+        module = launch.entry.startswith("-m ")
+        if position < 0 or fields[position] != launch.entry.removeprefix("-m ") or fields[position + 1:] != launch.args:
+            sites += _in_command_string(command, fields, entrypoint, _offset, text)
+            continue
+        if module and fields[position - 1] in ("-m", "--module"):
+            position -= 1
+        last = len(command.words) - 1
+        # python, and torchrun/deepspeed/accelerate without --no-python, run a .py given to them;
+        # a program started directly (`srun ./train.py`, `torchrun --no-python litgpt`) gets python
+        runs_python = "python" in launch.names() or any(
+            name in ("torchrun", "deepspeed", "accelerate") and "no_python" not in opts for name, opts in launch.stages)
+        start = _offset + command.starts[position]
+        sites.append(Site(start, _offset + command.starts[last] + len(command.words[last]),
+                          text.count("\n", 0, start) + 1, "" if runs_python else "python "))
+    return sites
+
+
+def _in_command_string(command: Command, fields: list[str], entrypoint: str, offset: int, text: str) -> list[Site]:
+    """Sites inside the string of `bash -c '...'` on this line, when the string reads exactly as
+    written (so a position in it is a position in the script)."""
+    for k in range(2, len(fields)):
+        raw = command.words[k]
+        if (fields[k - 2].rsplit("/", 1)[-1] in ("bash", "sh") and re.fullmatch(r"-[a-z]*c[a-z]*", fields[k - 1])
+                and raw[:1] in "'\"" and raw[-1:] == raw[:1] and raw[1:-1] == fields[k]):
+            return program_sites(fields[k], entrypoint, offset + command.starts[k] + 1, text)
+    return []
 
 
 def logical_line_start(text: str, pos: int) -> int:
@@ -75,91 +129,31 @@ def logical_line_start(text: str, pos: int) -> int:
     return start
 
 
-def _enclosing_quote(prefix: str) -> Optional[str]:
-    """The quote character open at the end of prefix (a `bash -c '...'` string), if any."""
-    quote, i = None, 0
-    while i < len(prefix):
-        char = prefix[i]
-        if char == "\\" and quote != "'":
-            i += 2
-            continue
-        if quote is None and char in "'\"":
-            quote = char
-        elif char == quote:
-            quote = None
-        i += 1
-    return quote
-
-
-def _arguments_end(text: str, pos: int, quote: Optional[str]) -> int:
-    """Where the program's arguments starting at pos end: at the end of the (continued) line, at
-    the quote that closes an enclosing `bash -c '...'`, or at a shell operator (; & | < > and
-    redirections like 2>). Returns the end of the last argument, so what follows is kept."""
-    end, i = pos, pos
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and text[i + 1 : i + 2] == "\n":  # continuation: the command goes on
-            i += 2
-        elif char == "\n" or char == quote or (quote is None and char in ";&|<>)#"):
-            break
-        elif char in " \t":
-            i += 1
-        elif quote is None and re.match(r"\d+[<>]", text[i:]):
-            break
-        else:  # one argument, with any quoted parts inside it
-            while i < len(text) and text[i] not in " \t\n" and text[i] != quote:
-                if quote is None and text[i] in "'\"":
-                    i = text.index(text[i], i + 1) + 1 if text[i] in text[i + 1 :] else len(text)
-                elif quote is None and text[i] in ";&|<>":
-                    break
-                else:
-                    i += 1
-            end = i
-    return end
-
-
-def launched_programs(script: str) -> list[tuple[re.Match, Optional[str]]]:
-    """Each training program a launcher runs in the script, in order: (its match, the quote of an
-    enclosing `bash -c '...'` if any). Comments and launcher modules are not programs."""
-    launches = []
-    for match in _PROGRAM.finditer(script):
-        line_start = logical_line_start(script, match.start())
-        prefix = script[line_start : match.start()]
-        if prefix.lstrip().startswith("#") or not _LAUNCHER.search(prefix.replace("\\\n", " ")):
-            continue
-        if match["module"] in _LAUNCHER_MODULES:
-            continue
-        launches.append((match, _enclosing_quote(prefix)))
-    return launches
-
-
-def runs(match: re.Match, entrypoint: str) -> bool:
+def _names(entry: str, entrypoint: str) -> bool:
     """Whether a launched program is `entrypoint` as the JobIntent names it (a path may be longer)."""
-    name = _program_name(match)
-    return name == entrypoint or name.endswith("/" + entrypoint)
+    return entry == entrypoint or entry.endswith("/" + entrypoint)
 
 
 def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] = None) -> str:
-    """The script with the mini-app in place of the training program on every launch line that runs
-    it, and that program's arguments dropped. Everything else (directives, modules, env, the
-    launcher and its flags, what follows the arguments) is kept. The program is `entrypoint` when
-    given (as the JobIntent names it), else the one on the last launch line."""
-    launches = launched_programs(script)
-    if not launches:
-        raise MapleError("no launch line running a Python training program (python/torchrun/deepspeed/"
-                         "accelerate launch ... train.py or -m module) was found in the script")
-    program = _program_name(launches[-1][0])
-    if entrypoint:
-        named = [_program_name(m) for m, _ in launches if runs(m, entrypoint)]
-        if not named:
-            raise MapleError(f"the script has no launch line running {entrypoint!r}")
-        program = named[-1]
-    pieces, done = [], 0
-    for match, quote in launches:
-        if _program_name(match) == program:
-            pieces += [script[done : match.start()], str(miniapp)]
-            done = _arguments_end(script, match.end(), quote)
-    return "".join(pieces) + script[done:]
+    """The script with the mini-app in place of the training program on its one launch line, and
+    that program's arguments dropped; everything else (directives, modules, env, the launcher and
+    its flags, redirections) is kept. The program is `entrypoint` (as the JobIntent names it; by
+    default what the extractor finds). Refused unless exactly one launch line runs it as a word
+    of its own: then the mini-app, and nothing of the user's program, is what runs."""
+    if not entrypoint:
+        entrypoint = extract_script(script).entrypoint
+        if not entrypoint:
+            raise MapleError("no launch line running a training program (python/torchrun/deepspeed/"
+                             "accelerate launch ... train.py or -m module) was found in the script")
+    sites = program_sites(script, entrypoint)
+    if len(sites) != 1:
+        where = f" (lines {', '.join(str(site.line) for site in sites)})" if sites else ""
+        raise MapleError(
+            f"the script has {len(sites) or 'no'} launch line{'s' if len(sites) != 1 else ''} running {entrypoint!r} "
+            f"as a word of its own{where}; verification replaces exactly one, so that only the mini-app runs "
+            "(a program named inside a quoted string or a variable cannot be replaced safely)")
+    site = sites[0]
+    return script[:site.start] + site.replacement_prefix + str(miniapp) + script[site.end:]
 
 
 def describe(result: Optional[dict]) -> str:
