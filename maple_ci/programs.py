@@ -70,7 +70,10 @@ def program_notes(args: list[str], framework: str, nodes: Optional[int], ranks_p
     world = nodes * ranks_per_node if isinstance(nodes, int) else None
     parallel = model_parallel(args)
     group = math.prod(parallel.values())
-    if parallel and world and world % group == 0:
+    if parallel and world is None:
+        notes.append(f"the program's parallel sizes are kept ({describe(parallel)}): choose a node count whose "
+                     f"{ranks_per_node} ranks per node make a multiple of {group}")
+    elif parallel and world % group == 0:
         data = world // group
         notes.append(f"the program's parallel sizes are kept ({describe(parallel)}): {world} ranks give data "
                      f"parallel size {data}")

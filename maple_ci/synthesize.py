@@ -276,7 +276,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     if not template.supported:
         raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
     job = resolve_job(intent, profile, template, source_name)
-    job.notes += program_notes(intent.script_args, intent.framework, job.nodes, job.gpus_per_node)
+    job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
+                               job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
     module, program = split_entrypoint(intent.entrypoint)

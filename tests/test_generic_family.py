@@ -41,7 +41,7 @@ def _launch_form(script: str) -> str:
     launcher starts every rank with torchrun's environment."""
     if re.search(r"^\s*torchrun --nnodes=", script, re.M):
         return "torchrun"
-    assert re.search(r"bash -c 'export RANK=\S+ LOCAL_RANK=.+ WORLD_SIZE=\S+ LOCAL_WORLD_SIZE=\d+ GROUP_RANK=", script)
+    assert re.search(r"bash -c 'export RANK=\S+ LOCAL_RANK=.+ WORLD_SIZE=.+ LOCAL_WORLD_SIZE=\d+ GROUP_RANK=", script)
     return "per-device"
 
 
@@ -153,4 +153,13 @@ def test_parallel_sizes_are_read_in_megatron_nemo_and_torchtitan_spellings():
     # Unknown values ($TP) and sizes of 1 set no constraint; later flags win, as in argparse.
     assert model_parallel(["--tensor-model-parallel-size", "$TP", "--pipeline-model-parallel-size", "1"]) == {}
     assert model_parallel(["--tensor-model-parallel-size", "2", "--tensor-model-parallel-size", "4"]) == {"tensor": 4}
-    assert program_notes(["--tensor-model-parallel-size", "2"], "megatron", None, 4) == []
+    assert program_notes(["--pipeline-model-parallel-size", "1"], "megatron", 2, 4) == []
+
+
+def test_sizes_chosen_at_submit_time_get_the_rule_instead_of_numbers(tmp_path):
+    """`sbatch -N <n> job.sh`: the node count is the user's, so the notes say what it must satisfy."""
+    script = _port(_intent(nodes=None, gpus_per_node=None), "lonestar6", tmp_path).script
+    assert ("# Note: the program's parallel sizes are kept (tensor 2 x pipeline 2 = 4): choose a node count whose "
+            "3 ranks per node make a multiple of 4") in script
+    lightning = _port(_intent(framework="lightning", nodes=None, gpus_per_node=None), "polaris", tmp_path).script
+    assert "Trainer(devices=..., num_nodes=...) must be 4 and the allocation's node count here" in lightning
