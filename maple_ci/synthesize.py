@@ -22,6 +22,7 @@ runs maple-ci, normally their repository root): jobs run in the directory they a
 and the program's relative paths (train.py, configs) resolve there, as they did for the source.
 """
 
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
-from .programs import program_notes
+from .programs import describe, model_parallel, nodes_that_fit, program_notes
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -113,6 +114,18 @@ def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Q
                           f"queue {queue.name} takes {queue.min_nodes}-{queue.max_nodes} nodes")
 
 
+def _fit_model_parallel(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> int:
+    """The source's node count, raised to the fewest nodes whose world size the program's tensor x
+    pipeline group divides (Megatron cannot start otherwise); the header says so."""
+    parallel = model_parallel(intent.script_args)
+    group = math.prod(parallel.values()) if parallel else 1
+    fitted = nodes_that_fit(intent.nodes, profile.devices_per_node, group)
+    if fitted != intent.nodes:
+        notes.append(f"{describe(parallel)} model-parallel ranks need a world size that is a multiple of {group}: "
+                     f"{intent.nodes} node(s) of {profile.devices_per_node} devices become {fitted}")
+    return fitted
+
+
 def _longest_queue(profile: ClusterProfile, nodes: int) -> Optional[Queue]:
     """Of the queues that take `nodes` nodes, the one that allows the longest job; None if none does."""
     takers = [q for q in profile.queues if q.min_nodes <= nodes <= q.max_nodes]
@@ -127,7 +140,7 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         nodes, queue, note = _allocation_size(intent, profile)
         notes.append(note)
     else:
-        nodes = intent.nodes
+        nodes = _fit_model_parallel(intent, profile, notes)
         # A source queue name means something on the target only if the job also fits it there.
         requested = intent.queue if any(q.name == intent.queue and _fits(q, nodes, intent.walltime) for q in profile.queues) else None
         queue = pick_queue(profile, nodes, intent.walltime, requested)
@@ -299,6 +312,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         job=job,
         module=module,
         entrypoint=program,
+        executable=not module and not program.endswith(".py"),
         args=intent.script_args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,

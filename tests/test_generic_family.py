@@ -8,6 +8,7 @@ Script styles: Megatron-LM's examples/pretrain_gpt_distributed_with_mp.sh
 cluster (advanced)" SLURM guide (https://lightning.ai/docs/pytorch/stable/clouds/cluster_advanced.html).
 """
 
+import math
 import re
 
 import pytest
@@ -18,6 +19,7 @@ from maple_ci.port import port_intent
 from maple_ci.profiles import get_profile, load_profiles
 from maple_ci.programs import model_parallel, program_notes
 from maple_ci.retrieve import best_template
+from maple_ci.verify.static import static_checks
 
 CLUSTERS = sorted(load_profiles())
 # Where OLCF and ALCF document only per-device launchers, the generic family has no torchrun form.
@@ -73,18 +75,20 @@ def test_megatron_ports_everywhere_with_its_flags_kept(cluster, launcher, tmp_pa
 
 
 @pytest.mark.parametrize("cluster, suggested", [("lonestar6", 4), ("vista", 4), ("perlmutter", 3)])
-def test_model_parallel_that_does_not_divide_fails_with_a_node_count_that_works(cluster, suggested, tmp_path):
+def test_model_parallel_that_does_not_divide_gets_the_node_count_that_works(cluster, suggested, tmp_path):
     # Perlmutter: TP 4 x PP 3 = 12 over 2 x 4 GPUs; 3 nodes (12 ranks) is the smallest count that works.
     args = MEGATRON_ARGS if cluster != "perlmutter" else ["--tensor-model-parallel-size=4",
                                                           "--pipeline-model-parallel-size=3"]
     result = _port(_intent(script_args=args), cluster, tmp_path)
-    assert result.status == "failed"
-    [check] = [c for c in result.checks if not c.ok and c.severity == "error"]
     devices = get_profile(cluster).devices_per_node
-    assert check.name == "model-parallel" and check.severity == "error"
-    assert f"do not divide the world size {2 * devices} (2 nodes x {devices} device" in check.message
-    assert f"port with --nodes {suggested}," in check.message
-    assert _port(_intent(script_args=args, nodes=suggested), cluster, tmp_path).status == "ok"
+    assert result.status == "ok" and f"#SBATCH --nodes={suggested}\n" in result.script
+    assert (f"model-parallel ranks need a world size that is a multiple of {math.prod(model_parallel(args).values())}: "
+            f"2 node(s) of {devices} devices become {suggested}") in result.script
+    # The check still stops a script edited back to a size Megatron cannot start with.
+    edited = result.script.replace(f"#SBATCH --nodes={suggested}\n", "#SBATCH --nodes=2\n")
+    [check] = [c for c in static_checks(edited, _intent(script_args=args), get_profile(cluster))
+               if not c.ok and c.severity == "error"]
+    assert check.name == "model-parallel" and f"port with --nodes {suggested}," in check.message
 
 
 def test_global_batch_size_that_does_not_fit_the_new_data_parallel_size_is_noted(tmp_path):

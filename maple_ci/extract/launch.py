@@ -227,13 +227,14 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
     sub = shell.child(positional, name)
     sub.run_text(text)
     shell.python_env = sub.python_env or shell.python_env
-    found = best(sub.launches)
-    if found is None:
-        return None
-    merged = _Context({**ctx.env, **found.env}, found.container or ctx.container, [*ctx.wrapper, *found.wrapper],
-                      [*ctx.notes, *found.notes])
-    return finish([*stages, *found.stages], found.entry, found.args, found.shell, merged)
+    # scored with the stages around the string: `srun bash -c 'exec fairseq-train ...'` is a launch
+    return best([finish([*stages, *found.stages], found.entry, found.args, found.shell,
+                        _Context({**ctx.env, **found.env}, found.container or ctx.container,
+                                 [*ctx.wrapper, *found.wrapper], [*ctx.notes, *found.notes]))
+                 for found in sub.launches])
 
 
 def best(launches: list[Launch]) -> Optional[Launch]:
-    return max(launches, key=lambda launch: launch.score, default=None)  # first of the best
+    """The launch that most looks like the training job, the first of equals; None if none does."""
+    found = max(launches, key=lambda launch: launch.score, default=None)
+    return found if found and found.score else None

@@ -179,6 +179,18 @@ def _parallel_sizes(args: list[str], resolve) -> list[Optional[int]]:
     return sizes
 
 
+# Model-parallel degrees as config files write them: nanotron's `tp: 2`, torchtitan's
+# `tensor_parallel_degree = 2`, DeepSpeed/HF `tensor_parallel_size: 2`.
+_CONFIG_DEGREE = {kind: re.compile(rf"(?m)^\s*(?:{short}|{long}_parallel_(?:size|degree))\s*[:=]\s*(\d+)\b")
+                  for kind, short, long in (("tp", "tp", "tensor"), ("pp", "pp", "pipeline"))}
+
+
+def _config_parallel(program: str) -> tuple[int, int]:
+    """(tensor, pipeline) degrees the program's config files set; 1 where they set none."""
+    found = [_CONFIG_DEGREE[kind].search(program) for kind in ("tp", "pp")]
+    return tuple(int(match.group(1)) if match else 1 for match in found)
+
+
 def _program_text(launch: Launch, shell: Shell) -> str:
     """What the program and the config files its arguments name say, when they are in the checkout:
     `import lightning`, FSDP settings. Read as text only, inside the checkout, never run."""
@@ -225,6 +237,8 @@ def _strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[
     sizes = _parallel_sizes(args, resolve)
     if None in sizes:
         return None  # model-parallel sizes only known at run time
+    if sizes == [1, 1]:
+        sizes = list(_config_parallel(program))
     if sizes[1] > 1:
         return "3d"
     if sizes[0] > 1:

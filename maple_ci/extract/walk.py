@@ -210,7 +210,7 @@ class Shell:
             self.positional, self.arguments_known = saved
         else:
             launch = chain(fields, self, [])
-            if launch and launch.score:
+            if launch and (launch.score or self.depth and launch.entry):  # inner: scored by the caller
                 for word in assignments:  # `VAR=x srun ...`: the program sees VAR
                     name, _, _, value = _ASSIGNMENT.fullmatch(word).groups()
                     launch.env[name] = self.expand.string(value)
