@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,6 +42,28 @@ def _job(name: str) -> dict:
 def job_script(name: str = "maple-verify") -> str:
     job = _job(name)
     return "set -eo pipefail\n" + "\n".join(job.get("before_script", []) + job["script"]) + "\n"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def center_repo(tmp_path: Path, work: Path) -> dict:
+    """A center as workflows/gitlab/README.md sets it up, for the files written in `work`: they are
+    committed on main, a bare mirror holds them, the runner's checkout is a clone of the mirror, and
+    the center's maple-ci venv is this interpreter (which has maple-ci) with the check installed.
+    The paths, the commit, and the site's CI/CD variables naming the venv."""
+    mirror, checkout, venv = tmp_path / "mirror.git", tmp_path / "checkout", tmp_path / "venv"
+    git(work, "init", "--quiet", "-b", "main")
+    git(work, "add", ".")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "port")
+    git(tmp_path, "clone", "--quiet", "--bare", str(work), str(mirror))
+    git(tmp_path, "clone", "--quiet", str(mirror), str(checkout))
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / "bin" / "maple-center-check").symlink_to(REPO / "workflows" / "gitlab" / "maple_center_check.py")
+    return {"work": work, "mirror": mirror, "checkout": checkout, "commit": git(work, "rev-parse", "HEAD"),
+            "site": {"MAPLE_CI_VENV": str(venv), "MAPLE_FETCH_WAIT_SECONDS": "0"}}
 
 
 def exports(variables: dict) -> str:
@@ -119,6 +142,7 @@ class FakeGitLab:
         for name in JOBS:
             job_variables = {"CI_DEFAULT_BRANCH": "main", **report, **self.site_variables,
                              **variables, "CI_JOB_NAME": name}
+            pipeline["jobs"][name] = job_variables  # what each job got, e.g. the check's dotenv report
             code, trace = self.runner(job_script(name), job_variables)
             traces.append(trace)
             if code != 0:
@@ -200,7 +224,8 @@ class FakeGitLab:
                 variables = {m[1]: v for k, v in form.items() if (m := re.fullmatch(r"variables\[(\w+)\]", k))}
                 pipeline_id = next(fake._ids)
                 pipeline = {"id": pipeline_id, "job_id": pipeline_id + 1, "status": "pending", "ref": form["ref"],
-                            "web_url": f"{fake.url}/{fake.project}/-/pipelines/{pipeline_id}", "variables": variables}
+                            "web_url": f"{fake.url}/{fake.project}/-/pipelines/{pipeline_id}", "variables": variables,
+                            "jobs": {}}
                 fake.pipelines[pipeline_id] = pipeline
                 threading.Thread(target=fake._run, args=(pipeline, variables), daemon=True).start()
                 return self._send(201, _public(pipeline))
@@ -215,4 +240,4 @@ class FakeGitLab:
 
 
 def _public(pipeline: dict) -> dict:
-    return {k: v for k, v in pipeline.items() if k not in ("job_id", "variables")}
+    return {k: v for k, v in pipeline.items() if k not in ("job_id", "variables", "jobs")}

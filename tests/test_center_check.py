@@ -8,12 +8,11 @@ marker file if any shell started by the job ran them.
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
-from fake_gitlab import REPO, FakeGitLab, job_script, shell_runner
+from fake_gitlab import REPO, FakeGitLab, center_repo, git, job_script, shell_runner
 
 sys.path.insert(0, str(REPO / "workflows" / "gitlab"))
 from maple_center_check import scheduler_parameters  # noqa: E402
@@ -27,35 +26,22 @@ touch "{marker}"
 srun torchrun --nnodes 64 --nproc_per_node 4 train.py
 """
 SITE = {"MAPLE_CLUSTERS": "perlmutter", "MAPLE_MAX_NODES": "2", "MAPLE_MAX_MINUTES": "30",
-        "MAPLE_SITE_SCHEDULER_OPTIONS": "--account=center_acct --qos=debug", "MAPLE_FETCH_WAIT_SECONDS": "0"}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+        "MAPLE_SITE_SCHEDULER_OPTIONS": "--account=center_acct --qos=debug"}
 
 
 @pytest.fixture
 def center(tmp_path):
     """A mirror (bare) whose main holds a ported script and an `evil.sh`, the runner's clone of it,
-    and the center's maple-ci venv (this interpreter, with the check installed as the README says)."""
-    work, mirror, checkout, venv = (tmp_path / name for name in ("work", "mirror.git", "checkout", "venv"))
-    marker = tmp_path / "marker"
-    git(tmp_path, "init", "--quiet", "-b", "main", str(work))
+    and the center's maple-ci venv (fake_gitlab.center_repo)."""
+    work, marker = tmp_path / "work", tmp_path / "marker"
     (work / "scripts" / "perlmutter").mkdir(parents=True)
     (work / "scripts" / "perlmutter" / "train.sbatch").write_text(SCRIPT.format(marker=marker))
     (work / "evil.sh").write_text(f'touch "{marker}"\n')
     (work / "scripts" / "perlmutter" / "link.sbatch").symlink_to("train.sbatch")
-    git(work, "add", ".")
-    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "port")
-    git(tmp_path, "clone", "--quiet", "--bare", str(work), str(mirror))
-    git(tmp_path, "clone", "--quiet", str(mirror), str(checkout))
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(sys.executable)
-    (venv / "bin" / "maple-center-check").symlink_to(REPO / "workflows" / "gitlab" / "maple_center_check.py")
+    repo = center_repo(tmp_path, work)
     request = {"MAPLE_CLUSTER": "perlmutter", "MAPLE_SCRIPT": "scripts/perlmutter/train.sbatch",
-               "MAPLE_MINIAPP": "ddp", "MAPLE_COMMIT": git(work, "rev-parse", "HEAD")}
-    return {"work": work, "mirror": mirror, "checkout": checkout, "marker": marker, "request": request,
-            "site": {**SITE, "MAPLE_CI_VENV": str(venv)}}
+               "MAPLE_MINIAPP": "ddp", "MAPLE_COMMIT": repo["commit"]}
+    return {**repo, "marker": marker, "request": request, "site": {**repo["site"], **SITE}}
 
 
 def pipeline(center, **changes) -> tuple[dict, str]:
@@ -155,6 +141,20 @@ def test_variables_that_change_how_programs_start_are_refused(center, name):
     value = f"{center['checkout']}/evil.sh"
     record, trace = pipeline(center, **{name: value})
     assert record["status"] == "failed" and f"{name} is set" in trace
+    assert not center["marker"].exists()
+
+
+def test_a_bash_env_of_the_site_itself_passes_and_one_a_request_could_write_does_not(center):
+    # Lmod gives batch shells `module` through BASH_ENV, so a center's jobs may well start with one:
+    # a file only root can change (the test cluster's, as root installs it) is the site's own.
+    site_file = REPO / "tests" / "cluster" / "site-env.sh"
+    code, trace = check_job(center, BASH_ENV=str(site_file))
+    assert code == 0, trace
+    writable = center["checkout"] / "site-env.sh"  # same content, in a directory others may write
+    writable.write_text(site_file.read_text())
+    for value in (str(writable), f"$(touch {center['marker']})", "tests/cluster/site-env.sh"):
+        code, trace = check_job(center, BASH_ENV=value)
+        assert code == 1 and "BASH_ENV is set" in trace, value
     assert not center["marker"].exists()
 
 

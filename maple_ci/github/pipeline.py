@@ -68,8 +68,8 @@ def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: 
     if backend == "jacamar":
         if not committed:
             raise MapleError("the jacamar backend runs committed scripts only")
-        # The center runs the file committed at `commit`: its directives come from that text.
-        return _from_verify_result(run_verification(backend, Path(path), script=script, miniapp=miniapp, cluster=cluster,
+        # The center checks out `commit` and runs the file there, with options from its directives.
+        return _from_verify_result(run_verification(backend, Path(path), miniapp=miniapp, cluster=cluster,
                                                     commit=commit, env=env, timeout=timeout))
     # slurm and local read a file: the script goes to a scratch copy, never into the checkout.
     with tempfile.TemporaryDirectory(prefix="maple-verify-") as scratch:

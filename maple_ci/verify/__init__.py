@@ -20,13 +20,12 @@ def miniapp_for(framework: str, strategy: str | None) -> str:
 
 def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optional[str] = None,
                      timeout: Optional[int] = None, adapt: bool = True, in_allocation: bool = False,
-                     ref: str = "main", commit: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                     script: Optional[str] = None):
+                     ref: str = "main", commit: Optional[str] = None, env: Optional[Mapping[str, str]] = None):
     """Run `miniapp` through the script at `path` with the named backend; a VerifyResult. Options a
     backend has no use for are ignored; timeout None keeps the backend's own default. env: the
     process environment by default; the jobs get only what jobenv.job_environment keeps of it, and
     the jacamar backend reads its MAPLE_GITLAB_* settings there. jacamar: `path` names the file in
-    the repository at `commit`, and `script` is its text there (read from `path` by default)."""
+    the repository at `commit` (a full commit id), which the center checks out and reads."""
     limit = {} if timeout is None else {"timeout": timeout}
     if backend == "slurm":
         from .slurm import verify_slurm
@@ -42,8 +41,7 @@ def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optiona
         if not cluster:
             raise MapleError("the jacamar backend needs the cluster (the center runner's tag; --cluster)")
         env = os.environ if env is None else env
-        text = Path(path).read_text() if script is None else script
-        return verify_jacamar(Path(path).as_posix(), script=text, cluster=cluster, miniapp=miniapp, ref=ref,
+        return verify_jacamar(Path(path).as_posix(), cluster=cluster, miniapp=miniapp, ref=ref,
                               commit=commit, gitlab_url=env.get("MAPLE_GITLAB_URL", ""), project=env.get("MAPLE_GITLAB_PROJECT", ""),
                               trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
                               api_token=env.get("MAPLE_GITLAB_TOKEN") or None, **limit)

@@ -1,10 +1,12 @@
 """jacamar backend: verify on a center's HPC-hosted runner (GitLab + Jacamar CI).
 
 maple-ci triggers a pipeline of the center-side project (workflows/gitlab/maple-verify.gitlab-ci.yml)
-with a pipeline trigger token, polls it with a read token, and maps the job trace to pass/fail.
-Jacamar's batch executors take the scheduler options from SCHEDULER_PARAMETERS, not from the
-script's #SBATCH/#PBS lines, so those are derived here from the script's text as committed (never
-from a file of the same name in the working directory, which holds another branch).
+with a pipeline trigger token, polls it with an `api` token, and maps the job trace to pass/fail.
+It sends only what the center's job accepts: the cluster, the mini-app, the script's path and the
+full id of the commit that holds it. The center checks out that commit and derives the scheduler
+options (SCHEDULER_PARAMETERS, which Jacamar's batch executors submit with) from the committed
+script itself, capped by the site; a trigger that sends them is refused. So the center verifies
+the committed port, never a file of the same name on another branch.
 
 GitLab REST endpoints used (API v4):
   POST /projects/:id/trigger/pipeline                 token, ref, variables[KEY]
@@ -12,10 +14,10 @@ GitLab REST endpoints used (API v4):
   GET  /projects/:id/pipelines/:pipeline_id/jobs      the job, for its trace
   GET  /projects/:id/jobs/:job_id/trace               the log, plain text
   POST /projects/:id/pipelines/:pipeline_id/cancel    at the timeout, or when maple-ci is stopped
-                                                      (the read token then needs the api scope)
+                                                      (needs the api scope; read_api cannot cancel)
 """
 
-import shlex
+import re
 import time
 from typing import Callable, Optional
 from urllib.parse import quote
@@ -28,21 +30,8 @@ from .cancel import cancellable, wait
 from .substitute import VerifyResult
 
 TERMINAL = {"success", "failed", "canceled", "skipped", "manual"}
-_DIRECTIVE_PREFIXES = ("#SBATCH", "#PBS")
 POLL_SECONDS = 10.0  # the first wait between two polls; it grows to 120 s
-
-
-def scheduler_parameters(script: str) -> str:
-    """The script's directive options as one SCHEDULER_PARAMETERS string (sbatch/qsub syntax)."""
-    options = []
-    for line in script.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(_DIRECTIVE_PREFIXES):
-            words = shlex.split(stripped, comments=False)[1:]
-            options.extend(word for word in words if not word.startswith("#"))
-        elif stripped and not stripped.startswith("#"):
-            break  # like sbatch, directives after the first command are ignored
-    return shlex.join(options)
+FULL_COMMIT = re.compile(r"[0-9a-f]{40}")  # what the center accepts as MAPLE_COMMIT
 
 
 class _GitLab:
@@ -75,7 +64,6 @@ class _GitLab:
 def verify_jacamar(
     script_path: str,
     *,
-    script: str,
     cluster: str,
     miniapp: str,
     gitlab_url: str,
@@ -83,24 +71,27 @@ def verify_jacamar(
     trigger_token: str,
     api_token: Optional[str] = None,
     ref: str = "main",
-    commit: Optional[str] = None,
+    commit: Optional[str],
     timeout: float = 3600,
     poll_interval: Optional[float] = None,
     session: Optional[requests.Session] = None,
     sleep: Callable[[float], None] = wait,
 ) -> VerifyResult:
-    """Trigger the center-side pipeline for the script committed at script_path (a path in the
-    repository; `script` is its text at `commit`, whose directives become SCHEDULER_PARAMETERS)
-    and wait for its verdict. A pipeline still running after `timeout` seconds is cancelled."""
+    """Trigger the center-side pipeline for the script at script_path (a path in the repository)
+    in `commit` (its full id), and wait for its verdict. A pipeline still running after `timeout`
+    seconds is cancelled."""
     if not (gitlab_url and project and trigger_token):
         raise MapleError("the jacamar backend needs MAPLE_GITLAB_URL, MAPLE_GITLAB_PROJECT and MAPLE_GITLAB_TRIGGER_TOKEN")
+    if not FULL_COMMIT.fullmatch(commit or ""):
+        # The center refuses anything else; without the commit it could only guess which file to run.
+        raise MapleError(f"the jacamar backend needs the full id (40 hex digits) of the commit that holds "
+                         f"{script_path} (--commit), not {commit!r}")
     gitlab = _GitLab(gitlab_url, project, api_token, session or requests.Session(), sleep)
     variables = {
         "MAPLE_CLUSTER": cluster,
         "MAPLE_SCRIPT": str(script_path),
         "MAPLE_MINIAPP": miniapp,
-        "MAPLE_COMMIT": commit or "",
-        "SCHEDULER_PARAMETERS": scheduler_parameters(script),
+        "MAPLE_COMMIT": commit,
     }
     form = {"token": trigger_token, "ref": ref, **{f"variables[{k}]": v for k, v in variables.items()}}
     pipeline = gitlab.call("POST", "/trigger/pipeline", data=form).json()

@@ -9,7 +9,10 @@ derives the scheduler options from the committed script itself, capped by the si
   MAPLE_SCRIPT    scripts/<MAPLE_CLUSTER>/<name>: a regular file in that commit (no `..`, no
                   absolute path, no symlink anywhere on the way)
   MAPLE_CLUSTER   one of the site's MAPLE_CLUSTERS;   MAPLE_MINIAPP  one of maple-ci's mini-apps
-  nothing that changes how a shell, the dynamic loader, Python or git start (BASH_ENV, LD_PRELOAD, ...)
+  nothing that changes how a shell, the dynamic loader, Python or git start (BASH_ENV, LD_PRELOAD, ...),
+                  except a BASH_ENV or ENV that names a startup file of the site itself (Lmod sets
+                  BASH_ENV so that batch shells have `module`): a plain absolute path to a regular
+                  file that root owns and only root can change, nor any directory on its way
 
 Run it with the center's maple-ci interpreter in isolated mode, from outside the checkout:
     "$MAPLE_CI_VENV/bin/python" -I "$MAPLE_CI_VENV/bin/maple-center-check" [--dotenv FILE]
@@ -22,6 +25,7 @@ the reasons on a refusal; nothing else is changed.
 import argparse
 import os
 import re
+import stat
 import subprocess
 import sys
 import time
@@ -35,6 +39,8 @@ REFUSED = {"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", 
            "PYTHONSTARTUP", "PYTHONINSPECT", "PERL5OPT", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_PROXY_COMMAND",
            "GIT_ASKPASS", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXTERNAL_DIFF",
            "GIT_DIR", "GIT_WORK_TREE"}
+SITE_STARTUP = {"BASH_ENV", "ENV"}  # refused unless they name a file of the site (site_startup_file)
+PLAIN_PATH = re.compile(r"/[A-Za-z0-9_./+-]*")  # nothing bash would expand when it reads BASH_ENV
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_.,:=+-]+")  # no spaces, quotes or paths in a scheduler option
 MAX_SCRIPT_BYTES = 256 * 1024
 # Slurm options taken from the script (aliases -> long name); everything else is dropped.
@@ -58,9 +64,32 @@ def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
                           capture_output=True, text=True)
 
 
+def site_startup_file(value: str) -> bool:
+    """Whether a BASH_ENV/ENV value is a startup file the site's administrators own: a request can
+    name such a file too, but cannot write one, so nothing of its choosing runs."""
+    if not PLAIN_PATH.fullmatch(value):
+        return False
+    real = Path(os.path.realpath(value))  # e.g. Lmod's versioned install behind a `lmod` link
+    return real.is_file() and _root_only(Path(value)) and _root_only(real)
+
+
+def _root_only(path: Path) -> bool:
+    """Root owns the path and every directory above it, and no one else can write them (a link's
+    own mode means nothing: its target is checked on its own)."""
+    for part in (path, *path.parents):
+        try:
+            info = part.lstat()
+        except OSError:
+            return False
+        if info.st_uid != 0 or (info.st_mode & 0o022 and not stat.S_ISLNK(info.st_mode)):
+            return False
+    return True
+
+
 def check_request(env: dict) -> list[str]:
     """What is wrong with the request's variables, before anything touches the checkout."""
-    problems = [f"{name} is set; a request may not change how programs start" for name in sorted(REFUSED & set(env))]
+    problems = [f"{name} is set; a request may not change how programs start" for name in sorted(REFUSED & set(env))
+                if not (name in SITE_STARTUP and site_startup_file(env[name]))]
     clusters = env.get("MAPLE_CLUSTERS", "").split()
     cluster, script = env.get("MAPLE_CLUSTER", ""), env.get("MAPLE_SCRIPT", "")
     miniapps = sorted(p.stem for p in miniapps_dir().glob("*.py") if not p.stem.startswith("_"))
