@@ -196,7 +196,8 @@ def process_latency(runs: int = 5) -> dict:
     example = str(bundled("examples") / "perlmutter_torchrun_ddp.sbatch")
     figures, load_before = {}, os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="maple-latency-") as scratch:
-        env = {key: value for key, value in os.environ.items() if key != "MAPLE_DATA_DIR"}
+        # Bytecode is written as a pip install leaves it (PYTHONDONTWRITEBYTECODE would make every run compile).
+        env = {key: value for key, value in os.environ.items() if key not in ("MAPLE_DATA_DIR", "PYTHONDONTWRITEBYTECODE")}
         for number, (name, words) in enumerate(PROCESS_COMMANDS.items()):
             argv = [sys.executable, "-m", "maple_ci", *(w.format(example=example, out=f"{scratch}/out") for w in words)]
             cold = []
