@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -91,21 +92,35 @@ def port(
     framework: Optional[str] = typer.Option(None, help="Override the framework (pytorch, deepspeed, accelerate)."),
     strategy: Optional[str] = typer.Option(None, help="Override the strategy (ddp, fsdp, zero3...)."),
     nodes: Optional[int] = typer.Option(None, min=1, help="Override the node count."),
+    entrypoint: Optional[str] = typer.Option(None, help="The training program, when the script does not say (train.py, '-m pkg.train')."),
+    gpus_per_node: Optional[int] = typer.Option(None, min=1, help="Devices per node the source used (world size = nodes x this)."),
+    account: Optional[str] = typer.Option(None, help="The allocation to charge on the targets."),
+    queue: Optional[str] = typer.Option(None, help="The queue, partition or QOS to ask for on the targets."),
+    walltime: Optional[str] = typer.Option(None, help="The time limit: HH:MM:SS, or as Slurm writes it (90, 1-12:00:00)."),
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
     """Port SOURCE to each target cluster: writes scripts/<cluster>/<name>.<sbatch|pbs>."""
+    from .extract import slurm_walltime
     from .port import port as run_port
     from .profiles import load_profiles
 
     targets = [name for item in to + (more_targets or []) for name in item.replace(",", " ").split()]
     if targets == ["all"]:
         targets = sorted(load_profiles())
+    if walltime is not None:
+        try:
+            walltime = slurm_walltime(walltime)
+        except ValueError as exc:
+            raise MapleError(f"--walltime: {exc}") from exc
     intent, results = run_port(source, targets, out_dir, progress=_progress(json_output),
-                               framework=framework, strategy=strategy, nodes=nodes)
+                               framework=framework, strategy=strategy, nodes=nodes, entrypoint=entrypoint,
+                               gpus_per_node=gpus_per_node, account=account, queue=queue, walltime=walltime)
     if json_output:
         _print_json({"intent": intent.model_dump(), "results": [r.model_dump() for r in results]})
     else:
         _print_port_table(results)
+        for note in intent.notes:  # what was assumed about the source; each script's header says more
+            out.print(f"[dim]note:[/] {escape(note)}", highlight=False)
     if any(r.status != "ok" for r in results):
         raise typer.Exit(1)
 
@@ -323,7 +338,7 @@ def debug(
 
 @app.command()
 def bench(
-    suite: str = typer.Option("accuracy", help="accuracy | latency | verified (runs on a Slurm cluster)"),
+    suite: str = typer.Option("accuracy", help="accuracy | real | latency | verified (runs on a Slurm cluster)"),
     subset: Optional[int] = typer.Option(None, min=1, help="Run an even spread of N cases instead of all."),
     output: Path = typer.Option(Path("bench-results.json"), help="Where the full JSON report goes."),
     runs: int = typer.Option(5, min=1, help="latency: whole-process runs per command, cold and warm (medians)."),
@@ -334,9 +349,19 @@ def bench(
 
     from .bench import load_cases, run_accuracy, run_latency, run_verified
 
-    if suite not in ("accuracy", "latency", "verified"):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, latency or verified")
-    if suite == "verified":
+    if suite not in ("accuracy", "real", "latency", "verified"):
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, latency or verified")
+    if suite == "real":
+        import tempfile
+
+        from .bench_real import load_real_cases, run_real
+
+        cases = load_real_cases()
+        with Progress(console=err, transient=True, disable=json_output) as bar:
+            task = bar.add_task(f"{len(cases)} real scripts", total=len(cases))
+            report = run_real(cases, Path(tempfile.mkdtemp(prefix="maple-real-")),
+                              lambda done, total: bar.update(task, completed=done))
+    elif suite == "verified":
         report = run_verified(load_cases(), subset or 8)
     elif suite == "latency":
         report = run_latency(load_cases(subset), runs=runs)
@@ -350,6 +375,8 @@ def bench(
         _print_json(report)
     elif suite == "latency":
         _print_latency(report)
+    elif suite == "real":
+        _print_real(report)
     elif suite == "verified":
         for run in report["runs"]:
             colour = "green" if run["ok"] else "red"
@@ -361,6 +388,22 @@ def bench(
     err.print(f"full report: {output}")
     if report.get("failures") or report.get("passed", 0) < report.get("total", 0):
         raise typer.Exit(1)
+
+
+def _print_real(report: dict) -> None:
+    fields = Table("field", "correct", "accuracy", title=f"extraction of {report['cases']} real scripts "
+                   f"({report['sources']} sources)")
+    for field, score in report["extraction"].items():
+        fields.add_row(field, f"{score['correct']}/{score['total']}", f"{score['accuracy']:.1%}")
+    out.print(fields)
+    port = report["port"]
+    out.print(f"[bold]extraction[/]: {report['extraction_overall']:.1%} of fields; [bold]port[/] to "
+              f"{', '.join(port['targets'])} with the right program, arguments and size: "
+              f"{port['passed']}/{port['total']} ({port['accuracy']:.1%})")
+    for failure in report["failures"]:
+        wrong = "; ".join(f"{f} {v['got']!r} != {v['expected']!r}" if isinstance(v, dict) else f"{f}: {v}"
+                          for f, v in failure["wrong"].items())
+        out.print(f"[red]{failure['case']}[/]: {wrong} {' | '.join(failure['port'])}", highlight=False)
 
 
 def _print_accuracy(report: dict) -> None:

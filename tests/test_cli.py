@@ -124,3 +124,23 @@ def test_miniapp_follows_framework_and_strategy():
 def test_a_bad_llm_setting_is_a_usage_error_before_any_work(capsys, monkeypatch):
     code, _, err = maple(capsys, monkeypatch, "debug", EXAMPLE, "--log", LOGS / "program_cuda_oom.log", "--llm", "gpt:x")
     assert code == 2 and "expected none, transformers:<path> or openai:<base-url>" in err
+
+
+def test_what_a_script_does_not_say_is_given_as_an_option(capsys, monkeypatch, tmp_path):
+    # The program lives in a variable the job's environment sets: the one fact a port needs.
+    source = tmp_path / "job.sbatch"
+    source.write_text("#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=4\n#SBATCH -A <project>\nsrun $LAUNCH\n")
+    code, _, err = maple(capsys, monkeypatch, "port", source, "--to", "perlmutter", "--out", tmp_path / "out")
+    assert code == 2 and "cannot port without entrypoint" in err and "--entrypoint" in err
+    assert not (tmp_path / "out").exists()  # an input error writes nothing
+    code, out, _ = maple(capsys, monkeypatch, "port", source, "--to", "perlmutter", "--out", tmp_path / "out",
+                         "--entrypoint", "train.py", "--account", "m1234", "--walltime", "20", "--queue", "debug")
+    script = (tmp_path / "out" / "perlmutter" / "job.sbatch").read_text()
+    assert code == 0 and "note: the source's account '<project>' is a placeholder" in out
+    assert "#SBATCH --account=m1234\n" in script and "#SBATCH --time=00:20:00\n" in script
+    assert "#SBATCH --qos=debug\n" in script and "    python train.py\n" in script
+
+
+def test_a_malformed_walltime_option_is_a_usage_error(capsys, monkeypatch, tmp_path):
+    code, _, err = maple(capsys, monkeypatch, "port", EXAMPLE, "--to", "polaris", "--out", tmp_path, "--walltime", "soon")
+    assert code == 2 and "--walltime: 'soon' is not a Slurm time" in err and not any(tmp_path.iterdir())
