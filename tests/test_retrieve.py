@@ -6,12 +6,14 @@ process (embedding._model is cached), and the synthetic table is built once per 
 """
 
 import shutil
+import sqlite3
 from collections import defaultdict
 
 import numpy as np
 import pytest
 import yaml
 
+from maple_ci import embedding, vectordb
 from maple_ci import retrieve as retrieve_module
 from maple_ci.errors import MapleError
 from maple_ci.intent import JobIntent
@@ -213,6 +215,21 @@ def test_table_is_rebuilt_when_a_template_changes(synthetic_root, build_count, t
     assert best_template(_intent(), "beta").description == "srun starts every rank."
     assert len(build_count) == 2
     assert _template_tables() == [f"templates_{library_hash()}"]  # the stale table is dropped
+    with sqlite3.connect(tmp_path / "data" / "searches.sqlite") as answers:  # and its kept answers
+        assert {row[0] for row in answers.execute("SELECT tbl FROM answers")} == {f"templates_{library_hash()}"}
+
+
+def test_a_repeated_query_is_answered_without_lancedb_or_the_model(library, monkeypatch):
+    first = retrieve(_intent(framework="deepspeed"), "alpha", k=5)
+
+    def unavailable(*args):
+        raise AssertionError("a kept answer must not need LanceDB or the embedding model")
+
+    monkeypatch.setattr(vectordb, "connect", unavailable)
+    monkeypatch.setattr(embedding, "embed", unavailable)
+    assert retrieve(_intent(framework="deepspeed"), "alpha", k=5) == first
+    with pytest.raises(AssertionError, match="kept answer"):  # a new query does need them
+        retrieve(_intent(framework="deepspeed", nodes=7), "alpha")
 
 
 # --- the real library (templates/launch) ---
