@@ -10,6 +10,7 @@ them: a PR's launch script is text to parse, never a program to run.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import subprocess
@@ -251,14 +252,31 @@ def _check(check) -> Check:
     return converted
 
 
+def _fetch_env(env: Mapping[str, str]) -> dict[str, str]:
+    """git's environment for a fetch from GitHub: with GITHUB_TOKEN, an Authorization header for
+    the server's URLs only, passed through git's GIT_CONFIG_* variables. The workflows check out
+    with persist-credentials: false (no token in .git/config), and a token in argv could be read
+    from the process list by anything else on the runner."""
+    fetch = dict(env)
+    token = env.get("GITHUB_TOKEN")
+    if token:
+        n = int(env.get("GIT_CONFIG_COUNT") or 0)  # after any the runner set
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        server = env.get("GITHUB_SERVER_URL") or "https://github.com"
+        fetch.update({"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}": f"http.{server.rstrip('/')}/.extraheader",
+                      f"GIT_CONFIG_VALUE_{n}": f"AUTHORIZATION: basic {basic}"})
+    return fetch
+
+
 @contextlib.contextmanager
 def _worktree(root: Path, ref: str) -> Iterator[Path]:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+    def git(*args: str, env: Mapping[str, str] | None = None) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True,
+                              env=env).stdout.strip()
 
     # A branch or a PR head (also a fork's, by sha) is fetched and, unless the workspace already
     # holds it, checked out beside the workspace, to be read only.
-    git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", ref)
+    git("fetch", "--quiet", "--no-tags", "--depth=1", "origin", ref, env=_fetch_env(os.environ))
     if git("rev-parse", "FETCH_HEAD") == git("rev-parse", "HEAD"):
         yield root
         return

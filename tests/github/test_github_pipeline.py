@@ -1,6 +1,8 @@
 """The pipeline adapter's own rules, without GitHub: which scripts it reads, when verification runs
 (once per cluster, never for a fork, per the configured backend), what the debug agent adds."""
 
+import base64
+import os
 import shutil
 import subprocess
 from contextlib import nullcontext
@@ -119,10 +121,13 @@ def test_a_binary_file_among_the_ported_scripts_is_a_clear_error(tmp_path):
     assert str(error.value).startswith("scripts/perlmutter/model.bin looks binary")
 
 
-def test_git_checkout_reads_another_ref_beside_the_workspace(tmp_path):
-    def git(cwd, *args):
-        return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
+def git(cwd, *args, env=None):
+    return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env).stdout.strip()
 
+
+@pytest.fixture
+def workspace(tmp_path):
+    """The Actions workspace (a clone of origin at main) and the head of origin's `feature` branch."""
     origin = tmp_path / "origin"
     origin.mkdir()
     git(origin, "init", "-q", "-b", "main")
@@ -132,14 +137,50 @@ def test_git_checkout_reads_another_ref_beside_the_workspace(tmp_path):
     (origin / "job.sh").write_text(SCRIPT)
     git(origin, "add", "job.sh")
     git(origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "job")
-    head = git(origin, "rev-parse", "HEAD")
+    return tmp_path / "workspace", git(origin, "rev-parse", "HEAD")
 
-    checkout = git_checkout(tmp_path / "workspace")
+
+def test_git_checkout_reads_another_ref_beside_the_workspace(workspace):
+    root, head = workspace
+    checkout = git_checkout(root)
     with checkout(head) as tree:
-        assert (tree / "job.sh").read_text() == SCRIPT and tree != tmp_path / "workspace"
-    assert not tree.exists() and not (tmp_path / "workspace" / "job.sh").exists()
+        assert (tree / "job.sh").read_text() == SCRIPT and tree != root
+    assert not tree.exists() and not (root / "job.sh").exists()
     with checkout("main") as tree:
-        assert tree == tmp_path / "workspace"  # already there: no second tree
+        assert tree == root  # already there: no second tree
+
+
+def test_the_fetch_authenticates_with_the_token_in_its_environment_only(workspace, tmp_path, monkeypatch):
+    # The workflows check out with persist-credentials: false, so a private repository's fetch
+    # needs the token; a `git` first on PATH records what each git process was given.
+    root, head = workspace
+    token, log, bin_dir = "ghs_secret16charsXYZ", tmp_path / "git.log", tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f"""#!/bin/bash
+{{ echo "argv: $*"; env | grep '^GIT_CONFIG_' | sort; }} >> {log}
+exec {shutil.which("git")} "$@"
+""")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.delenv("GIT_CONFIG_COUNT", raising=False)
+    with git_checkout(root)(head) as tree:
+        assert (tree / "job.sh").read_text() == SCRIPT
+    calls = log.read_text().split("argv: ")[1:]
+    header = "AUTHORIZATION: basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    [fetch] = [call for call in calls if call.startswith(f"-C {root} fetch")]
+    assert fetch.splitlines()[1:] == ["GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.https://github.com/.extraheader",
+                                      f"GIT_CONFIG_VALUE_0={header}"]
+    assert not any("GIT_CONFIG" in call for call in calls if call is not fetch)  # only the fetch talks to GitHub
+    assert token not in "".join(call.splitlines()[0] for call in calls)  # never in argv
+    assert token not in (root / ".git" / "config").read_text() and "extraheader" not in (root / ".git" / "config").read_text()
+    # git sends that header to GitHub's URLs, and to no other host.
+    env = {**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.https://github.com/.extraheader",
+           "GIT_CONFIG_VALUE_0": header}
+    assert git(root, "config", "--get-urlmatch", "http.extraheader", "https://github.com/o/r.git", env=env) == header
+    with pytest.raises(subprocess.CalledProcessError):
+        git(root, "config", "--get-urlmatch", "http.extraheader", "https://example.com/o/r.git", env=env)
 
 
 def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks():
