@@ -2,7 +2,8 @@
 
 commands  parse `/maple ...` comments, decide who may run them        (pure)
 events    event payload -> Plan: what to do, for whom, where          (pure)
-delivery  PyGithub calls: one branch/commit/PR, review, check runs, summaries
+delivery  PyGithub calls: one branch/commit/PR, review, summaries
+checks    check runs per ported script, in progress then completed; verdicts
 config    .github/maple.yml: targets, tracked sources, output dir, backend per cluster, schedule
 pipeline  the real port/verify functions: extract, port, verify backends, debug-agent suggestions
 report    the nightly "Portability report" issue (open on regression, update, close)

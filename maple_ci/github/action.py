@@ -18,7 +18,8 @@ import github_action_toolkit as gha
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import Done, PortFn, VerifyFn, results_as_given, run_plan
 from maple_ci.github.config import Schedule
-from maple_ci.github.delivery import conclusion, connect
+from maple_ci.github.checks import conclusion
+from maple_ci.github.delivery import connect
 from maple_ci.github.events import plan_event
 
 # Worst first: a cluster's status is the worst of its scripts'.

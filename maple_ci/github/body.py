@@ -13,7 +13,8 @@ import json
 import re
 from typing import Any
 
-from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, PortResult, checks_passed, truncate
+from maple_ci.github.checks import checks_passed
+from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, PortResult, truncate
 from maple_ci.github.markdown import cell, code, plain
 
 _STATE = re.compile(r"<!-- maple-ci results ([A-Za-z0-9_=-]+) -->")

@@ -28,6 +28,7 @@ from github.Repository import Repository
 from maple_ci.errors import MapleError
 from maple_ci.github.approval import Provenance, approve, approver, permission, stamp, stamped, trailers, waiting_note
 from maple_ci.github.body import describe, previous_results, render_pr_body, title_for
+from maple_ci.github.checks import verified, verify_with_check_runs
 from maple_ci.github.commands import Command, authorize, refusal
 from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import (
@@ -40,8 +41,6 @@ from maple_ci.github.delivery import (
     post_review,
     react,
     truncate,
-    verified,
-    verify_with_check_runs,
     write_job_summary,
 )
 from maple_ci.github.events import Plan

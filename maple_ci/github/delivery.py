@@ -1,4 +1,4 @@
-"""Deliver port results to GitHub: one branch, one commit, one PR, one review, check runs.
+"""Deliver port results to GitHub: one branch, one commit, one PR, one review (check runs: checks.py).
 
 Everything goes through PyGithub against GITHUB_API_URL, so GitHub Enterprise Server, Prism and
 the test fake work like github.com. Results come from the port pipeline in the shape below.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Callable, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import github_action_toolkit as gha
 from github import Auth, Github, GithubRetry, InputGitTreeElement, UnknownObjectException
@@ -16,16 +16,13 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.markdown import cell, code, plain
+from maple_ci.github.markdown import code
 
 BRANCH_PREFIX = "maple/port-"
 REACTIONS = ("eyes", "rocket", "confused")
-ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit for one check-run create or update
-CHECK_SUMMARY_LIMIT = 65535  # characters in a check run's output.summary
 TITLE_LIMIT = 256  # characters in a PR title
 BODY_LIMIT = 65536  # characters in a PR body or a comment
 JOB_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary file
-CHECK_RUN_PREFIX = "maple / "  # check runs are named "maple / <cluster> / <source>"
 
 
 # --- what the port pipeline hands over (one PortResult per ported source script) ---
@@ -219,129 +216,6 @@ def review_comment(s: Suggestion) -> dict[str, Any]:
     if s["start_line"] != s["line"]:
         comment.update(start_line=s["start_line"], start_side="RIGHT")
     return comment
-
-
-class CheckRuns:
-    """The check runs of one commit, one per (source, cluster): created in_progress when a script's
-    verification starts and completed at its verdict (`update`, as pipeline.Pipeline.verify reports
-    them), so a PR shows what is running while a center's queue holds it; `finish` completes the
-    rest. Annotations go 50 per request."""
-
-    def __init__(self, repo: Repository, head_sha: str):
-        self.repo, self.head_sha = repo, head_sha
-        self.open: dict[str, Any] = {}  # name -> a run in progress
-        self.completed: dict[str, Any] = {}
-
-    def update(self, result: PortResult, c: ClusterResult) -> None:
-        name = f"{CHECK_RUN_PREFIX}{c['cluster']} / {result['source']}"
-        if c["verification"] == "running":
-            self.open[name] = self.repo.create_check_run(
-                name=name, head_sha=self.head_sha, status="in_progress",
-                output={"title": f"{result['source']} on {c['cluster']}: verifying",
-                        "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT)})
-            return
-        annotations = [
-            {
-                "path": c["path"],
-                "start_line": check["line"],
-                "end_line": check["line"],
-                "annotation_level": check.get("level", "failure"),
-                "title": check["name"],
-                "message": check["message"],
-            }
-            for check in c["checks"]
-            if not check["ok"] and check.get("line")
-        ]
-        output = {
-            "title": f"{result['source']} on {c['cluster']}: {_verdict(c)}",
-            "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT),
-        }
-        batches = [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
-        fields = {
-            "status": "completed",
-            "conclusion": conclusion(c),
-            "output": {**output, "annotations": batches[0]} if batches else output,
-            **({"details_url": c["log_url"]} if c["log_url"] else {}),  # PyGithub rejects None
-        }
-        run = self.open.pop(name, None)
-        if run is None:
-            run = self.repo.create_check_run(name=name, head_sha=self.head_sha, **fields)
-        else:
-            run.edit(**fields)
-        # Annotations from later updates are appended to the run's existing ones.
-        for batch in batches[1:]:
-            run.edit(output={**output, "annotations": batch})
-        self.completed[name] = run
-
-    def finish(self, results: list[PortResult]) -> list:
-        """Complete every run not completed yet; all the completed runs."""
-        for result in results:
-            for c in result["clusters"]:
-                if f"{CHECK_RUN_PREFIX}{c['cluster']} / {result['source']}" not in self.completed:
-                    self.update(result, c)
-        return list(self.completed.values())
-
-    def cancel(self, why: str) -> None:
-        """Complete the runs still in progress as cancelled, saying why."""
-        for name, run in list(self.open.items()):
-            run.edit(status="completed", conclusion="cancelled",
-                     output={"title": f"{name.removeprefix(CHECK_RUN_PREFIX)}: verification did not finish",
-                             "summary": truncate(why, CHECK_SUMMARY_LIMIT)})
-            del self.open[name]
-
-
-def check_runs(repo: Repository, head_sha: str, results: list[PortResult]) -> list:
-    """One completed check run per (source, cluster) on head_sha."""
-    return CheckRuns(repo, head_sha).finish(results)
-
-
-def verify_with_check_runs(repo: Repository, head_sha: str, results: list[PortResult],
-                           verify: Callable[[list[PortResult], Callable], list[PortResult]]) -> list[PortResult]:
-    """verify(results, progress) with check runs on head_sha that follow its progress (CheckRuns);
-    if it ends early (an error, SIGTERM), the runs still open are completed as cancelled."""
-    runs = CheckRuns(repo, head_sha)
-    try:
-        results = verify(results, runs.update)
-    except BaseException as error:
-        runs.cancel(f"Verification ended early: {error}")
-        raise
-    runs.finish(results)
-    return results
-
-
-def verified(repo: Repository, head_sha: str) -> bool:
-    """Whether head_sha already has a verdict: a completed maple check run, not a cancelled one.
-    A commit without one (its request was cut short) is verified again when asked again."""
-    runs = repo.get_commit(head_sha).get_check_runs(status="completed")
-    return any(run.name.startswith(CHECK_RUN_PREFIX) and run.conclusion != "cancelled" for run in runs)
-
-
-def conclusion(c: ClusterResult) -> str:
-    """failure: a failed check or run; neutral: checks passed but nothing was run; else success."""
-    failed = any(not check["ok"] and check.get("level", "failure") == "failure" for check in c["checks"])
-    if failed or c["verification"] in ("failed", "error"):
-        return "failure"
-    return "neutral" if c["verification"] == "skipped" else "success"
-
-
-def checks_passed(c: ClusterResult) -> str:
-    """"passed/total" static checks."""
-    return f"{sum(check['ok'] for check in c['checks'])}/{len(c['checks'])}"
-
-
-def _verdict(c: ClusterResult) -> str:
-    return f"{checks_passed(c)} checks passed, verification {c['verification']}"
-
-
-def _check_summary(c: ClusterResult) -> str:
-    lines = [f"Template {code(c['template'])} → {code(c['path'])}", "", "| Check | Result | Message |", "|---|---|---|"]
-    for check in c["checks"]:
-        where = f" (line {check['line']})" if check.get("line") else ""
-        mark = "✅" if check["ok"] else "❌"
-        lines.append(f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |")
-    if c.get("note"):  # why verification was skipped (e.g. waiting for an approval) or what failed
-        lines += ["", plain(c["note"])]
-    return "\n".join(lines)
 
 
 def truncate(text: str, limit: int, encoding: str | None = None) -> str:

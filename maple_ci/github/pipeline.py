@@ -50,7 +50,7 @@ class Outcome(NamedTuple):
 # place of the training program. `committed` is False for a debug agent's patched script, which
 # exists only here; backends that fetch by commit (jacamar) cannot run it.
 Backend = Callable[..., Outcome]
-# Told of each script's verification as it changes (delivery.CheckRuns.update: the check runs).
+# Told of each script's verification as it changes (checks.CheckRuns.update: the check runs).
 Progress = Callable[[PortResult, ClusterResult], None]
 
 

@@ -9,7 +9,8 @@ from urllib.parse import quote
 from github.Repository import Repository
 
 from maple_ci.github.config import Schedule
-from maple_ci.github.delivery import PortResult, conclusion
+from maple_ci.github.checks import conclusion
+from maple_ci.github.delivery import PortResult
 from maple_ci.github.markdown import cell, code, plain
 
 # Finds the bot's own issue again whatever account the token belongs to; people do not write it.

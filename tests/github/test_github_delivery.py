@@ -8,9 +8,9 @@ from maple_ci.github.body import render_pr_body
 from maple_ci.github.bot import run_plan
 from maple_ci.github.commands import Command
 from maple_ci.github.events import plan_event
+from maple_ci.github.checks import check_runs
 from maple_ci.github.delivery import (
     JOB_SUMMARY_LIMIT,
-    check_runs,
     connect,
     deliver,
     review_comment,

@@ -24,7 +24,8 @@ from scenarios import comment_plan, nightly, port_results
 from maple_ci.github.approval import approve, approver
 from maple_ci.github.bot import permission, run_plan
 from maple_ci.github.config import Schedule
-from maple_ci.github.delivery import check_runs, connect, deliver, post_review
+from maple_ci.github.checks import check_runs
+from maple_ci.github.delivery import connect, deliver, post_review
 
 SHA = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 
