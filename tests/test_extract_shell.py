@@ -1,0 +1,140 @@
+"""Extraction reads a script as bash would run it (issue 9, item 1), and reads nothing outside the
+checkout (issue 10, finding 3). Each script is a small form seen in public launch scripts; the
+corpus in tests/data/real has them in full."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from maple_ci.extract import extract, extract_script
+
+
+def intent_of(body: str, **where):
+    return extract_script("#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=4\n" + body, **where)
+
+
+@pytest.mark.parametrize("body", [
+    # a string run through bash -c, an unquoted variable, eval, a function with "$@"
+    'CMD="python -u train.py --lr 3e-4 --data $SCRATCH/d"\nsrun bash -c "$CMD"\n',
+    'PROGRAM="train.py --lr 3e-4 --data $SCRATCH/d"\nsrun python -u $PROGRAM\n',
+    'cmd="srun python train.py --lr 3e-4 --data \\$SCRATCH/d"\neval "$cmd"\n',
+    'run() { srun python "$@"; }\nrun train.py --lr 3e-4 --data "$SCRATCH/d"\n',
+    # arrays, appended to; an exported command; a heredoc-written run script
+    'ARGS=(--lr 3e-4)\nARGS+=(--data "$SCRATCH/d")\nsrun python train.py "${ARGS[@]}"\n',
+    'export CMD="python train.py --lr 3e-4 --data $SCRATCH/d"\nsrun bash -c "$CMD"\n',
+    'cat > run.sh <<EOF\npython train.py --lr 3e-4 --data \\$SCRATCH/d\nEOF\nsrun bash run.sh\n',
+    "read -r -d '' CMD <<'EOF'\npython train.py --lr 3e-4 --data $SCRATCH/d\nEOF\nsrun bash -c \"$CMD\"\n",
+])
+def test_a_command_built_in_the_shell_is_read_as_bash_runs_it(body):
+    intent = intent_of(body)
+    assert (intent.entrypoint, intent.script_args) == ("train.py", ["--lr", "3e-4", "--data", "$SCRATCH/d"])
+    assert (intent.launcher, intent.nodes, intent.gpus_per_node) == ("srun", 2, 4)
+
+
+def test_counts_follow_arithmetic_and_the_allocation_the_directives_fix():
+    intent = extract_script("#PBS -l select=2\nNNODES=`wc -l < $PBS_NODEFILE`\nlet PPN=2*2\n"
+                            "NTOTAL=$(( NNODES * PPN ))\nmpiexec -n ${NTOTAL} --ppn ${PPN} python train.py\n")
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 4, 8)
+
+
+def test_a_size_left_to_submit_time_is_unknown_not_an_error():
+    intent = extract_script("#!/bin/bash\n#SBATCH --gpus-per-node=4\n"
+                            "srun torchrun --nnodes=$SLURM_NNODES --nproc_per_node=4 train.py\n")
+    assert intent.nodes is None and intent.missing == []
+    assert "the node count is chosen at submit time" in intent.notes[0]
+
+
+def test_the_branch_bash_takes_is_read_when_the_test_is_decided():
+    body = ("USE_FSDP=0\nif [ \"$USE_FSDP\" -eq 1 ]; then\n  EXTRA=\"--fsdp full_shard\"\nelse\n  EXTRA=\"--ddp\"\nfi\n"
+            "srun python train.py $EXTRA\n")
+    assert intent_of(body).script_args == ["--ddp"]
+    undecided = body.replace("USE_FSDP=0\n", "")  # from the environment: every branch is read
+    assert intent_of(undecided).script_args == ["--ddp"]
+
+
+def test_what_only_the_job_knows_stays_as_written():
+    intent = intent_of('export MASTER_ADDR=$(hostname)\nsrun python train.py --init "tcp://$MASTER_ADDR:3456" '
+                       '--out "$SCRATCH/run-$SLURM_JOB_ID" --seed $1\n')
+    assert intent.script_args == ["--init", "tcp://$MASTER_ADDR:3456", "--out", "$SCRATCH/run-$SLURM_JOB_ID",
+                                  "--seed", "$1"]
+
+
+def test_placeholders_are_notes_not_errors():
+    intent = extract_script("#PBS -A <project_name>\n#PBS -q YOUR_QUEUE\n#PBS -l select=1\nmpiexec python t.py\n")
+    assert (intent.account, intent.queue, intent.missing) == (None, None, [])
+    assert any("'<project_name>' is a placeholder; give the real one with --account" in n for n in intent.notes)
+
+
+# --- reads stay inside the checkout ------------------------------------------------------------
+
+@pytest.fixture
+def checkout(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    outside = tmp_path / "home"
+    outside.mkdir()
+    (outside / "wrap.sh").write_text('export GITHUB_TOKEN=ghp_secret\ntorchrun --nproc_per_node=4 evil.py --x "$@"\n')
+    (outside / ".bashrc").write_text("export HF_TOKEN=hf_secret\n")
+    return repo, outside
+
+
+@pytest.mark.parametrize("program", ["{outside}/wrap.sh", "../home/wrap.sh", "link.sh", "/proc/self/cwd/../home/wrap.sh"])
+def test_a_wrapper_outside_the_checkout_is_never_read(checkout, program, monkeypatch):
+    repo, outside = checkout
+    (repo / "link.sh").symlink_to(outside / "wrap.sh")
+    monkeypatch.chdir(repo)
+    script = repo / "job.sbatch"
+    script.write_text(f"#!/bin/bash\n#SBATCH -N 1\nsrun {program.format(outside=outside)} --lr 1\n")
+    intent = extract(script.read_text(), str(script))
+    assert "GITHUB_TOKEN" not in intent.env and intent.entrypoint != "evil.py"
+    assert "ghp_secret" not in intent.model_dump_json()
+
+
+def test_a_sourced_file_outside_the_checkout_is_not_read_and_the_port_says_so(checkout):
+    repo, outside = checkout
+    script = repo / "job.sbatch"
+    script.write_text(f"#!/bin/bash\n#SBATCH -N 1\nsource {outside}/.bashrc\nsrun python train.py\n")
+    intent = extract(script.read_text(), str(script))
+    assert "HF_TOKEN" not in intent.env
+    assert any(f"`source {outside}/.bashrc` is not carried over" in note for note in intent.notes)
+
+
+def test_a_wrapper_inside_the_checkout_is_followed(checkout):
+    repo, _ = checkout
+    (repo / "tools").mkdir()
+    (repo / "tools" / "train.sh").write_text('export NCCL_DEBUG=INFO\ntorchrun --nproc_per_node=4 "$(dirname "$0")/train.py" "$@"\n')
+    script = repo / "job.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=1\nsrun bash tools/train.sh --lr 1\n")
+    intent = extract(script.read_text(), str(script))
+    assert (intent.entrypoint, intent.script_args, intent.env) == ("tools/train.py", ["--lr", "1"], {"NCCL_DEBUG": "INFO"})
+
+
+def test_a_config_that_is_a_device_or_a_fifo_is_not_read(checkout):
+    repo, _ = checkout
+    os.mkfifo(repo / "ds.json")  # would block a reader forever
+    (repo / "zero.json").symlink_to("/dev/zero")  # would exhaust memory
+    for config in ("ds.json", "zero.json", "/dev/zero"):
+        script = repo / "job.sbatch"
+        script.write_text(f"#!/bin/bash\n#SBATCH -N 1\ndeepspeed --num_gpus 4 train.py --deepspeed_config {config}\n")
+        started = time.monotonic()
+        intent = extract(script.read_text(), str(script))
+        assert time.monotonic() - started < 5 and intent.configs == {"deepspeed": config}
+        assert intent.strategy is None  # unread: only the name could say, and it does not
+
+
+def test_without_a_checkout_nothing_is_read(tmp_path):
+    (tmp_path / "wrap.sh").write_text("torchrun --nproc_per_node=4 evil.py\n")
+    intent = extract_script(f"#!/bin/bash\n#SBATCH -N 1\nsrun {tmp_path}/wrap.sh\n")  # text only, no folder
+    assert intent.entrypoint == f"{tmp_path}/wrap.sh"
+
+
+def test_the_checkout_of_a_script_is_its_git_repository(checkout):
+    repo, _ = checkout
+    (repo / "jobs").mkdir()
+    (repo / "launch.sh").write_text("torchrun --nproc_per_node=4 train.py\n")
+    script = repo / "jobs" / "job.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun ./launch.sh\n")  # run from the repository's root
+    assert extract(script.read_text(), str(script)).entrypoint == "train.py"
+    assert Path(repo / "launch.sh").exists()
