@@ -205,7 +205,7 @@ def _pbs_select(value: str, d: Directives, lineno: int) -> None:
 
 # What documentation writes where a user's own value goes: <project_name>, YOUR_ACCOUNT, $PBS_ACCOUNT,
 # mXXXX, [account]. A port never carries one: the target's header asks for the real value instead.
-_PLACEHOLDER = re.compile(r"(?i).*[<>\[\]{}$].*|.*x{3,}.*|(?:your|my)[_-]?\w*|(?:project|account|allocation|"
+_PLACEHOLDER = re.compile(r"(?i).*[<>\[\]{}$].*|.*x{3,}.*|your[_-]?\w*|(?:project|account|allocation|"
                           r"queue|partition)(?:[_-]?(?:name|id|code))?|changeme|todo|tbd|none|\.\.\.|.*some(?:user|one|group|prof).*")
 
 

@@ -17,6 +17,9 @@ class Spec:
     pairs: frozenset = frozenset()
     value_default: bool = True
     env_name_value: bool = False  # MPICH's `-env NAME VALUE` (two words) besides `--env NAME=VALUE`
+    # A launcher's `$EXTRA_ARGS` (unknown here) holds options: the command comes after it. Not so
+    # where an operand comes first (a container's image, a runner's command).
+    unknown_words_are_options: bool = True
 
     def takes_value(self, name: str) -> bool:
         if name in self.flags:
@@ -32,7 +35,8 @@ def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[st
         token = argv[i]
         if token == "--":
             return opts, argv[i + 1:]
-        if re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", token) and i + 1 < len(argv):
+        unknown = re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", token)
+        if unknown and spec.unknown_words_are_options and i + 1 < len(argv):
             i += 1  # `srun $SRUN_ARGS -u ...`: options only the job knows; the command comes after
             continue
         if not token.startswith("-") or token == "-":
@@ -132,6 +136,7 @@ CONTAINER = Spec(  # apptainer/singularity exec|run, podman-hpc run, shifter
                       "scratch", "security", "hostname", "network", "network_args", "app",
                       "fusemount", "image", "module", "volume", "name", "entrypoint"}),
     value_default=False,
+    unknown_words_are_options=False,
 )
 
 PASSTHROUGH = Spec(  # env, numactl, taskset, stdbuf, nice: options, then the real command
@@ -140,6 +145,7 @@ PASSTHROUGH = Spec(  # env, numactl, taskset, stdbuf, nice: options, then the re
     values=frozenset({"unset", "cpunodebind", "membind", "physcpubind", "cpu_list", "interleave",
                       "preferred", "output", "adjustment"}),
     value_default=False,
+    unknown_words_are_options=False,
 )
 
 RUNNER = Spec(  # `uv run`, `pipenv run`, `poetry run`, `conda run -n env`: options, then the command
@@ -147,6 +153,7 @@ RUNNER = Spec(  # `uv run`, `pipenv run`, `poetry run`, `conda run -n env`: opti
     values=frozenset({"with", "python", "project", "directory", "env_file", "group", "extra", "name",
                       "prefix", "index_url"}),
     value_default=False,
+    unknown_words_are_options=False,
 )
 
 
@@ -155,4 +162,5 @@ PROFILER = Spec(  # nsys profile / ncu: options (most take a value), then the co
              "d": "duration", "w": "show_output", "b": "backtrace", "x": "stop_on_exit", "k": "kernel_name",
              "n": "inherit_environment", "e": "env_var", "y": "delay", "p": "nvtx_capture"},
     flags=frozenset({"stats", "help", "export", "verbose", "quiet"}),
+    unknown_words_are_options=False,
 )
