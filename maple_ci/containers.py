@@ -34,7 +34,9 @@ def _registry_name(image: str) -> Optional[str]:
         return image[len("docker://"):]
     if _URL.match(image) or _SIF.search(image) or image.startswith(("/", ".", "~", "$")):
         return None
-    return image[len("docker:"):] if image.startswith("docker:") else image
+    name = image[len("docker:"):] if image.startswith("docker:") else image
+    # Pyxis/enroot write `registry#path` (nvcr.io#nvidia/pytorch:24.01-py3); registries write a slash
+    return name.replace("#", "/", 1) if re.fullmatch(r"[\w.-]+(?::\d+)?#\S+", name) else name
 
 
 def _image_for(runtime: str, image: str) -> tuple[Optional[str], str]:

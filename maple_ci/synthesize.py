@@ -58,8 +58,10 @@ _CODE_ENV = re.compile(r"BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|
 _SEARCH_PATHS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}
 _OWN_DIRECTORY = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/?|~/)[^$`\\\n]*|\$\{?[A-Za-z_]\w*\}?")
 # A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
-# quoting rules inside double quotes (no $, backtick, backslash, quote or brace).
+# quoting rules inside double quotes (no $, backtick, backslash, quote or brace). Not $((...)):
+# bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
+_COMMAND = re.compile(r"\$\((?!\()|`")  # command substitution, never carried: it would run at the center
 
 
 @dataclass
@@ -209,10 +211,12 @@ def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[
 
 def unsafe_env(name: str, value: str) -> Optional[str]:
     """Why exporting `name=value` from an untrusted script could run code, or None when it cannot."""
-    if "\n" in value or "\r" in value:
-        return "its value spans lines"
     if _CODE_ENV.fullmatch(name):
         return "it makes the shell, loader or Python run code"
+    if "\n" in value or "\r" in value:
+        return "its value spans lines"
+    if _COMMAND.search(value):
+        return "its value is a command's output ($(...)), which a port never runs; set it on the target"
     if name in _SEARCH_PATHS:
         parts = value.split(":")
         if not any(re.fullmatch(rf"\$\{{?{name}\}}?", part) for part in parts) or not all(
@@ -293,6 +297,9 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
                                job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
+    job.notes += [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "
+                  "($(...), $((...))); put the value in yourself"
+                  for arg in intent.script_args if "$" in arg and shell_word(arg).startswith("'")]
     module, program = split_entrypoint(intent.entrypoint)
     container = port_container(intent, profile, template.launcher)
     per_device = template.launcher in PER_DEVICE_LAUNCHERS

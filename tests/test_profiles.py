@@ -360,7 +360,7 @@ def test_signatures_do_not_claim_other_clusters_scripts(profiles, name):
     "name, line",
     [("perlmutter", '#SBATCH -C "gpu&hbm80g"'), ("polaris", "#PBS -l select=4:system=polaris"),
      ("aurora", "#PBS -l filesystems=home:flare:daos_user_fs"), ("sophia", "#PBS -q by-node"),
-     ("stampede3", "#SBATCH -p h100"), ("vista", "#SBATCH --partition=gh-dev"),
+     ("stampede3", "#!/bin/bash\n#SBATCH -p h100\ncd $WORK"), ("vista", "#SBATCH --partition=gh-dev"),
      ("delta", "#SBATCH --partition=gpuA40x4-interactive"), ("deltaai", "#SBATCH -p ghx4-interactive"),
      ("bridges2", "#SBATCH -p GPU-shared"), ("lonestar6", "#SBATCH -p gpu-a100-dev"),
      ("frontier", "module load rocm/6.2.4"), ("anvil", "cd /anvil/projects/x-abc123/"),

@@ -125,8 +125,10 @@ def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_pa
     template = get_template(template_id)
     args = [a.format(tmp=tmp_path) for a in HOSTILE_ARGS]
     entrypoint = "my dir/train $(touch pwned).py"
-    setting = f"$(touch {tmp_path}/pwned-env) `id` ; \"q\" 'q'"
-    intent = typical(template.framework, entrypoint=entrypoint, script_args=args, env={"MY_SETTING": setting})
+    setting = "host ; \"q\" 'q' \\"  # quotes, a separator, a backslash: carried, as literal text
+    computed = f"$(touch {tmp_path}/pwned-env) `id`"  # a command's output: never carried, the header says so
+    intent = typical(template.framework, entrypoint=entrypoint, script_args=args,
+                     env={"MY_SETTING": setting, "COMPUTED": computed})
     script = render(intent, get_profile(template.cluster), template, "evil\nrm -rf ~.sh")
 
     assert "\nrm -rf" not in script  # the source name stays inside its comment
@@ -138,6 +140,7 @@ def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_pa
     start = program["argv"].index(entrypoint)
     assert program["argv"][start:] == expected
     assert program["env"] == setting
+    assert "export COMPUTED" not in script and "# Note: COMPUTED is not carried over: its value is a command's" in script
 
 
 @pytest.mark.parametrize("template_id", LAUNCH_FAMILIES)

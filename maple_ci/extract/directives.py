@@ -72,6 +72,7 @@ class Directives:
     walltime: Optional[str] = None
     account: Optional[str] = None
     queue: Optional[str] = None
+    image: Optional[str] = None  # Shifter's `#SBATCH --image=docker:...`, used by `srun shifter python ...`
     notes: list = field(default_factory=list)
 
     def tasks(self) -> Optional[int]:
@@ -154,6 +155,8 @@ def _slurm_directives(found: list, d: Directives) -> None:
                 d.account = _real(value, "account", d)
             elif name == "qos":
                 qos = value
+            elif name == "image":
+                d.image = value
             elif name == "partition":
                 partition = value
     d.spreads = not d.nodes_given and bool(d.ntasks or total_gpus)

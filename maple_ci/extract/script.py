@@ -385,12 +385,21 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
         env=env,
         python_env=shell.python_env,
         configs=configs,
-        container=launch.container if launch else None,
+        container=_container(launch, d),
         wrapper=launch.wrapper if launch else [],
         notes=notes,
     ).with_defaults()
     strategy = _strategy(launch, intent.world_size, ds_path, ds_cfg, acc_path, acc_cfg, program)
     return _with_missing(intent.model_copy(update={"strategy": strategy}))
+
+
+def _container(launch: Optional[Launch], d: Directives):
+    """The launch's container; Shifter may take its image from the directives instead of the line."""
+    if launch is None or launch.container is None:
+        return None
+    if launch.container.image is None and launch.container.runtime == "shifter" and d.image:
+        return launch.container.model_copy(update={"image": d.image})
+    return launch.container
 
 
 def _launcher(launch: Optional[Launch]) -> str:
