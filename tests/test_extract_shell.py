@@ -138,3 +138,16 @@ def test_the_checkout_of_a_script_is_its_git_repository(checkout):
     script.write_text("#!/bin/bash\n#SBATCH -N 1\nsrun ./launch.sh\n")  # run from the repository's root
     assert extract(script.read_text(), str(script)).entrypoint == "train.py"
     assert Path(repo / "launch.sh").exists()
+
+
+def test_what_a_port_does_not_carry_is_named_with_its_line():
+    intent = extract_script("#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=4 -o logs/%x-%j.out --array=0-3\n"
+                            "#SBATCH --signal=USR1@90 --requeue\nset -x\n"
+                            "trap 'scontrol requeue $SLURM_JOB_ID' USR1\necho start; date\n"
+                            "cp -r $DATA $SLURM_TMPDIR/\npython prepare.py --n 1\nsrun python train.py\necho done\n")
+    assert "directives not carried over: --output=logs/%x-%j.out, --array=0-3, --signal=USR1@90, --requeue" in intent.notes
+    [commands] = [n for n in intent.notes if n.startswith("commands not carried over")]
+    for dropped in ("`trap 'scontrol requeue $SLURM_JOB_ID' USR1` (line 5)", "`cp -r $DATA $SLURM_TMPDIR/` (line 7)",
+                    "`python prepare.py --n 1` (line 8)", "logging lines (set, echo x2, date)"):
+        assert dropped in commands
+    assert "srun python train.py" not in commands  # the launch is what the port carries

@@ -73,6 +73,7 @@ class Directives:
     account: Optional[str] = None
     queue: Optional[str] = None
     image: Optional[str] = None  # Shifter's `#SBATCH --image=docker:...`, used by `srun shifter python ...`
+    dropped: list = field(default_factory=list)  # directives a port does not translate, as written
     notes: list = field(default_factory=list)
 
     def tasks(self) -> Optional[int]:
@@ -157,6 +158,8 @@ def _slurm_directives(found: list, d: Directives) -> None:
                 qos = value
             elif name == "image":
                 d.image = value
+            elif name in _SLURM_NOT_PORTED:
+                d.dropped.append(f"--{name.replace('_', '-')}" + (f"={value}" if value else ""))
             elif name == "partition":
                 partition = value
     d.spreads = not d.nodes_given and bool(d.ntasks or total_gpus)
@@ -179,6 +182,7 @@ def _pbs_directives(found: list, d: Directives) -> None:
                         d.walltime = pbs_walltime(value)
                     except ValueError as exc:
                         raise MapleError(f"line {lineno}: -l walltime: {exc}") from exc
+        d.dropped += [f"-{name} {value}" for name in _PBS_NOT_PORTED for value in opts.get(name, [])]
         if "A" in opts:
             d.account = _real(opts["A"][-1], "account", d)
         if "q" in opts:
@@ -210,6 +214,14 @@ def _pbs_select(value: str, d: Directives, lineno: int) -> None:
 # mXXXX, [account]. A port never carries one: the target's header asks for the real value instead.
 _PLACEHOLDER = re.compile(r"(?i).*[<>\[\]{}$].*|.*x{3,}.*|your[_-]?\w*|(?:project|account|allocation|"
                           r"queue|partition)(?:[_-]?(?:name|id|code))?|changeme|todo|tbd|none|\.\.\.|.*some(?:user|one|group|prof).*")
+
+
+# What a job asks for that a port does not translate: output names, arrays, dependencies, signals,
+# mail. Listed in the port's header so the user can put back what the job needs.
+_SLURM_NOT_PORTED = {"output", "error", "array", "dependency", "signal", "requeue", "mail_type", "mail_user",
+                     "open_mode", "mem", "mem_per_cpu", "mem_per_gpu", "exclusive", "begin", "reservation",
+                     "licenses", "export", "comment", "kill_on_invalid_dep"}
+_PBS_NOT_PORTED = ("o", "e", "j", "J", "W", "m", "M", "r", "k")
 
 
 def _real(value: Optional[str], what: str, d: "Directives") -> Optional[str]:

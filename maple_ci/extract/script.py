@@ -367,6 +367,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
            if key not in RENDEZVOUS_VARS and isinstance(value, str)}
     if launch:
         notes += [note for note in launch.notes if note not in notes]
+    notes += _not_carried(d, shell, launch)
     notes += [note for note in shell.notes if note not in notes]
     intent = JobIntent(
         source_cluster=_source_cluster(text),
@@ -391,6 +392,34 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
     ).with_defaults()
     strategy = _strategy(launch, intent.world_size, ds_path, ds_cfg, acc_path, acc_cfg, program)
     return _with_missing(intent.model_copy(update={"strategy": strategy}))
+
+
+_LOGGING = re.compile(r"echo|printf|date|hostname|\w+-smi|env|printenv|sleep|set|ulimit|which|pwd|ls|cat|df|free|"
+                      r"uname|lscpu|nproc|module|conda|pip\d?|python[\d.]*|true|:|wait|sync|time")
+
+
+def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch]) -> list[str]:
+    """Notes naming what the port does not carry: the source's directives it does not translate and
+    its commands besides the set-up and the launch (a port runs only its own; the user's may be
+    needed: data staging, a requeue trap, a `cd`)."""
+    notes = []
+    if d.dropped:
+        notes.append(f"directives not carried over: {', '.join(d.dropped)}")
+    kept, logging = [], {}
+    for line, words, found in shell.commands:
+        if found is launch:
+            continue
+        head = words[0].rsplit("/", 1)[-1] if words else ""
+        if _LOGGING.fullmatch(head) and not (found and found.score):
+            logging[head] = logging.get(head, 0) + 1
+        else:
+            kept.append(f"`{' '.join(words)[:80]}` (line {line})")
+    if kept or logging:
+        shown = kept[:6] + ([f"{len(kept) - 6} more"] if len(kept) > 6 else [])
+        logged = ", ".join(f"{head} x{count}" if count > 1 else head for head, count in logging.items())
+        notes.append("commands not carried over (the port runs its own set-up and the launch): "
+                     + "; ".join(shown + ([f"logging lines ({logged})"] if logged else [])))
+    return notes
 
 
 def _container(launch: Optional[Launch], d: Directives):

@@ -45,6 +45,7 @@ class Shell:
     launches: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     depth: int = 0
+    commands: list = field(default_factory=list)  # the script's own other commands: (line, words, launch)
 
     def lookup(self, name: str):
         if not self.arguments_known and name in ("@", "*"):
@@ -210,6 +211,8 @@ class Shell:
             self.positional, self.arguments_known = saved
         else:
             launch = chain(fields, self, [])
+            if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
+                self.commands.append((cmd.line, cmd.words, launch))
             if launch and (launch.score or self.depth and launch.entry):  # inner: scored by the caller
                 for word in assignments:  # `VAR=x srun ...`: the program sees VAR
                     name, _, _, value = _ASSIGNMENT.fullmatch(word).groups()
