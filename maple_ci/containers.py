@@ -69,7 +69,8 @@ def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) ->
         return Ported(None)
     arch, vendor, known = _built_for(intent)
     image = container.image
-    what = f"the source ran the program in a {container.runtime} container ({image or 'image not named'})"
+    article = "an" if container.runtime[0] in "aeiou" else "a"
+    what = f"the source ran the program in {article} {container.runtime} container ({image or 'image not named'})"
     runtime = profile.container.runtime
     assumed = "" if known else " (assumed: the source cluster is not known)"
     why = None
@@ -88,7 +89,11 @@ def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) ->
             why = f"{runtime} runs only registry images, not {image}"
         else:
             words = [*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name]
-            return Ported(words, [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"])
+            notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
+            if container.options:  # binds name the source site's paths; the program may read them
+                notes.append(f"the source's {container.runtime} options are not carried over "
+                             f"({' '.join(container.options)}): bind your data the same way on {profile.name}")
+            return Ported(words, notes)
     return Ported(None, [f"{what}; not used here: {why}, so {profile.name}'s own framework set-up runs it"])
 
 
