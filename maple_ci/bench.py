@@ -174,18 +174,27 @@ PROCESS_COMMANDS = {
 }
 
 
+# Runs one child and prints its wall time and peak RSS. Linux gives a child the high-water RSS of the
+# process it was forked from (recorded at exec), so a big parent (pytest, `maple bench` after its
+# in-process stages) would inflate every figure: this small interpreter is the parent instead.
+_MEASURE = ("import os, subprocess, sys, time\n"
+            "start = time.perf_counter()\n"
+            "child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+            "_, status, usage = os.wait4(child.pid, 0)\n"
+            "print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n")
+
+
 def _run_process(argv: list[str], env: dict) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of one child process, from its own rusage (os.wait4)."""
-    with tempfile.TemporaryFile() as errors:
-        start = time.perf_counter()
-        child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
-        if child.returncode not in (0, 1):  # 1: a check failed, still a complete run
-            errors.seek(0)
-            raise MapleError(f"{' '.join(argv)} exited {child.returncode}: {errors.read().decode(errors='replace')[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024
+    run = subprocess.run([sys.executable, "-S", "-c", _MEASURE, *argv], env=env, capture_output=True, text=True,
+                         check=False)
+    try:
+        seconds, peak_kib, code = run.stdout.split()
+    except ValueError:
+        raise MapleError(f"could not time {' '.join(argv)}: {run.stderr[-2000:]}") from None
+    if int(code) not in (0, 1):  # 1: a check failed, still a complete run
+        raise MapleError(f"{' '.join(argv)} exited {code}: {run.stderr[-2000:]}")
+    return float(seconds), int(peak_kib) / 1024
 
 
 def process_latency(runs: int = 5) -> dict:

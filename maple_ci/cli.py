@@ -345,101 +345,17 @@ def bench(
     json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
-    from rich.progress import Progress
+    from .bench_cli import print_report, run_suite
 
-    from .bench import load_cases, run_accuracy, run_latency, run_verified
-
-    if suite not in ("accuracy", "real", "latency", "verified"):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, latency or verified")
-    if suite == "real":
-        import tempfile
-
-        from .bench_real import load_real_cases, run_real
-
-        cases = load_real_cases()
-        with Progress(console=err, transient=True, disable=json_output) as bar:
-            task = bar.add_task(f"{len(cases)} real scripts", total=len(cases))
-            report = run_real(cases, Path(tempfile.mkdtemp(prefix="maple-real-")),
-                              lambda done, total: bar.update(task, completed=done))
-    elif suite == "verified":
-        report = run_verified(load_cases(), subset or 8)
-    elif suite == "latency":
-        report = run_latency(load_cases(subset), runs=runs)
-    else:
-        cases = load_cases(subset)
-        with Progress(console=err, transient=True, disable=json_output) as bar:
-            task = bar.add_task(f"{len(cases)} cases", total=len(cases))
-            report = run_accuracy(cases, lambda done, total: bar.update(task, completed=done))
+    report = run_suite(suite, subset, runs, progress=err, quiet=json_output)
     output.write_text(json.dumps(report, indent=2))
     if json_output:
         _print_json(report)
-    elif suite == "latency":
-        _print_latency(report)
-    elif suite == "real":
-        _print_real(report)
-    elif suite == "verified":
-        for run in report["runs"]:
-            colour = "green" if run["ok"] else "red"
-            out.print(f"[{colour}]{run['case']}[/]: {run['state']} in {run['seconds']:.0f} s, "
-                      f"world size {run['world_size']}", highlight=False)
-        out.print(f"verified on the local cluster: {report['passed']}/{report['total']}")
     else:
-        _print_accuracy(report)
+        print_report(suite, report, out)
     err.print(f"full report: {output}")
     if report.get("failures") or report.get("passed", 0) < report.get("total", 0):
         raise typer.Exit(1)
-
-
-def _print_real(report: dict) -> None:
-    fields = Table("field", "correct", "accuracy", title=f"extraction of {report['cases']} real scripts "
-                   f"({report['sources']} sources)")
-    for field, score in report["extraction"].items():
-        fields.add_row(field, f"{score['correct']}/{score['total']}", f"{score['accuracy']:.1%}")
-    out.print(fields)
-    port = report["port"]
-    out.print(f"[bold]extraction[/]: {report['extraction_overall']:.1%} of fields; [bold]port[/] to "
-              f"{', '.join(port['targets'])} with the right program, arguments and size: "
-              f"{port['passed']}/{port['total']} ({port['accuracy']:.1%})")
-    for failure in report["failures"]:
-        wrong = "; ".join(f"{f} {v['got']!r} != {v['expected']!r}" if isinstance(v, dict) else f"{f}: {v}"
-                          for f, v in failure["wrong"].items())
-        out.print(f"[red]{failure['case']}[/]: {wrong} {' | '.join(failure['port'])}", highlight=False)
-
-
-def _print_accuracy(report: dict) -> None:
-    generation = report["generation"]
-    out.print(f"[bold]generation[/]: {generation['passed']}/{generation['scored']} cases "
-              f"({generation['accuracy']:.1%}); {len(report['unsupported'])} known-unsupported combinations")
-    fields = Table("field", "correct", "accuracy", title="extraction")
-    for field, score in report["extraction"].items():
-        fields.add_row(field, f"{score['correct']}/{score['total']}", f"{score['accuracy']:.1%}")
-    clusters = Table("cluster", "passed", "accuracy", title="generation per target cluster")
-    for cluster, score in report["per_cluster"].items():
-        clusters.add_row(cluster, f"{score['passed']}/{score['total']}", f"{score['accuracy']:.1%}")
-    out.print(fields, clusters)
-    for failure in report["failures"][:20]:
-        out.print(f"[red]{failure['case']}[/]: {'; '.join(failure['problems'])}", highlight=False)
-    if len(report["failures"]) > 20:
-        out.print(f"... and {len(report['failures']) - 20} more in the JSON report")
-
-
-def _print_latency(report: dict) -> None:
-    process = report["process"]
-    table = Table("command", "cold s", "warm s", "cold peak MiB", "warm peak MiB",
-                  title=f"whole process, medians of {process['runs']} runs ({process['cpus']} CPUs, "
-                        f"load {process['load'][0]:.1f} -> {process['load'][1]:.1f})")
-    for name, figures in process["commands"].items():
-        cold, warm = figures["cold"], figures["warm"]
-        table.add_row(name, f"{cold['median_s']:.2f}", f"{warm['median_s']:.2f}",
-                      f"{cold['peak_rss_mib']:.0f}", f"{warm['peak_rss_mib']:.0f}")
-    out.print(table)
-    stages = Table("stage", "median ms", "max ms", title=f"in-process stages, warm ({report['templates']} templates)")
-    for stage, timing in report["warm_ms"].items():
-        stages.add_row(stage, f"{timing['median_ms']:.2f}", f"{timing['max_ms']:.2f}")
-    out.print(stages)
-    out.print("port to N targets (ms): " + ", ".join(f"{n}: {ms:.0f}" for n, ms in report["targets_ms"].items()))
-    out.print("retrieval query vs library size: " + ", ".join(
-        f"{n} templates: {t['median_ms']:.1f} ms" for n, t in report["retrieval_scaling"].items()))
 
 
 @app.command()

@@ -62,8 +62,9 @@ def test_verified_subset_runs_generated_scripts_on_two_nodes(slurm_cluster, monk
 def test_a_child_process_is_timed_with_its_own_peak_memory():
     from maple_ci.bench import _run_process
 
+    parent = b"1" * (500 << 20)  # a big parent: Linux hands its high-water RSS to a child it forks
     seconds, peak = _run_process([sys.executable, "-c", "x = b'1' * (200 << 20)"], dict(os.environ))
-    assert seconds > 0 and 200 <= peak < 400  # this child's 200 MiB, not the test process's own size
+    assert seconds > 0 and 200 <= peak < 400 and len(parent)  # this child's 200 MiB, not the parent's 500+
     with pytest.raises(MapleError, match="exited 3: no luck"):
         _run_process([sys.executable, "-c", "import sys; print('no luck', file=sys.stderr); sys.exit(3)"], dict(os.environ))
 

@@ -1,0 +1,106 @@
+"""`maple bench`: running a suite with a progress bar, and its report as tables."""
+
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from .bench import load_cases, run_accuracy, run_latency, run_verified
+from .bench_real import load_real_cases, run_real
+from .errors import MapleError
+
+
+def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
+    """The report of one suite: accuracy, real, latency or verified (on a Slurm cluster)."""
+    if suite not in ("accuracy", "real", "latency", "verified"):
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, latency or verified")
+    if suite == "real":
+        cases = load_real_cases()
+        out_dir = Path(tempfile.mkdtemp(prefix="maple-real-"))
+        report = _with_bar(progress, quiet, f"{len(cases)} real scripts", len(cases),
+                           lambda step: run_real(cases, out_dir, step))
+    elif suite == "verified":
+        report = run_verified(load_cases(), subset or 8)
+    elif suite == "latency":
+        report = run_latency(load_cases(subset), runs=runs)
+    else:
+        cases = load_cases(subset)
+        report = _with_bar(progress, quiet, f"{len(cases)} cases", len(cases), lambda step: run_accuracy(cases, step))
+    return report
+
+
+def _with_bar(console: Console, quiet: bool, title: str, total: int, run):
+    """run(step) with a progress bar that step(done, total) moves, on stderr."""
+    with Progress(console=console, transient=True, disable=quiet) as bar:
+        task = bar.add_task(title, total=total)
+        return run(lambda done, _total: bar.update(task, completed=done))
+
+
+def print_report(suite: str, report: dict, out: Console) -> None:
+    if suite == "latency":
+        _print_latency(report, out)
+    elif suite == "real":
+        _print_real(report, out)
+    elif suite == "verified":
+        for run in report["runs"]:
+            colour = "green" if run["ok"] else "red"
+            out.print(f"[{colour}]{run['case']}[/]: {run['state']} in {run['seconds']:.0f} s, "
+                      f"world size {run['world_size']}", highlight=False)
+        out.print(f"verified on the local cluster: {report['passed']}/{report['total']}")
+    else:
+        _print_accuracy(report, out)
+
+
+def _print_real(report: dict, out: Console) -> None:
+    fields = Table("field", "correct", "accuracy", title=f"extraction of {report['cases']} real scripts "
+                   f"({report['sources']} sources)")
+    for field, score in report["extraction"].items():
+        fields.add_row(field, f"{score['correct']}/{score['total']}", f"{score['accuracy']:.1%}")
+    out.print(fields)
+    port = report["port"]
+    out.print(f"[bold]extraction[/]: {report['extraction_overall']:.1%} of fields; [bold]port[/] to "
+              f"{', '.join(port['targets'])} with the right program, arguments and size: "
+              f"{port['passed']}/{port['total']} ({port['accuracy']:.1%})")
+    for failure in report["failures"]:
+        wrong = "; ".join(f"{f} {v['got']!r} != {v['expected']!r}" if isinstance(v, dict) else f"{f}: {v}"
+                          for f, v in failure["wrong"].items())
+        out.print(f"[red]{failure['case']}[/]: {wrong} {' | '.join(failure['port'])}", highlight=False)
+
+
+def _print_accuracy(report: dict, out: Console) -> None:
+    generation = report["generation"]
+    out.print(f"[bold]generation[/]: {generation['passed']}/{generation['scored']} cases "
+              f"({generation['accuracy']:.1%}); {len(report['unsupported'])} known-unsupported combinations")
+    fields = Table("field", "correct", "accuracy", title="extraction")
+    for field, score in report["extraction"].items():
+        fields.add_row(field, f"{score['correct']}/{score['total']}", f"{score['accuracy']:.1%}")
+    clusters = Table("cluster", "passed", "accuracy", title="generation per target cluster")
+    for cluster, score in report["per_cluster"].items():
+        clusters.add_row(cluster, f"{score['passed']}/{score['total']}", f"{score['accuracy']:.1%}")
+    out.print(fields, clusters)
+    for failure in report["failures"][:20]:
+        out.print(f"[red]{failure['case']}[/]: {'; '.join(failure['problems'])}", highlight=False)
+    if len(report["failures"]) > 20:
+        out.print(f"... and {len(report['failures']) - 20} more in the JSON report")
+
+
+def _print_latency(report: dict, out: Console) -> None:
+    process = report["process"]
+    table = Table("command", "cold s", "warm s", "cold peak MiB", "warm peak MiB",
+                  title=f"whole process, medians of {process['runs']} runs ({process['cpus']} CPUs, "
+                        f"load {process['load'][0]:.1f} -> {process['load'][1]:.1f})")
+    for name, figures in process["commands"].items():
+        cold, warm = figures["cold"], figures["warm"]
+        table.add_row(name, f"{cold['median_s']:.2f}", f"{warm['median_s']:.2f}",
+                      f"{cold['peak_rss_mib']:.0f}", f"{warm['peak_rss_mib']:.0f}")
+    out.print(table)
+    stages = Table("stage", "median ms", "max ms", title=f"in-process stages, warm ({report['templates']} templates)")
+    for stage, timing in report["warm_ms"].items():
+        stages.add_row(stage, f"{timing['median_ms']:.2f}", f"{timing['max_ms']:.2f}")
+    out.print(stages)
+    out.print("port to N targets (ms): " + ", ".join(f"{n}: {ms:.0f}" for n, ms in report["targets_ms"].items()))
+    out.print("retrieval query vs library size: " + ", ".join(
+        f"{n} templates: {t['median_ms']:.1f} ms" for n, t in report["retrieval_scaling"].items()))
