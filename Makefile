@@ -2,7 +2,7 @@
 PYTHON ?= python3
 EXAMPLE ?= examples/perlmutter_torchrun_ddp.sbatch
 
-.PHONY: install demo test
+.PHONY: install demo test embeddings
 
 install:
 	# CPU build of PyTorch first, so sentence-transformers does not pull the CUDA one.
@@ -19,3 +19,8 @@ test: install
 	bash tests/cluster/setup.sh
 	npm ci --prefix tests/github --ignore-scripts --no-audit --no-fund --loglevel=error
 	$(PYTHON) -m pytest
+
+# The vectors shipped with the package (maple_ci/embeddings.npz): run after changing templates,
+# known errors or JobIntent.description(); tests/test_startup.py fails until then.
+embeddings: install
+	$(PYTHON) -m maple_ci.precompute

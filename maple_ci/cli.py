@@ -218,7 +218,7 @@ def verify(
     in_allocation: bool = typer.Option(False, help="local: run inside the current allocation (a Jacamar CI job), no emulation."),
     cluster: Optional[str] = typer.Option(None, help="The script's cluster (jacamar runner tag; debug knowledge)."),
     ref: str = typer.Option("main", help="jacamar: the branch the center-side project builds."),
-    commit: Optional[str] = typer.Option(None, help="jacamar: the commit holding the script."),
+    commit: Optional[str] = typer.Option(None, help="jacamar: the full 40-hex id of the commit holding the script."),
     fix: bool = typer.Option(False, "--fix", help="On failure, let the debug agent patch and re-run (at most 5 times)."),
     llm: Optional[str] = typer.Option(None, help=LLM_HELP),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),

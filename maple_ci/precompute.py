@@ -25,9 +25,11 @@ COMMON_JOBS = {
     "pytorch": ((None, "ddp", "fsdp"), ("torchrun", "srun", "mpiexec", "python"), ((),)),
     "deepspeed": ((None, "zero2", "zero3"), ("deepspeed", "srun", "torchrun"), ((), ("deepspeed",))),
     "accelerate": ((None, "ddp", "fsdp"), ("accelerate",), ((), ("accelerate",))),
+    "megatron": ((None, "tp", "3d"), ("torchrun", "srun", "deepspeed"), ((),)),
+    "lightning": (("ddp", "fsdp"), ("srun", "torchrun", "python"), ((),)),
 }
-COMMON_NODES = (1, 2, 4, 8)
-COMMON_GPUS = (4, 8)
+COMMON_NODES = (None, 1, 2, 4, 8)  # None: the size is chosen at submit time
+COMMON_GPUS = (None, 4, 8)
 
 
 def query_texts() -> list[str]:
