@@ -1,0 +1,185 @@
+"""What kind of job a launch is: its framework, its parallel strategy and the config files that
+say so. Read from the launch line, the program's arguments, and the program and configs it names
+when they are in the checkout (as text, never run)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+from .directives import count
+from .launch import DL_LAUNCHERS, MPI_LAUNCHERS, Launch
+from .options import last
+from .walk import Shell
+
+
+def option_in_args(args: list[str], *names: str) -> Optional[str]:
+    """Value of --name / --name=value among program arguments ('' for a flag without value)."""
+    spellings = {f"--{n}" for n in names} | {f"--{n.replace('_', '-')}" for n in names}
+    for i, arg in enumerate(args):
+        option, eq, value = arg.partition("=")
+        if option in spellings:
+            if eq:
+                return value
+            following = args[i + 1] if i + 1 < len(args) else ""
+            return "" if following.startswith("-") else following
+    return None
+
+
+def read_config(path: Optional[str], shell: Shell) -> Optional[dict]:
+    """A JSON or YAML config the script names, read inside the checkout; None when it cannot be
+    (never fatal: the script may not even use it)."""
+    text = shell.read(path) if path else None
+    if text is None:
+        return None
+    try:
+        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _zero_from(value) -> Optional[str]:
+    stage = str(value).strip()
+    return f"zero{stage}" if stage in ("1", "2", "3") else None
+
+
+def _strategy_word(value: Optional[str]) -> Optional[str]:
+    """A strategy named in an argument value: fsdp, deepspeed_stage_3, zero2, ddp..."""
+    if not value:
+        return None
+    lowered = value.lower()
+    if "fsdp" in lowered or "full_shard" in lowered or "shard_grad_op" in lowered:
+        return "fsdp"
+    if match := re.search(r"(?:stage|zero)[_-]?([123])", lowered):
+        return f"zero{match.group(1)}"
+    if "ddp" in lowered:
+        return "ddp"
+    return None
+
+
+_MEGATRON_ENTRY = re.compile(r"(?i)(?:.*/)?(?:pretrain_(?:gpt|bert|t5|mamba|retro|ict|vlm|vision|llama|mixtral|mistral)\w*\.py"
+                             r"|.*megatron.*)")
+_LIGHTNING = re.compile(r"^\s*(?:import|from)\s+(?:lightning|pytorch_lightning|nemo)\b", re.M)
+_FSDP = re.compile(r"(?i)\bfsdp\b|fully_shard|full_shard|shard_grad_op|hybrid_shard|FullyShardedDataParallel|"
+                   r"data_parallel_shard_degree")
+_TP_PP = ("tensor-model-parallel-size", "pipeline-model-parallel-size")
+
+
+def _parallel_sizes(args: list[str], resolve) -> list[Optional[int]]:
+    """Megatron's tensor and pipeline sizes as flags or as NeMo's Hydra overrides; 1 when not given."""
+    sizes = []
+    for flag in _TP_PP:
+        value = option_in_args(args, flag)
+        if value is None:
+            hydra = flag.replace("-size", "_size").replace("-", "_")
+            value = next((a.split("=", 1)[1] for a in args if re.fullmatch(rf"[\w.+]*{hydra}=\S+", a)), None)
+        sizes.append(1 if value is None else count(resolve(value)))
+    return sizes
+
+
+# Model-parallel degrees as config files write them: nanotron's `tp: 2`, torchtitan's
+# `tensor_parallel_degree = 2`, DeepSpeed/HF `tensor_parallel_size: 2`.
+_CONFIG_DEGREE = {kind: re.compile(rf"(?m)^\s*(?:{short}|{long}_parallel_(?:size|degree))\s*[:=]\s*(\d+)\b")
+                  for kind, short, long in (("tp", "tp", "tensor"), ("pp", "pp", "pipeline"))}
+
+
+def _config_parallel(program: str) -> tuple[int, int]:
+    """(tensor, pipeline) degrees the program's config files set; 1 where they set none."""
+    found = [_CONFIG_DEGREE[kind].search(program) for kind in ("tp", "pp")]
+    return tuple(int(match.group(1)) if match else 1 for match in found)
+
+
+def program_text(launch: Launch, shell: Shell) -> str:
+    """What the program and the config files its arguments name say, when they are in the checkout:
+    `import lightning`, FSDP settings. Read as text only, inside the checkout, never run."""
+    named = [launch.entry or ""] + [a.split("=", 1)[-1] for a in launch.args]
+    texts = [shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
+    return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
+
+
+def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program: str) -> str:
+    if launch is None:
+        return "pytorch"
+    names = launch.names()
+    args = launch.args
+    if "accelerate" in names:
+        return "accelerate"
+    if _MEGATRON_ENTRY.fullmatch(launch.entry or "") or any(
+            size is None or size > 1 for size in _parallel_sizes(args, launch.shell.resolve)):
+        return "megatron"  # Megatron-DeepSpeed too: its DeepSpeed flags serve Megatron's program
+    if "deepspeed" in names or deepspeed_config or option_in_args(args, "deepspeed") is not None:
+        return "deepspeed"
+    if ("lightning" in (launch.entry or "").lower() or any(a.startswith(("--trainer.", "trainer.")) for a in args)
+            or _LIGHTNING.search(program)):
+        return "lightning"
+    return "pytorch"
+
+
+def deepspeed_config(launch: Launch) -> Optional[str]:
+    for name, opts in launch.stages:
+        if name == "accelerate" and last(opts, "deepspeed_config_file"):
+            return last(opts, "deepspeed_config_file")
+    named = option_in_args(launch.args, "deepspeed_config", "deepspeed_config_file")
+    if named:
+        return named
+    value = option_in_args(launch.args, "deepspeed")  # Hugging Face Trainer: --deepspeed ds.json
+    return value if value and re.search(r"\.(json|ya?ml)$", value) else None
+
+
+def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[str],
+              ds_cfg: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], program: str) -> Optional[str]:
+    if launch is None:
+        return None
+    resolve = launch.shell.resolve
+    args = launch.args
+    sizes = _parallel_sizes(args, resolve)
+    if None in sizes:
+        return None  # model-parallel sizes only known at run time
+    if sizes == [1, 1]:
+        sizes = list(_config_parallel(program))
+    if sizes[1] > 1:
+        return "3d"
+    if sizes[0] > 1:
+        return "tp"
+    acc = next((o for n, o in launch.stages if n == "accelerate"), None)
+    if acc is not None:
+        if "use_fsdp" in acc or any(k.startswith("fsdp_") for k in acc):
+            return "fsdp"
+        if "zero_stage" in acc:
+            return _zero_from(resolve(last(acc, "zero_stage")))
+        if acc_cfg:
+            kind = str(acc_cfg.get("distributed_type", "")).upper()
+            if kind == "FSDP":
+                return "fsdp"
+            if kind == "DEEPSPEED":
+                ds_section = acc_cfg.get("deepspeed_config") or {}
+                if ds_section.get("zero_stage") is not None:
+                    return _zero_from(ds_section["zero_stage"])
+        elif acc_path:
+            return None  # the config decides and we cannot read it
+    fsdp = option_in_args(args, "fsdp")
+    if fsdp is not None:
+        return "fsdp"
+    for name in ("zero_stage", "zero-stage", "zero"):
+        if (stage := option_in_args(args, name)) is not None:
+            return _zero_from(resolve(stage))
+    if named := _strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))):
+        return named
+    if ds_cfg is not None:
+        zero = _zero_from((ds_cfg.get("zero_optimization") or {}).get("stage", 0))
+        if zero:
+            return zero
+    elif ds_path:
+        return _strategy_word(Path(ds_path).stem)  # unreadable: only its name can say, else unknown
+    if _FSDP.search(program):
+        return "fsdp"
+    if acc is not None and not acc_path and not {"multi_gpu", "num_processes", "num_machines"} & set(acc):
+        return None  # `accelerate launch` alone: the user's default accelerate config decides
+    if world is None:  # a size chosen at run time: data parallel when the launch is parallel at all
+        return "ddp" if launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) else None
+    return "single" if world == 1 else "ddp"
