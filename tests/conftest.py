@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 CLUSTER_DIR = Path(__file__).parent / "cluster"
+# cluster/site-env.sh as setup.sh installs it: root-owned in a root-only folder, as a site's is
+SITE_ENV = "/opt/maple-test/site-env.sh"
 LOG_DIR = Path("/var/log/maple-slurm")
 NODES = ("n1", "n2")
 # Node states in which a node takes jobs; anything else (down, drain, unknown) is not up yet.
@@ -75,8 +77,8 @@ class SlurmCluster:
     partitions: tuple[str, ...]
     nodes: int
     gpus_per_node: int
-    # The environment jobs start from: this one plus BASH_ENV=cluster/site-env.sh, which gives them
-    # Lmod's `module` and the conda stand-in as a site's login environment would.
+    # The environment jobs start from: this one plus BASH_ENV=SITE_ENV (cluster/site-env.sh), which
+    # gives them Lmod's `module` and the conda stand-in as a site's login environment would.
     job_env: dict
 
 
@@ -125,6 +127,6 @@ def slurm_cluster():
     yield SlurmCluster(default_partition=next(p.rstrip("*") for p in partitions if p.endswith("*")),
                        partitions=tuple(p.rstrip("*") for p in partitions), nodes=len(NODES),
                        gpus_per_node=int(gres.split(":")[-1]),
-                       job_env={**os.environ, "BASH_ENV": str(CLUSTER_DIR / "site-env.sh")})
+                       job_env={**os.environ, "BASH_ENV": SITE_ENV})
     if started:
         _run("bash", str(CLUSTER_DIR / "stop.sh"))

@@ -5,9 +5,12 @@ executor in a clone of a mirror; the committed script (and a file BASH_ENV point
 marker file if any shell started by the job ran them.
 """
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -147,11 +150,16 @@ def test_variables_that_change_how_programs_start_are_refused(center, name):
 def test_a_bash_env_of_the_site_itself_passes_and_one_a_request_could_write_does_not(center):
     # Lmod gives batch shells `module` through BASH_ENV, so a center's jobs may well start with one:
     # a file only root can change (the test cluster's, as root installs it) is the site's own.
-    site_file = REPO / "tests" / "cluster" / "site-env.sh"
-    code, trace = check_job(center, BASH_ENV=str(site_file))
+    site_dir = Path(tempfile.mkdtemp(dir=Path.home()))  # root-only all the way up, wherever the checkout is
+    try:
+        site_file = site_dir / "site-env.sh"
+        site_file.write_text((REPO / "tests" / "cluster" / "site-env.sh").read_text())
+        code, trace = check_job(center, BASH_ENV=str(site_file))
+    finally:
+        shutil.rmtree(site_dir)
     assert code == 0, trace
-    writable = center["checkout"] / "site-env.sh"  # same content, in a directory others may write
-    writable.write_text(site_file.read_text())
+    writable = center["checkout"] / "site-env.sh"  # same content, in the checkout (under /tmp here)
+    writable.write_text((REPO / "tests" / "cluster" / "site-env.sh").read_text())
     for value in (str(writable), f"$(touch {center['marker']})", "tests/cluster/site-env.sh"):
         code, trace = check_job(center, BASH_ENV=value)
         assert code == 1 and "BASH_ENV is set" in trace, value

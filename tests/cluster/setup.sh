@@ -36,6 +36,12 @@ sed "s/@CTL_HOST@/$ctl_host/" "$here/slurm.conf.in" > /etc/slurm/slurm.conf
 cp "$here/gres.conf" "$here/cgroup.conf" /etc/slurm/
 
 python3 "$here/make_modulefiles.py"
+# The startup file jobs get through BASH_ENV, where only root can write it, as a center's is (its
+# gate accepts no other BASH_ENV): wherever this checkout lives, /tmp included.
+install -d -m 755 /opt/maple-test
+printf '# Installed by tests/cluster/setup.sh: the test site'"'"'s startup file.\n. %q\n' "$here/site-env.sh" \
+    > /opt/maple-test/site-env.sh
+chmod 644 /opt/maple-test/site-env.sh
 
 # munge: the key comes with the package; munged refuses to run as root, so run it as munge.
 if ! running /run/munge/munged.pid; then
