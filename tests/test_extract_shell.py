@@ -151,3 +151,10 @@ def test_what_a_port_does_not_carry_is_named_with_its_line():
                     "`python prepare.py --n 1` (line 8)", "logging lines (set, echo x2, date)"):
         assert dropped in commands
     assert "srun python train.py" not in commands  # the launch is what the port carries
+
+
+@pytest.mark.parametrize("count, world", [("wc -l < $PBS_NODEFILE", 8), ("sort -u $PBS_NODEFILE | wc -l", 2)])
+def test_a_pbs_node_file_lists_a_line_per_rank_slot(count, world):
+    # Torque's nodes=2:ppn=4 (or select's mpiprocs=4) writes each host four times.
+    intent = extract_script(f"#PBS -l nodes=2:ppn=4:gpus=4\nNP=$({count})\nmpirun -np $NP python train.py\n")
+    assert (intent.nodes, intent.world_size) == (2, world)

@@ -31,7 +31,10 @@ _ARITH_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.m
 # bash gives outside a job, not what the job sees, so it never stands in for the value.
 RUNTIME_NAME = re.compile(r"(?:SLURM|PBS|PALS|PMI|PMIX|OMPI|MPI|FLUX|LSB|COBALT)_\w*|CUDA_VISIBLE_DEVICES")
 _PARAM = re.compile(r"(#)?(!)?([A-Za-z_]\w*|\d+|[@*#?$!])(?:\[([^\]]*)\])?(.*)", re.S)
-NODES = "__nodes__"  # the allocation's node count in a lookup, for `wc -l < $PBS_NODEFILE`
+NODES = "__nodes__"  # the allocation's node count in a lookup, for `scontrol show hostnames ... | wc -l`
+# Lines of $PBS_NODEFILE: one per rank slot (select's mpiprocs, Torque's ppn), so `wc -l` counts
+# ranks there unless the script takes unique hosts first (`sort -u`, `uniq`).
+NODEFILE_LINES = "__nodefile_lines__"
 
 
 def arith(expr: str, lookup: Lookup) -> Optional[int]:
@@ -268,7 +271,8 @@ class Expander:
         """The output of the few commands whose output is known; None (kept as written) otherwise."""
         words = command.split()
         if re.search(r"\bwc\s+-l\b", command) and re.search(r"(?i)nodefile|hostfile|hostnames|nodelist", command):
-            nodes = self.lookup(NODES) if self.runtime else None
+            per_slot = "PBS_NODEFILE" in command and not re.search(r"\bsort\s+-u\b|\buniq\b", command)
+            nodes = self.lookup(NODEFILE_LINES if per_slot else NODES) if self.runtime else None
             return str(nodes) if nodes else None
         if words[:1] == ["echo"] and "|" not in command:
             return " ".join(self.fields(" ".join(words[1:]))) if "$(" not in command else None

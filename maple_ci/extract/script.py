@@ -156,7 +156,8 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
             notes.append("the node count is chosen at submit time; the port takes it from the allocation")
         else:
             d.nodes = 1  # what sbatch and qsub allocate when nothing asks for more
-    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d)), arguments_known=False)
+    slots = d.ntasks_per_node if d.scheduler == "pbs" else None
+    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots), arguments_known=False)
     shell.run(parse(text))
     launch = best(shell.launches)
 
@@ -223,7 +224,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
     return _with_missing(intent.model_copy(update={"strategy": strategy}))
 
 
-_LOGGING = re.compile(r"echo|printf|date|hostname|\w+-smi|env|printenv|sleep|set|ulimit|which|pwd|ls|cat|df|free|"
+_LOGGING = re.compile(r"break|continue|exit|return|echo|printf|date|hostname|\w+-smi|env|printenv|sleep|set|ulimit|which|pwd|ls|cat|df|free|"
                       r"uname|lscpu|nproc|module|conda|pip\d?|python[\d.]*|true|:|wait|sync|time")
 
 

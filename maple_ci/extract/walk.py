@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..errors import MapleError
 from ..files import inside, read_inside
-from .evaluate import NODES, Expander, arith
+from .evaluate import NODEFILE_LINES, NODES, Expander, arith
 from .shell import Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
@@ -347,6 +347,9 @@ def _module(head: str, args: list[str], modules: list) -> None:
             modules.append(new)
 
 
-def runtime_values(nodes: Optional[int], known: dict) -> dict:
-    """The lookup `resolve` uses: the scheduler variables the directives fix, and the node count."""
-    return {**known, NODES: str(nodes)} if nodes else dict(known)
+def runtime_values(nodes: Optional[int], known: dict, slots_per_node: Optional[int] = None) -> dict:
+    """The lookup `resolve` uses: the scheduler variables the directives fix, the node count and
+    the lines of the PBS node file (slots_per_node per node)."""
+    if not nodes:
+        return dict(known)
+    return {**known, NODES: str(nodes), NODEFILE_LINES: str(nodes * (slots_per_node or 1))}
