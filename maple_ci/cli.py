@@ -1,27 +1,21 @@
 """The `maple` command line. Every command that reports results has --json with a stable shape;
-exit code 0 = success, 1 = a check or verification failed, 2 = usage or input error."""
+exit code 0 = success, 1 = a check or verification failed, 2 = usage or input error.
 
+argparse, not a decorator framework: `maple extract` should cost little more than the extraction,
+and each command imports its agents only when it runs."""
+
+import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
 from .errors import MapleError
-
-app = typer.Typer(
-    help="Port deep-learning launch scripts across HPC GPU clusters, offline.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-templates_app = typer.Typer(help="Browse the launch-template library.", no_args_is_help=True)
-app.add_typer(templates_app, name="templates")
 
 # Logs and pipes are not terminals: rich would wrap them at 80 columns and cut paths.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -39,90 +33,65 @@ def _progress(json_output: bool):
     return lambda message: err.log(message, highlight=False)
 
 
-@app.callback(invoke_without_command=True)
-def _version(version: bool = typer.Option(False, "--version", help="Print the version and exit.")) -> None:
-    if version:
-        print(f"maple-ci {__version__}")
-        raise typer.Exit()
-
-
-@app.command()
-def extract(
-    source: str = typer.Argument(..., help="A launch script path, or a request in plain words."),
-    json_output: bool = typer.Option(False, "--json", help="Print the JobIntent as JSON."),
-) -> None:
+def extract(args) -> int:
     """Extract the job intent (nodes, GPUs, launcher, framework...) from a script or a request."""
     from .extract import extract as run_extract, load_source
 
-    name, text = load_source(source)
-    intent = run_extract(text, name)
-    if json_output:
-        _print_json(intent.model_dump())
-        return
+    name, text = load_source(args.source)
+    intent = asdict(run_extract(text, name))
+    if args.json_output:
+        _print_json(intent)
+        return 0
     table = Table(title=f"JobIntent of {name}", show_header=False)
-    for field, value in intent.model_dump().items():
+    for field, value in intent.items():
         table.add_row(field, "" if value in (None, [], {}) else str(value))
     out.print(table)
-    if intent.missing:
-        err.print(f"[yellow]missing for a port:[/] {', '.join(intent.missing)}")
+    if intent["missing"]:
+        err.print(f"[yellow]missing for a port:[/] {', '.join(intent['missing'])}")
+    return 0
 
 
-@app.command()
-def clusters(json_output: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def clusters(args) -> int:
     """List the clusters maple-ci knows, with their scheduler, GPUs and launcher."""
     from .profiles import load_profiles
 
     profiles = load_profiles().values()
-    if json_output:
+    if args.json_output:
         _print_json([p.model_dump() for p in profiles])
-        return
+        return 0
     table = Table("cluster", "center", "scheduler", "devices/node", "GPU", "launcher", "docs")
     for p in profiles:
         table.add_row(p.name, p.center, p.scheduler, str(p.devices_per_node), p.gpu_model, p.default_launcher, p.docs_url)
     out.print(table)
+    return 0
 
 
-@app.command(context_settings={"allow_interspersed_args": True})
-def port(
-    source: str = typer.Argument(..., help="The launch script to port (or a request in plain words)."),
-    more_targets: Optional[list[str]] = typer.Argument(None, metavar="[CLUSTER]...", show_default=False,
-                                                       help="More target clusters (after --to)."),
-    to: list[str] = typer.Option([], "--to", help="Target clusters: --to perlmutter aurora, or 'all'."),
-    out_dir: Path = typer.Option(Path("scripts"), "--out", help="Where scripts/<cluster>/<name> go."),
-    framework: Optional[str] = typer.Option(None, help="Override the framework (pytorch, deepspeed, accelerate)."),
-    strategy: Optional[str] = typer.Option(None, help="Override the strategy (ddp, fsdp, zero3...)."),
-    nodes: Optional[int] = typer.Option(None, min=1, help="Override the node count."),
-    entrypoint: Optional[str] = typer.Option(None, help="The training program, when the script does not say (train.py, '-m pkg.train')."),
-    gpus_per_node: Optional[int] = typer.Option(None, min=1, help="Devices per node the source used (world size = nodes x this)."),
-    account: Optional[str] = typer.Option(None, help="The allocation to charge on the targets."),
-    queue: Optional[str] = typer.Option(None, help="The queue, partition or QOS to ask for on the targets."),
-    walltime: Optional[str] = typer.Option(None, help="The time limit: HH:MM:SS, or as Slurm writes it (90, 1-12:00:00)."),
-    json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
-) -> None:
+def port(args) -> int:
     """Port SOURCE to each target cluster: writes scripts/<cluster>/<name>.<sbatch|pbs>."""
     from .extract import slurm_walltime
     from .port import port as run_port
     from .profiles import load_profiles
 
-    targets = [name for item in to + (more_targets or []) for name in item.replace(",", " ").split()]
+    targets = [name for item in args.to for name in item.replace(",", " ").split()]
     if targets == ["all"]:
         targets = sorted(load_profiles())
+    walltime = args.walltime
     if walltime is not None:
         try:
             walltime = slurm_walltime(walltime)
         except ValueError as exc:
             raise MapleError(f"--walltime: {exc}") from exc
-    intent, results = run_port(source, targets, out_dir, progress=_progress(json_output),
-                               framework=framework, strategy=strategy, nodes=nodes, entrypoint=entrypoint,
-                               gpus_per_node=gpus_per_node, account=account, queue=queue, walltime=walltime)
-    if json_output:
-        _print_json({"intent": intent.model_dump(), "results": [r.model_dump() for r in results]})
+    intent, results = run_port(args.source, targets, args.out_dir, progress=_progress(args.json_output),
+                               framework=args.framework, strategy=args.strategy, nodes=args.nodes,
+                               entrypoint=args.entrypoint, gpus_per_node=args.gpus_per_node, account=args.account,
+                               queue=args.queue, walltime=walltime)
+    if args.json_output:
+        _print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
     else:
         _print_port_table(results)
         for note in intent.notes:  # what was assumed about the source; each script's header says more
             out.print(f"[dim]note:[/] {escape(note)}", highlight=False)
-    if any(r.status != "ok" for r in results):
-        raise typer.Exit(1)
+    return 1 if any(r.status != "ok" for r in results) else 0
 
 
 def _print_port_table(results) -> None:
@@ -149,51 +118,42 @@ def _print_port_table(results) -> None:
             out.print(f"[yellow]{r.cluster}: not generated:[/] {r.reason}", highlight=False)
 
 
-@templates_app.command("list")
-def templates_list(
-    cluster: Optional[str] = typer.Option(None, help="Only this cluster."),
-    framework: Optional[str] = typer.Option(None, help="Only this framework."),
-    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
-) -> None:
+def templates_list(args) -> int:
     """List launch templates with their metadata."""
     from .retrieve import list_templates
 
-    templates = list_templates(cluster, framework)
-    if json_output:
+    templates = list_templates(args.cluster, args.framework)
+    if args.json_output:
         _print_json([t.model_dump() for t in templates])
-        return
+        return 0
     table = Table("id", "cluster", "framework", "strategy", "launcher", "supported")
     for t in templates:
         table.add_row(t.id, t.cluster, t.framework, t.strategy, t.launcher, "yes" if t.supported else f"no: {t.reason}")
     out.print(table)
+    return 0
 
 
-@templates_app.command("show")
-def templates_show(template_id: str = typer.Argument(..., help="A template id from `maple templates list`.")) -> None:
+def templates_show(args) -> int:
     """Print one template's source."""
     from .library import get_template, launch_dir
 
-    out.print((launch_dir() / get_template(template_id).path).read_text(), markup=False, highlight=False)
+    out.print((launch_dir() / get_template(args.template_id).path).read_text(), markup=False, highlight=False)
+    return 0
 
 
-@templates_app.command("search")
-def templates_search(
-    query: str = typer.Argument(..., help="What you are looking for, in words."),
-    cluster: Optional[str] = typer.Option(None, help="Only this cluster."),
-    k: int = typer.Option(5, "-k", min=1, help="How many results."),
-    json_output: bool = typer.Option(False, "--json", help="Print as JSON."),
-) -> None:
+def templates_search(args) -> int:
     """Search the library by meaning (embedding similarity)."""
     from .retrieve import search
 
-    hits = search(query, cluster, k)
-    if json_output:
+    hits = search(args.query, args.cluster, args.k)
+    if args.json_output:
         _print_json([{"score": h.score, **h.template.model_dump()} for h in hits])
-        return
+        return 0
     table = Table("score", "id", "description")
     for h in hits:
         table.add_row(f"{h.score:.3f}", h.template.id, h.template.description)
     out.print(table)
+    return 0
 
 
 LLM_HELP = ("When no known fix applies, ask a model for one (validated before use): none, "
@@ -208,21 +168,7 @@ def _read_script(path: Path) -> str:
     return read_script(path, str(path))
 
 
-@app.command()
-def verify(
-    script: Path = typer.Argument(..., help="A generated (or any) batch script."),
-    backend: str = typer.Option("auto", help="slurm | local (PBS emulation) | jacamar | auto (slurm for #SBATCH, else local)."),
-    miniapp: Optional[str] = typer.Option(None, help="Mini-app in place of the training program (default: from the framework)."),
-    timeout: int = typer.Option(600, min=10, help="Seconds before the run is cancelled and reported as a timeout."),
-    adapt: bool = typer.Option(True, help="slurm: drop site directives (account, partition...) so another site's script runs here."),
-    in_allocation: bool = typer.Option(False, help="local: run inside the current allocation (a Jacamar CI job), no emulation."),
-    cluster: Optional[str] = typer.Option(None, help="The script's cluster (jacamar runner tag; debug knowledge)."),
-    ref: str = typer.Option("main", help="jacamar: the branch the center-side project builds."),
-    commit: Optional[str] = typer.Option(None, help="jacamar: the full 40-hex id of the commit holding the script."),
-    fix: bool = typer.Option(False, "--fix", help="On failure, let the debug agent patch and re-run (at most 5 times)."),
-    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
-    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-) -> None:
+def verify(args) -> int:
     """Run a mini-app through SCRIPT on a real scheduler and report whether every rank joined."""
     import tempfile
 
@@ -230,18 +176,21 @@ def verify(
     from .llm import backend_from_setting
     from .verify import miniapp_for, run_verification
 
-    model = backend_from_setting(llm) if fix else None  # a bad setting fails before any run
+    model = backend_from_setting(args.llm) if args.fix else None  # a bad setting fails before any run
+    script = args.script
     text = _read_script(script)
     intent = extract_script(text, base_dir=script.parent, name=str(script))
+    backend = args.backend
     if backend == "auto":
         backend = "slurm" if intent.scheduler == "slurm" else "local"
-    options = dict(miniapp=miniapp or miniapp_for(intent.framework, intent.strategy), timeout=timeout, adapt=adapt,
-                   in_allocation=in_allocation, cluster=cluster or intent.source_cluster, ref=ref, commit=commit)
-    progress = _progress(json_output)
+    options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
+                   adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,
+                   ref=args.ref, commit=args.commit)
+    progress = _progress(args.json_output)
     progress(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
     result = run_verification(backend, script, **options)
     report = None
-    if not result.ok and fix:
+    if not result.ok and args.fix:
         from .debug import RunOutcome, debug_loop
 
         def rerun(candidate: str) -> RunOutcome:
@@ -259,7 +208,7 @@ def verify(
             fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
             fixed.write_text(report.script)
             progress(f"patched script written to {fixed}")
-    if json_output:
+    if args.json_output:
         _print_json({"result": result.model_dump(), "debug": report.model_dump() if report else None})
     else:
         colour = "green" if result.ok else "red"
@@ -271,8 +220,7 @@ def verify(
             out.print(result.log[-3000:], markup=False, highlight=False)
         if report:
             _print_debug_report(report)
-    if not (result.ok or (report and report.ok)):
-        raise typer.Exit(1)
+    return 0 if result.ok or (report and report.ok) else 1
 
 
 def _print_debug_report(report) -> None:
@@ -285,33 +233,25 @@ def _print_debug_report(report) -> None:
     out.print(f"[{colour}]{report.stop_reason}[/]: {report.message}", highlight=False)
 
 
-@app.command()
-def debug(
-    script: Path = typer.Argument(..., help="The batch script that failed."),
-    log: Path = typer.Option(..., "--log", help="The job's output (stdout and stderr)."),
-    cluster: Optional[str] = typer.Option(None, help="The script's cluster (default: recognised from the script)."),
-    out_path: Optional[Path] = typer.Option(None, "--out", help="Write the patched script here."),
-    llm: Optional[str] = typer.Option(None, help=LLM_HELP),
-    json_output: bool = typer.Option(False, "--json", help="Print the diagnosis as JSON."),
-) -> None:
+def debug(args) -> int:
     """Find the first real error in LOG, match it to known failures, and propose a patch to SCRIPT."""
     from .debug import fix_context, match, next_fix, suggestions
     from .extract import extract_script
     from .llm import backend_from_setting
 
-    model = backend_from_setting(llm)
-
+    model = backend_from_setting(args.llm)
+    script, log, out_path = args.script, args.log, args.out_path
     text = _read_script(script)
     if not log.is_file():
         raise MapleError(f"no such log file: {log}")
     log_text = log.read_text(errors="replace")  # logs carry binary junk and are often huge; read them whole
-    cluster = cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
+    cluster = args.cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
     step = next_fix(text, log_text, cluster, fix_context(cluster), str(script), llm=model)
     hints = match(step.failure, cluster) if step.failure and not step.attempt else []
     fixes = suggestions(text, step.script, str(script)) if step.attempt else []
     if out_path and step.attempt:
         out_path.write_text(step.script)
-    if json_output:
+    if args.json_output:
         _print_json({
             "failure": step.failure.model_dump() if step.failure else None,
             "fix": step.attempt.model_dump() if step.attempt else None,
@@ -332,34 +272,24 @@ def debug(
             out.print(f"[yellow]{step.stop}[/]: {step.message}", highlight=False)
             for m in hints:
                 out.print(f"  similar known case {m.entry.id} ({m.score:.2f}): {m.entry.explanation}", highlight=False)
-    if not step.attempt:
-        raise typer.Exit(1)
+    return 0 if step.attempt else 1
 
 
-@app.command()
-def bench(
-    suite: str = typer.Option("accuracy", help="accuracy | real | latency | verified (runs on a Slurm cluster)"),
-    subset: Optional[int] = typer.Option(None, min=1, help="Run an even spread of N cases instead of all."),
-    output: Path = typer.Option(Path("bench-results.json"), help="Where the full JSON report goes."),
-    runs: int = typer.Option(5, min=1, help="latency: whole-process runs per command, cold and warm (medians)."),
-    json_output: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-) -> None:
+def bench(args) -> int:
     """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
     from .bench_cli import print_report, run_suite
 
-    report = run_suite(suite, subset, runs, progress=err, quiet=json_output)
-    output.write_text(json.dumps(report, indent=2))
-    if json_output:
+    report = run_suite(args.suite, args.subset, args.runs, progress=err, quiet=args.json_output)
+    args.output.write_text(json.dumps(report, indent=2))
+    if args.json_output:
         _print_json(report)
     else:
-        print_report(suite, report, out)
-    err.print(f"full report: {output}")
-    if report.get("failures") or report.get("passed", 0) < report.get("total", 0):
-        raise typer.Exit(1)
+        print_report(args.suite, report, out)
+    err.print(f"full report: {args.output}")
+    return 1 if report.get("failures") or report.get("passed", 0) < report.get("total", 0) else 0
 
 
-@app.command()
-def action() -> None:
+def action(args) -> int:
     """Run as the GitHub Action: answer the event this job was started for (comment, push, schedule)."""
     import os
 
@@ -377,21 +307,118 @@ def action() -> None:
     except MapleError as error:  # answered where the request came from, then the job fails with it
         config, config_error = Config(), str(error)
     pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
-    raise typer.Exit(run_action(pipeline.port, known, config.sources, config.targets,
-                                verify=pipeline.verify, report=config.schedule, config_error=config_error))
+    return run_action(pipeline.port, known, config.sources, config.targets,
+                      verify=pipeline.verify, report=config.schedule, config_error=config_error)
 
 
-def main() -> None:
-    import click
+def _at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is less than {minimum}")
+        return value
+    return parse
 
+
+def _command(commands, name: str, run, help: str, json_help: str = "") -> argparse.ArgumentParser:
+    """A subcommand whose description is run's docstring; --json when json_help says what it prints."""
+    parser = commands.add_parser(name, help=help, description=run.__doc__)
+    parser.set_defaults(run=run)
+    if json_help:
+        parser.add_argument("--json", dest="json_output", action="store_true", help=json_help)
+    return parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="maple", description="Port deep-learning launch scripts across HPC GPU clusters, offline.",
+        epilog="Exit codes: 0 success, 1 a check or verification failed, 2 a usage or input error.")
+    parser.add_argument("--version", action="version", version=f"maple-ci {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    command = _command(commands, "extract", extract, "The JobIntent of a script or a request.", "Print the JobIntent as JSON.")
+    command.add_argument("source", metavar="SOURCE", help="A launch script path, or a request in plain words.")
+
+    _command(commands, "clusters", clusters, "The clusters maple-ci knows.", "Print as JSON.")
+
+    command = _command(commands, "port", port, "Port a script to other clusters.", "Print the results as JSON.")
+    command.add_argument("source", metavar="SOURCE", help="The launch script to port (or a request in plain words).")
+    command.add_argument("--to", nargs="+", action="extend", default=[], metavar="CLUSTER",
+                         help="Target clusters: --to perlmutter aurora, or 'all'.")
+    command.add_argument("--out", dest="out_dir", metavar="DIR", type=Path, default=Path("scripts"),
+                         help="Where scripts/<cluster>/<name> go (default: scripts).")
+    command.add_argument("--framework", help="Override the framework (pytorch, deepspeed, accelerate).")
+    command.add_argument("--strategy", help="Override the strategy (ddp, fsdp, zero3...).")
+    command.add_argument("--nodes", metavar="N", type=_at_least(1), help="Override the node count.")
+    command.add_argument("--entrypoint", metavar="PROGRAM", help="The training program, when the script does not say (train.py, '-m pkg.train').")
+    command.add_argument("--gpus-per-node", metavar="G", type=_at_least(1), help="Devices per node the source used (world size = nodes x this).")
+    command.add_argument("--account", help="The allocation to charge on the targets.")
+    command.add_argument("--queue", help="The queue, partition or QOS to ask for on the targets.")
+    command.add_argument("--walltime", help="The time limit: HH:MM:SS, or as Slurm writes it (90, 1-12:00:00).")
+
+    templates = commands.add_parser("templates", help="Browse the launch-template library.",
+                                    description="Browse the launch-template library.")
+    templates.set_defaults(usage=templates)
+    subcommands = templates.add_subparsers(title="commands", metavar="COMMAND")
+    command = _command(subcommands, "list", templates_list, "List templates.", "Print as JSON.")
+    command.add_argument("--cluster", help="Only this cluster.")
+    command.add_argument("--framework", help="Only this framework.")
+    command = _command(subcommands, "show", templates_show, "Print one template.")
+    command.add_argument("template_id", metavar="TEMPLATE_ID", help="A template id from `maple templates list`.")
+    command = _command(subcommands, "search", templates_search, "Search templates by meaning.", "Print as JSON.")
+    command.add_argument("query", metavar="QUERY", help="What you are looking for, in words.")
+    command.add_argument("--cluster", help="Only this cluster.")
+    command.add_argument("-k", type=_at_least(1), default=5, help="How many results (default: 5).")
+
+    command = _command(commands, "verify", verify, "Run a mini-app through a batch script.", "Print the result as JSON.")
+    command.add_argument("script", metavar="SCRIPT", type=Path, help="A generated (or any) batch script.")
+    command.add_argument("--backend", default="auto",
+                         help="slurm | local (PBS emulation) | jacamar | auto (slurm for #SBATCH, else local).")
+    command.add_argument("--miniapp", help="Mini-app in place of the training program (default: from the framework).")
+    command.add_argument("--timeout", type=_at_least(10), default=600,
+                         help="Seconds before the run is cancelled and reported as a timeout (default: 600).")
+    command.add_argument("--adapt", action=argparse.BooleanOptionalAction, default=True,
+                         help="slurm: drop site directives (account, partition...) so another site's script runs here.")
+    command.add_argument("--in-allocation", action=argparse.BooleanOptionalAction, default=False,
+                         help="local: run inside the current allocation (a Jacamar CI job), no emulation.")
+    command.add_argument("--cluster", help="The script's cluster (jacamar runner tag; debug knowledge).")
+    command.add_argument("--ref", default="main", help="jacamar: the branch the center-side project builds.")
+    command.add_argument("--commit", help="jacamar: the full 40-hex id of the commit holding the script.")
+    command.add_argument("--fix", action="store_true", help="On failure, let the debug agent patch and re-run (at most 5 times).")
+    command.add_argument("--llm", help=LLM_HELP)
+
+    command = _command(commands, "debug", debug, "Diagnose a failed job's log.", "Print the diagnosis as JSON.")
+    command.add_argument("script", metavar="SCRIPT", type=Path, help="The batch script that failed.")
+    command.add_argument("--log", metavar="LOG", type=Path, required=True, help="The job's output (stdout and stderr).")
+    command.add_argument("--cluster", help="The script's cluster (default: recognised from the script).")
+    command.add_argument("--out", dest="out_path", metavar="FIXED", type=Path, help="Write the patched script here.")
+    command.add_argument("--llm", help=LLM_HELP)
+
+    command = _command(commands, "bench", bench, "Measure accuracy and latency.", "Print the report as JSON.")
+    command.add_argument("--suite", default="accuracy", help="accuracy | real | latency | verified (runs on a Slurm cluster).")
+    command.add_argument("--subset", type=_at_least(1), help="Run an even spread of N cases instead of all.")
+    command.add_argument("--output", type=Path, default=Path("bench-results.json"), help="Where the full JSON report goes.")
+    command.add_argument("--runs", type=_at_least(1), default=5,
+                         help="latency: whole-process runs per command, cold and warm (medians; default: 5).")
+
+    _command(commands, "action", action, "Run as the GitHub Action.")
+    parser.set_defaults(usage=parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)  # a usage error prints the usage and exits 2
+    if not hasattr(args, "run"):  # `maple` or `maple templates` alone
+        args.usage.print_help()
+        sys.exit(2)
     try:
-        code = app(standalone_mode=False)
+        code = args.run(args)
     except MapleError as exc:
         err.print(f"[red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:  # usage errors: exit code 2
-        exc.show()
-        sys.exit(exc.exit_code)
-    except click.Abort:
+    except KeyboardInterrupt:
         sys.exit(130)
-    sys.exit(code or 0)
+    sys.exit(code)

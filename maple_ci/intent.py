@@ -1,11 +1,15 @@
 """JobIntent: what a training job needs, independent of any cluster.
 
 Every agent reads or writes this one format (see DESIGN.md); `maple extract --json` prints it.
+Plain dataclasses checked on construction: extraction runs in every `maple extract`, and a
+validation library's import and schema building cost more than the extraction itself.
 """
 
-from typing import Literal, Optional
+import re
+from dataclasses import dataclass, field, replace
+from typing import Literal, Optional, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from .errors import MapleError
 
 Scheduler = Literal["slurm", "pbs", "none"]
 Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning"]
@@ -19,45 +23,56 @@ PER_DEVICE_LAUNCHERS = frozenset({"srun", "mpiexec", "mpirun", "ibrun", "python"
 # size is chosen at submit time (`sbatch -N 4 job.sh`) and the port takes it from the allocation;
 # no GPU count means one rank per device of the target.
 REQUIRED_FOR_PORT = ("entrypoint",)
+WALLTIME = re.compile(r"\d{1,4}:\d{2}:\d{2}")
 
 
-class Container(BaseModel):
+@dataclass
+class Container:
     """The container a source runs its program in (Shifter, Apptainer/Singularity, podman-hpc,
     Pyxis/enroot); synthesis maps it to the target's runtime when the image can run there."""
 
-    model_config = ConfigDict(extra="forbid")
-
     runtime: str  # "shifter" | "apptainer" | "singularity" | "podman-hpc" | "pyxis"
     image: Optional[str] = None  # as written: docker:nersc/pytorch:24.06, /path/img.sif, $SIF
-    options: list[str] = Field(default_factory=list)  # the runtime's own flags, verbatim (-B, --nv, --module=gpu)
+    options: list[str] = field(default_factory=list)  # the runtime's own flags, verbatim (-B, --nv, --module=gpu)
 
 
-class JobIntent(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+@dataclass
+class JobIntent:
     source_cluster: Optional[str] = None
     scheduler: Scheduler = "none"
     launcher: str = "python"
     framework: Framework = "pytorch"
     strategy: Optional[Strategy] = None
-    nodes: Optional[int] = Field(default=None, ge=1)
-    gpus_per_node: Optional[int] = Field(default=None, ge=1)
-    world_size: Optional[int] = Field(default=None, ge=1)
+    nodes: Optional[int] = None  # each count is >= 1 when known
+    gpus_per_node: Optional[int] = None
+    world_size: Optional[int] = None
     entrypoint: Optional[str] = None
-    script_args: list[str] = Field(default_factory=list)
-    walltime: Optional[str] = Field(default=None, pattern=r"^\d{1,4}:\d{2}:\d{2}$")
+    script_args: list[str] = field(default_factory=list)
+    walltime: Optional[str] = None  # HH:MM:SS
     account: Optional[str] = None
     queue: Optional[str] = None
-    modules: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    modules: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
     python_env: Optional[str] = None
-    configs: dict[str, str] = Field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)
     container: Optional[Container] = None
     # A per-rank wrapper kept in front of the program (`srun ./wrap.sh python train.py`, `nsys
     # profile -o x`), words as written; known site affinity wrappers are not kept (the target binds).
-    wrapper: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)  # what extraction assumed or dropped, for the port's header
-    missing: list[str] = Field(default_factory=list)
+    wrapper: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what extraction assumed or dropped, for the port's header
+    missing: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for name, kind in (("scheduler", Scheduler), ("framework", Framework), ("strategy", Strategy)):
+            value = getattr(self, name)
+            if value not in get_args(kind) and not (name == "strategy" and value is None):
+                raise MapleError(f"unknown {name} {value!r}; known: {', '.join(get_args(kind))}")
+        for name in ("nodes", "gpus_per_node", "world_size"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int or value < 1):
+                raise MapleError(f"{name} must be a whole number of at least 1, not {value!r}")
+        if self.walltime is not None and not WALLTIME.fullmatch(self.walltime):
+            raise MapleError(f"walltime must read HH:MM:SS, not {self.walltime!r}")
 
     def description(self) -> str:
         """One sentence used as the retrieval query (embedded and compared with templates)."""
@@ -76,5 +91,5 @@ class JobIntent(BaseModel):
     def with_defaults(self) -> "JobIntent":
         """world_size follows nodes * gpus_per_node unless the script said otherwise."""
         if self.world_size is None and self.nodes and self.gpus_per_node:
-            return self.model_copy(update={"world_size": self.nodes * self.gpus_per_node})
+            return replace(self, world_size=self.nodes * self.gpus_per_node)
         return self

@@ -4,6 +4,7 @@ Everything is computed in memory first; files are written only when every target
 so a bad input or an unknown cluster changes nothing on disk.
 """
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -33,11 +34,10 @@ def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
     given = {key: value for key, value in overrides.items() if value is not None}
     if not given:
         return intent
-    data = intent.model_dump() | given
     if "nodes" in given or "gpus_per_node" in given:
-        data["world_size"] = None  # recomputed from nodes * gpus_per_node
-    data["missing"] = [field for field in data["missing"] if data.get(field) is None]
-    return JobIntent.model_validate(data).with_defaults()
+        given["world_size"] = None  # recomputed from nodes * gpus_per_node
+    intent = replace(intent, **given)  # checks the given values as JobIntent does
+    return replace(intent, missing=[name for name in intent.missing if getattr(intent, name) is None]).with_defaults()
 
 
 def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir: Path,

@@ -4,14 +4,13 @@ Code never branches on a cluster's name; everything that differs between machine
 """
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import MapleError
 from .paths import templates_dir
+from .profile_files import profile_files
 
 WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
 
@@ -161,10 +160,8 @@ def pick_queue(profile: ClusterProfile, nodes: int, walltime: Optional[str], req
 @lru_cache(maxsize=None)
 def _load_all(directory: str) -> dict[str, ClusterProfile]:
     profiles = {}
-    for path in sorted((Path(directory) / "clusters").glob("*.yaml")):
+    for path, data in profile_files(directory).items():
         try:
-            # libyaml's safe loader when PyYAML has it: the pure-Python one took 0.1 s for twelve files.
-            data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             profile = ClusterProfile.model_validate(data)
         except Exception as exc:  # a broken data file must name itself
             raise MapleError(f"invalid cluster profile {path}: {exc}") from exc

@@ -2,8 +2,10 @@
 checkout (issue 10, finding 3). Each script is a small form seen in public launch scripts; the
 corpus in tests/data/real has them in full."""
 
+import json
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -89,7 +91,7 @@ def test_a_wrapper_outside_the_checkout_is_never_read(checkout, program, monkeyp
     script.write_text(f"#!/bin/bash\n#SBATCH -N 1\nsrun {program.format(outside=outside)} --lr 1\n")
     intent = extract(script.read_text(), str(script))
     assert "GITHUB_TOKEN" not in intent.env and intent.entrypoint != "evil.py"
-    assert "ghp_secret" not in intent.model_dump_json()
+    assert "ghp_secret" not in json.dumps(asdict(intent))
 
 
 def test_a_sourced_file_outside_the_checkout_is_not_read_and_the_port_says_so(checkout):

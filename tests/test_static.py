@@ -2,6 +2,7 @@
 run) and points at the line to fix."""
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ INTENT = JobIntent(nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=
 
 def script_for(template_id: str, intent: JobIntent = INTENT) -> str:
     template = get_template(template_id)
-    return render(intent.model_copy(update={"framework": template.framework}), get_profile(template.cluster), template)
+    return render(replace(intent, framework=template.framework), get_profile(template.cluster), template)
 
 
 def line_of(script: str, text: str) -> int:
@@ -58,7 +59,7 @@ def test_policy_failures_point_at_their_directive(old, new, check, message, at):
 def test_walltime_limit_depends_on_job_size_in_binned_queues():
     # Polaris prod routes 10-24 node jobs to `small`, 3 h. A port caps the walltime itself; a
     # script edited by hand afterwards is what the check is for.
-    intent = INTENT.model_copy(update={"nodes": 12, "walltime": "05:00:00"})
+    intent = replace(INTENT, nodes=12, walltime="05:00:00")
     script = script_for("polaris-pytorch-ddp", intent)
     assert "#PBS -l walltime=03:00:00" in script and "limit of 03:00:00: checkpoint" in script
     script = re.sub(r"(?m)^#PBS -q .*$", "#PBS -q prod", script.replace("walltime=03:00:00", "walltime=05:00:00"))
@@ -113,7 +114,7 @@ def test_shellcheck_findings_are_warnings_with_lines():
 
 
 def test_placeholder_account_warns_and_missing_account_fails():
-    script = script_for("perlmutter-pytorch-ddp", INTENT.model_copy(update={"account": None}))
+    script = script_for("perlmutter-pytorch-ddp", replace(INTENT, account=None))
     checks = static_checks(script, INTENT, get_profile("perlmutter"))
     account = next(c for c in checks if c.name == "account")
     assert not account.ok and account.severity == "warning" and "m1234_g" in account.message
@@ -133,7 +134,7 @@ def test_entrypoint_must_be_run():
     ("perlmutter-pytorch-ddp", "$SCRATCH/code/train.py", 'python "$SCRATCH/code/train.py"'),
 ])
 def test_entrypoint_is_found_as_synthesize_writes_it(template_id, entrypoint, written):
-    intent = INTENT.model_copy(update={"entrypoint": entrypoint})
+    intent = replace(INTENT, entrypoint=entrypoint)
     script = script_for(template_id, intent)
     check = next(c for c in static_checks(script, intent, get_profile("perlmutter")) if c.name == "entrypoint")
     assert check.ok and check.line == line_of(script, written)

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def typical(framework: str = "pytorch", **update) -> JobIntent:
     """A 2-node, 4-GPU-per-node job as the extractor would describe a Perlmutter script."""
     intent = JobIntent(source_cluster="perlmutter", scheduler="slurm", launcher="torchrun", framework=framework,
                        nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=ARGS, account="proj123")
-    return intent.with_defaults().model_copy(update=update)
+    return replace(intent.with_defaults(), **update)
 
 
 def test_library_covers_every_profiled_cluster():

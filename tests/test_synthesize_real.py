@@ -10,6 +10,7 @@ from scripts written in the style of these public sources:
 import re
 import shlex
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def submit_time(**update) -> JobIntent:
     """`sbatch -N 4 job.sh` on Perlmutter: no node count in the script, srun one task per GPU."""
     intent = JobIntent(source_cluster="perlmutter", scheduler="slurm", launcher="srun", entrypoint="train.py",
                        script_args=["--epochs", "3"], gpus_per_node=4, account="m1234_g")
-    return intent.model_copy(update=update)
+    return replace(intent, **update)
 
 
 def port(template_id: str, intent: JobIntent) -> str:

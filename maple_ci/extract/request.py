@@ -8,11 +8,12 @@ text says the job runs there now; "port to X" names a target, which is not part 
 import difflib
 import re
 import shlex
+from dataclasses import replace
 from typing import Optional
 
 from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, JobIntent
-from ..profiles import load_profiles
+from ..profile_files import cluster_data
 from .directives import per_node, seconds_to_walltime
 
 _NUMBER_WORDS = {
@@ -88,8 +89,9 @@ def _request_entry(original: str) -> tuple[Optional[str], list[str]]:
 def _request_cluster(text: str) -> Optional[str]:
     """A cluster the request says the job runs on now ("from X", "currently on X", "runs on X",
     "written for X"); a cluster after "to"/"for" is where it should go, which is not ours to set."""
-    for name, profile in load_profiles().items():
-        spellings = {name, profile.display_name.lower(), profile.display_name.lower().split()[-1]}
+    for name, profile in cluster_data().items():
+        display_name = str(profile.get("display_name", name)).lower()
+        spellings = {name, display_name, display_name.split()[-1]}
         for spelling in sorted(spellings, key=len, reverse=True):
             for match in re.finditer(rf"\b{re.escape(spelling)}\b", text):
                 before = text[max(0, match.start() - 60):match.start()]
@@ -104,7 +106,7 @@ def _request_cluster(text: str) -> Optional[str]:
 
 def extract_request(text: str) -> JobIntent:
     """JobIntent of a request in words, e.g. "train ViT with torchrun on 8 GPUs across 2 nodes"."""
-    names = tuple(load_profiles())
+    names = tuple(cluster_data())
     lowered = _fix_typos(text.lower(), _KEYWORDS + names)
     words = _NUMBER_RE.sub(lambda m: str(_NUMBER_WORDS[m.group(1)]), lowered)
 
@@ -186,6 +188,6 @@ def extract_request(text: str) -> JobIntent:
         queue=queue.group(1) if queue else None,
     ).with_defaults()
     if intent.strategy is None and intent.world_size:
-        intent = intent.model_copy(update={"strategy": "single" if intent.world_size == 1 else "ddp"})
+        intent = replace(intent, strategy="single" if intent.world_size == 1 else "ddp")
     missing = [name for name in REQUIRED_FOR_PORT if getattr(intent, name) is None]
-    return intent.model_copy(update={"missing": missing})
+    return replace(intent, missing=missing)

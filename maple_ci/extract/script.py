@@ -5,13 +5,13 @@ it does not carry)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
 from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, JobIntent
-from ..profiles import load_profiles
+from ..profile_files import cluster_data
 from . import kind
 from .directives import Directives, count, parse_directives, per_node, runtime_vars
 from .launch import DL_LAUNCHERS, MPI_LAUNCHERS, Launch, best
@@ -114,8 +114,8 @@ def _launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> _C
 def _source_cluster(text: str) -> Optional[str]:
     """The profile whose signatures match the script most; None when none match or two tie."""
     scores = {}
-    for name, profile in load_profiles().items():
-        hits = sum(1 for pattern in profile.signatures if re.search(pattern, text, re.I))  # see ClusterProfile
+    for name, profile in cluster_data().items():
+        hits = sum(1 for pattern in profile.get("signatures", ()) if re.search(pattern, text, re.I))  # see ClusterProfile
         if hits:
             scores[name] = hits
     if not scores:
@@ -129,7 +129,7 @@ def _source_cluster(text: str) -> Optional[str]:
 def _with_missing(intent: JobIntent) -> JobIntent:
     intent = intent.with_defaults()
     missing = [name for name in REQUIRED_FOR_PORT if getattr(intent, name) is None]
-    return intent.model_copy(update={"missing": missing})
+    return replace(intent, missing=missing)
 
 
 def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str = "script",
@@ -221,7 +221,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
         notes=notes,
     ).with_defaults()
     strategy = kind.strategy(launch, intent.world_size, ds_path, ds_cfg, acc_path, acc_cfg, program)
-    return _with_missing(intent.model_copy(update={"strategy": strategy}))
+    return _with_missing(replace(intent, strategy=strategy))
 
 
 _LOGGING = re.compile(r"break|continue|exit|return|echo|printf|date|hostname|\w+-smi|env|printenv|sleep|set|ulimit|which|pwd|ls|cat|df|free|"
@@ -257,7 +257,7 @@ def _container(launch: Optional[Launch], d: Directives):
     if launch is None or launch.container is None:
         return None
     if launch.container.image is None and launch.container.runtime == "shifter" and d.image:
-        return launch.container.model_copy(update={"image": d.image})
+        return replace(launch.container, image=d.image)
     return launch.container
 
 

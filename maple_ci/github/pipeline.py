@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from fnmatch import fnmatch
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -129,7 +129,7 @@ class Pipeline:
                 notes.append(f"{r.cluster}: not generated: {r.reason}")
                 continue
             clusters.append(_cluster(r.cluster, str(r.path), r.script, r.template or "", r.checks))
-        return PortResult(source=name, intent=intent.model_dump(), clusters=clusters, notes=notes)
+        return PortResult(source=name, intent=asdict(intent), clusters=clusters, notes=notes)
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
         """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
@@ -148,7 +148,7 @@ class Pipeline:
                 text = read_inside(root, path, path)
                 intent = extract(text, path, base_dir=file.parent)
                 checks = static_checks(text, intent, get_profile(cluster))
-                results.append(PortResult(source=path, intent=intent.model_dump(),
+                results.append(PortResult(source=path, intent=asdict(intent),
                                           clusters=[_cluster(cluster, path, text, "", checks)]))
         return results
 

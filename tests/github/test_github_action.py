@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from scenarios import KNOWN, comment_payload, port_results, workflow_commands
 
+from maple_ci.cli import main
 from maple_ci.github.action import run_action
 
 
@@ -64,39 +65,40 @@ def test_events_without_work_make_no_request(fake, webhook, tmp_path, monkeypatc
     assert run() == 0 and fake.requests == []
 
 
-def test_maple_action_command_reads_the_config_and_stops_on_an_invalid_one(fake, webhook, tmp_path, monkeypatch):
-    from typer.testing import CliRunner
+def maple_action(capsys) -> tuple[int, str]:
+    """`maple action` as the workflow runs it: its exit code and everything it printed."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["action"])
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out + captured.err
 
-    from maple_ci.cli import app
 
+def test_maple_action_command_reads_the_config_and_stops_on_an_invalid_one(fake, webhook, tmp_path, monkeypatch,
+                                                                             capsys):
     action_env(monkeypatch, fake, tmp_path, webhook("push", ref="refs/heads/master"), event="push")
     (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nsources: ['jobs/*.sh']\n")
     monkeypatch.setenv("INPUT_CONFIG", str(tmp_path / "maple.yml"))  # as action.yml passes the input
     monkeypatch.setenv("MAPLE_CONFIG", "")  # the setting it becomes, undone after the test
     monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
-    ok = CliRunner().invoke(app, ["action"])
-    assert ok.exit_code == 0 and "no tracked launch script changed" in ok.output and fake.requests == []
+    code, output = maple_action(capsys)
+    assert code == 0 and "no tracked launch script changed" in output and fake.requests == []
 
     (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nverification: {perlmutter: ssh}\n")
-    bad = CliRunner().invoke(app, ["action"])
-    assert "`verification.perlmutter`" in str(bad.exception) and bad.exception.exit_code == 2
+    code, output = maple_action(capsys)
+    assert code == 2 and "`verification.perlmutter`" in output
 
 
-def test_an_invalid_config_is_answered_in_the_thread_and_nothing_runs(fake, source_pr, webhook, tmp_path, monkeypatch):
-    from typer.testing import CliRunner
-
-    from maple_ci.cli import app
-
+def test_an_invalid_config_is_answered_in_the_thread_and_nothing_runs(fake, source_pr, webhook, tmp_path, monkeypatch,
+                                                                       capsys):
     (tmp_path / "maple.yml").write_text("targets: [perlmutter, mars]\n")
     monkeypatch.setenv("MAPLE_CONFIG", str(tmp_path / "maple.yml"))
     monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path / "no-checkout"))
     action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"], "LGTM"))
-    quiet = CliRunner().invoke(app, ["action"])
-    assert quiet.exit_code == 0 and fake.requests == []  # not addressed to the bot: a broken config is no reason to speak
+    assert maple_action(capsys)[0] == 0 and fake.requests == []  # not addressed to the bot: a broken config is no reason to speak
 
     action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port aurora"))
-    bad = CliRunner().invoke(app, ["action"])
-    assert bad.exception.exit_code == 2 and "unknown cluster(s) mars" in str(bad.exception)
+    code, output = maple_action(capsys)
+    assert code == 2 and "unknown cluster(s) mars" in output
     [reply] = fake.comments
     assert "configuration is invalid" in reply["body"] and "unknown cluster(s) mars in `targets`" in reply["body"]
     assert [r["content"] for r in fake.reactions] == ["confused"]
