@@ -20,7 +20,9 @@ test: install
 	npm ci --prefix tests/github --ignore-scripts --no-audit --no-fund --loglevel=error
 	$(PYTHON) -m pytest
 
-# The vectors shipped with the package (maple_ci/embeddings.npz): run after changing templates,
-# known errors or JobIntent.description(); tests/test_startup.py fails until then.
+# What ships with the package so that a first port of a common job loads neither the embedding
+# model nor LanceDB: the vectors (maple_ci/embeddings.npz) and the templates table's answers to the
+# common searches (maple_ci/answers.json.gz). Run after changing templates, cluster profiles, known
+# errors or JobIntent.description(); tests/test_startup.py fails until then.
 embeddings: install
 	$(PYTHON) -m maple_ci.precompute

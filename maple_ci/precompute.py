@@ -1,24 +1,37 @@
-"""Write the vectors shipped with the package (embedding.SHIPPED), so that a fresh install ports a
-script without loading PyTorch and the embedding model (5-10 s) whenever its query is a common one.
+"""Write what ships with the package so that a fresh install ports a common job without PyTorch
+and the embedding model (5-10 s) or LanceDB and pyarrow (116 MiB to import):
 
     python -m maple_ci.precompute
 
-What is embedded: every bundled template's text and known-error example (the tables a first port
-or debug builds), and the retrieval queries (JobIntent.description()) of the benchmark's cases, of
-the bundled examples and of the common job shapes below. Any other text is embedded by the model
-when first seen and then cached on disk. Run this after changing templates, the known errors or
-description(); tests/test_startup.py fails while a bundled text has no shipped vector.
+embedding.SHIPPED, the vectors: every bundled template's text and known-error example (the tables a
+first port or debug builds), and the retrieval queries (JobIntent.description()) of the common
+intents: the benchmark's cases, the bundled examples and the common job shapes below. Any other
+text is embedded by the model when first seen and then cached on disk.
+
+vectordb.SHIPPED_ANSWERS, the answers: the bundled templates table's answer to every common intent's
+search on every profiled cluster, found by the real retrieval (LanceDB) in a scratch data dir. They
+are used only while the templates are these ones; any other query or library goes to LanceDB.
+
+Run this after changing templates, cluster profiles, the known errors or description();
+tests/test_startup.py fails while a bundled text has no shipped vector or the answers are stale.
 """
 
+import gzip
 import itertools
 import json
 import os
+import tempfile
+from contextlib import closing
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 
-from .embedding import MODEL_ID, SHIPPED, _encode
+from . import vectordb
+from .embedding import MODEL_ID, SHIPPED, _encode, shipped
+from .errors import MapleError
 from .intent import JobIntent
+from .vectordb import SHIPPED_ANSWERS
 
 # Common shapes beyond the benchmark's: framework -> (strategies, launchers, config kinds passed).
 COMMON_JOBS = {
@@ -30,25 +43,32 @@ COMMON_JOBS = {
 }
 COMMON_NODES = (None, 1, 2, 4, 8)  # None: the size is chosen at submit time
 COMMON_GPUS = (None, 4, 8)
+DIGITS = 6  # of a shipped distance: scores are compared and shown far coarser
 
 
-def query_texts() -> list[str]:
-    """Retrieval queries worth shipping, in a stable order."""
+def common_intents() -> list[JobIntent]:
+    """The jobs a port most likely sees, in a stable order: the benchmark's cases, the bundled
+    examples, then every combination of COMMON_JOBS, COMMON_NODES and COMMON_GPUS."""
     from .bench import load_cases
     from .extract import extract, load_source
     from .paths import bundled
 
-    queries = [extract(case.text, case.id).description() for case in load_cases()]
+    intents = [extract(case.text, case.id) for case in load_cases()]
     for path in sorted(bundled("examples").iterdir()):
         if path.suffix in (".sh", ".sbatch", ".pbs"):
             name, text = load_source(str(path))
-            queries.append(extract(text, name).description())
+            intents.append(extract(text, name))
     for framework, (strategies, launchers, config_kinds) in COMMON_JOBS.items():
         for strategy, launcher, configs, nodes, gpus in itertools.product(
                 strategies, launchers, config_kinds, COMMON_NODES, COMMON_GPUS):
-            queries.append(JobIntent(framework=framework, strategy=strategy, launcher=launcher, nodes=nodes,
-                                     gpus_per_node=gpus, configs={kind: "config" for kind in configs}).description())
-    return list(dict.fromkeys(queries))
+            intents.append(JobIntent(framework=framework, strategy=strategy, launcher=launcher, nodes=nodes,
+                                     gpus_per_node=gpus, configs={kind: "config" for kind in configs}))
+    return intents
+
+
+def query_texts() -> list[str]:
+    """Retrieval queries worth shipping (the common intents' descriptions), in a stable order."""
+    return list(dict.fromkeys(intent.description() for intent in common_intents()))
 
 
 def bundled_texts() -> list[str]:
@@ -59,16 +79,51 @@ def bundled_texts() -> list[str]:
     return [t.embedding_text() for t in load_templates()] + [x for entry in load_kb() for x in entry.examples]
 
 
-def write(path: Path = SHIPPED) -> int:
-    os.environ.pop("MAPLE_TEMPLATES_DIR", None)  # the bundled library, not a user's
+def write_vectors(path: Path = SHIPPED) -> int:
     texts = list(dict.fromkeys(bundled_texts() + query_texts()))
     vectors = _encode(texts).astype(np.float16)
     header = np.frombuffer(json.dumps({"model": MODEL_ID, "texts": texts}).encode(), dtype=np.uint8)
     with open(path, "wb") as file:  # np.savez_compressed would add ".npz" to a name without it
         np.savez_compressed(file, header=header, vectors=vectors)
+    shipped.cache_clear()  # the answers are searched with these vectors
     return len(texts)
 
 
+def write_answers(path: Path = SHIPPED_ANSWERS) -> int:
+    """Retrieve every common intent on every cluster in a scratch data dir, then ship the answers
+    that its searches.sqlite holds for the templates table: rows once, answers as (row, distance)."""
+    from .library import library_hash
+    from .profiles import load_profiles
+    from .retrieve import TABLE, retrieve
+
+    # LanceDB's answers, not those of the file being replaced.
+    with tempfile.TemporaryDirectory() as scratch, patch.dict(os.environ, {"MAPLE_DATA_DIR": scratch}), \
+            patch.object(vectordb, "shipped_answers", lambda: {}):
+        for intent, cluster in itertools.product(common_intents(), sorted(load_profiles())):
+            try:
+                retrieve(intent, cluster)
+            except MapleError:  # no template for this job there; its empty answer is kept all the same
+                pass
+        version = vectordb._version(TABLE, library_hash())
+        with closing(vectordb._answers()) as answers:
+            found = answers.execute("SELECT query, rows FROM answers WHERE tbl = ? ORDER BY query",
+                                    (version,)).fetchall()
+    rows: dict[str, int] = {}  # a row's JSON -> its index
+    by_query = {}
+    for query, answer in found:
+        by_query[query] = [
+            [rows.setdefault(json.dumps({k: v for k, v in row.items() if k != "_distance"}), len(rows)),
+             round(row["_distance"], DIGITS)]
+            for row in json.loads(answer)]
+    content = {"version": version, "rows": [json.loads(row) for row in rows], "answers": by_query}
+    # mtime=0: the same answers make the same file
+    path.write_bytes(gzip.compress(json.dumps(content, separators=(",", ":")).encode(), compresslevel=9, mtime=0))
+    return len(by_query)
+
+
 if __name__ == "__main__":
-    count = write()
+    os.environ.pop("MAPLE_TEMPLATES_DIR", None)  # the bundled library, not a user's
+    count = write_vectors()
     print(f"{count} vectors -> {SHIPPED} ({SHIPPED.stat().st_size // 1024} KiB)")
+    count = write_answers()
+    print(f"{count} answers -> {SHIPPED_ANSWERS} ({SHIPPED_ANSWERS.stat().st_size // 1024} KiB)")

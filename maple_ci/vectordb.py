@@ -2,18 +2,27 @@
 
 Used by retrieval (launch templates) and debugging (known errors): both build a table once per
 content hash and then only query it. search() also keeps every answer on disk per table version,
-so a query seen before is answered without loading LanceDB or the embedding model.
+so a query seen before is answered without loading LanceDB or the embedding model, and so is a
+common query on a fresh install, from the answers shipped with the package (SHIPPED_ANSWERS).
 """
 
+import gzip
 import importlib.util
 import json
 import os
 import sqlite3
 import sys
 from contextlib import closing
+from functools import lru_cache
+from pathlib import Path
 from typing import Callable, Optional
 
 from .paths import data_dir
+
+# Written by `python -m maple_ci.precompute`: the bundled templates table's answers to the common
+# retrieval queries: {"version": table version, "rows": [row], "answers": {query key: [[row, distance]]}},
+# the version and query keys as search() writes them to searches.sqlite.
+SHIPPED_ANSWERS = Path(__file__).with_name("answers.json.gz")
 
 
 def _import_lancedb():
@@ -59,6 +68,15 @@ def _version(name: str, content_hash: str) -> str:
     return f"{name}_{content_hash}"
 
 
+@lru_cache(maxsize=1)
+def shipped_answers() -> dict:
+    """SHIPPED_ANSWERS as written, or {} when absent (a checkout before its first precompute)."""
+    if not SHIPPED_ANSWERS.is_file():
+        return {}
+    with gzip.open(SHIPPED_ANSWERS, "rt") as file:
+        return json.load(file)
+
+
 def cached_table(name: str, content_hash: str, build_rows: Callable[[], list[dict]]):
     """Open table `<name>_<hash>`, building it from `build_rows()` if absent.
 
@@ -96,19 +114,27 @@ def search(name: str, content_hash: str, build_rows: Callable[[], list[dict]], t
 
     A table version never changes once built (new content is a new table), so its answer to a
     query stays right: answers are kept on disk, and a query seen before needs neither LanceDB nor
-    the embedding model, which take a second or more to load, far longer than the search."""
+    the embedding model, which take a second or more to load, far longer than the search. The
+    package ships the bundled templates table's answers to common queries: they are used only for
+    that exact version, so a user's own library (MAPLE_TEMPLATES_DIR) or a changed template is
+    searched afresh, and they spare a first port LanceDB and pyarrow (over 100 MiB to import).
+    A shipped answer is kept on disk too: the next run then need not load the whole file."""
     version, query = _version(name, content_hash), json.dumps([text, columns, where, limit])
     with closing(_answers()) as answers:
         known = answers.execute("SELECT rows FROM answers WHERE tbl = ? AND query = ?", (version, query)).fetchone()
     if known:
         return json.loads(known[0])
-    from .embedding import embed
+    shipped = shipped_answers()
+    if shipped.get("version") == version and query in shipped["answers"]:
+        rows = [{**shipped["rows"][row], "_distance": distance} for row, distance in shipped["answers"][query]]
+    else:
+        from .embedding import embed
 
-    table = cached_table(name, content_hash, build_rows)
-    request = table.search(embed([text])[0]).distance_type("cosine").select(columns)
-    if where:
-        request = request.where(where, prefilter=True)
-    rows = request.limit(table.count_rows() if limit is None else limit).to_list()
+        table = cached_table(name, content_hash, build_rows)
+        request = table.search(embed([text])[0]).distance_type("cosine").select(columns)
+        if where:
+            request = request.where(where, prefilter=True)
+        rows = request.limit(table.count_rows() if limit is None else limit).to_list()
     with closing(_answers()) as answers, answers:  # the second `answers` commits
         answers.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", (version, query, json.dumps(rows)))
     return rows

@@ -1,23 +1,29 @@
 """Fast to start (issue 11): each command imports only what it uses, a port of a common job needs
-no embedding model, the vectors shipped with the package cover the bundled texts, and tools are
-found beside the running Python. Timings are the latency benchmark's job, not these tests'."""
+no embedding model and no LanceDB, the vectors and search answers shipped with the package cover
+the bundled texts and common jobs, and tools are found beside the running Python. Timings are the
+latency benchmark's job, not these tests'."""
 
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from maple_ci import embedding
+from maple_ci import embedding, retrieve, vectordb
 from maple_ci.bench import load_cases
 from maple_ci.cli import main
 from maple_ci.debug import load_kb
+from maple_ci.errors import MapleError
 from maple_ci.extract import extract
-from maple_ci.library import load_templates
-from maple_ci.precompute import bundled_texts, query_texts
+from maple_ci.library import library_hash, load_templates
+from maple_ci.precompute import bundled_texts, common_intents, query_texts
+from maple_ci.profiles import load_profiles
 from maple_ci.verify import static
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,8 +46,9 @@ print(json.dumps({"code": code, "imported": [m for m in watched if m in sys.modu
 
 def imported_by(args: list[str], data_dir: Path, watched=HEAVY + (REST_API,), python: str = sys.executable,
                 env: dict | None = None) -> dict:
-    environment = {**os.environ, **(env or {}), "MAPLE_DATA_DIR": str(data_dir)}
+    environment = {**os.environ}
     environment.pop("MAPLE_TEMPLATES_DIR", None)
+    environment |= {**(env or {}), "MAPLE_DATA_DIR": str(data_dir)}
     done = subprocess.run([python, "-c", PROBE, json.dumps(watched), *map(str, args)], env=environment,
                           capture_output=True, text=True, timeout=300)
     return json.loads(done.stderr.strip().splitlines()[-1])
@@ -55,12 +62,28 @@ def test_commands_without_retrieval_import_no_database_or_model(args, tmp_path):
     assert imported_by(args, tmp_path) == {"code": 0, "imported": []}
 
 
-def test_a_first_port_builds_the_index_without_the_model_and_a_second_needs_neither(tmp_path):
-    port = ["port", EXAMPLE, "--to", "all", "--out", tmp_path / "scripts"]
-    # Empty caches: LanceDB builds the table from shipped vectors; the REST client's API stays out.
-    assert imported_by(port, tmp_path / "data") == {"code": 0, "imported": ["lancedb"]}
-    assert not (tmp_path / "data" / "embeddings.sqlite").exists()  # nothing was left to the model
+def test_a_first_port_needs_neither_the_database_nor_the_model_and_writes_what_lancedb_would(tmp_path, monkeypatch):
+    port = ["port", EXAMPLE, "--to", "all", "--out", tmp_path / "shipped"]
+    # Empty caches: the shipped answers serve every cluster; nothing is embedded or searched.
     assert imported_by(port, tmp_path / "data") == {"code": 0, "imported": []}
+    assert not (tmp_path / "data" / "embeddings.sqlite").exists()  # nothing was left to the model
+    with closing(sqlite3.connect(tmp_path / "data" / "searches.sqlite")) as answers:  # the next port's, so
+        assert answers.execute("SELECT count(*) FROM answers").fetchone() == (12,)  # it need not load the file
+    assert imported_by(port, tmp_path / "data") == {"code": 0, "imported": []}
+    # The same port searched in LanceDB writes the same scripts (but for the output folder named in them).
+    monkeypatch.setattr(vectordb, "shipped_answers", lambda: {})
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "lancedb-data"))
+    monkeypatch.setattr("sys.argv", ["maple", *map(str, port[:-1]), str(tmp_path / "searched")])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 0
+    assert (tmp_path / "lancedb-data" / "lancedb").is_dir()
+    shipped = sorted(p.relative_to(tmp_path / "shipped") for p in (tmp_path / "shipped").rglob("*") if p.is_file())
+    searched = sorted(p.relative_to(tmp_path / "searched") for p in (tmp_path / "searched").rglob("*") if p.is_file())
+    assert len(shipped) == 12 and shipped == searched
+    for path in shipped:
+        written = (tmp_path / "shipped" / path).read_text().replace(str(tmp_path / "shipped"), "OUT")
+        assert written == (tmp_path / "searched" / path).read_text().replace(str(tmp_path / "searched"), "OUT")
 
 
 def test_a_new_query_loads_the_model_once_then_is_cached(tmp_path):
@@ -104,6 +127,64 @@ def test_shipped_vectors_are_the_models_own():
     stored = np.stack([shipped[t] for t in texts])
     assert np.allclose(np.linalg.norm(stored, axis=1), 1.0, atol=1e-5)
     assert (np.sum(fresh * stored, axis=1) > 0.9999).all()  # only half precision's rounding between them
+
+
+def test_shipped_answers_are_the_current_librarys_and_cover_every_common_intent_on_every_cluster(monkeypatch):
+    """Fails when a template or cluster profile changed without `python -m maple_ci.precompute`:
+    a fresh install would then build the table in LanceDB for its first port."""
+    monkeypatch.delenv("MAPLE_TEMPLATES_DIR", raising=False)
+    version = vectordb._version(retrieve.TABLE, library_hash())
+    assert vectordb.shipped_answers().get("version") == version, "run `python -m maple_ci.precompute`"
+    assert vectordb.SHIPPED_ANSWERS.stat().st_size < 1024 * 1024
+
+    def no_lancedb(*args):
+        raise AssertionError("a common query went to LanceDB")
+
+    monkeypatch.setattr(vectordb, "cached_table", no_lancedb)
+    monkeypatch.setattr(retrieve, "library_hash", lambda: version.split("_")[-1])  # hashing 20,000 times is slow
+    monkeypatch.setattr(vectordb, "_answers", _empty_answers)  # nor a local answer
+    intents, clusters, answered = common_intents(), sorted(load_profiles()), 0
+    for intent in intents:
+        for cluster in clusters:
+            try:
+                answered += len(retrieve.retrieve(intent, cluster)) > 0
+            except MapleError:  # no template for this job there, which the shipped answer says too
+                pass
+    assert answered > len(intents) * len(clusters) // 2  # most jobs have a template on most clusters
+
+
+def _empty_answers() -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE TABLE answers (tbl TEXT, query TEXT, rows TEXT, PRIMARY KEY (tbl, query))")
+    return connection
+
+
+def test_a_shipped_answer_is_what_lancedb_answers(monkeypatch, tmp_path):
+    monkeypatch.delenv("MAPLE_TEMPLATES_DIR", raising=False)
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path))
+    shipped = vectordb.shipped_answers()
+    queries = sorted(shipped["answers"])[::997]
+    monkeypatch.setattr(vectordb, "shipped_answers", lambda: {})
+    for query in queries:
+        text, columns, where, limit = json.loads(query)
+        searched = vectordb.search(retrieve.TABLE, library_hash(), retrieve._template_rows, text, columns, where, limit)
+        answer = shipped["answers"][query]
+        assert [{k: v for k, v in row.items() if k != "_distance"} for row in searched] == \
+            [shipped["rows"][row] for row, _ in answer]  # the same rows in the same order
+        assert np.allclose([row["_distance"] for row in searched], [distance for _, distance in answer],
+                           rtol=0, atol=1e-5)
+    assert len(queries) >= 5
+
+
+def test_a_changed_library_is_searched_in_lancedb_not_answered_from_the_package(tmp_path):
+    templates = tmp_path / "templates"
+    shutil.copytree(REPO / "templates", templates)
+    template = templates / "launch" / "polaris" / "pytorch-ddp-torchrun.sh.j2"
+    template.write_text(template.read_text() + "# changed\n")
+    port = ["port", EXAMPLE, "--to", "polaris", "--out", tmp_path / "scripts"]
+    # Its table is built from shipped vectors (the template's text is the same); the REST client's API stays out.
+    assert imported_by(port, tmp_path / "data", env={"MAPLE_TEMPLATES_DIR": str(templates)}) == \
+        {"code": 0, "imported": ["lancedb"]}
 
 
 def _venv_like(tmp_path: Path, with_shellcheck: bool) -> Path:
