@@ -160,3 +160,85 @@ def test_a_pbs_node_file_lists_a_line_per_rank_slot(count, world):
     # Torque's nodes=2:ppn=4 (or select's mpiprocs=4) writes each host four times.
     intent = extract_script(f"#PBS -l nodes=2:ppn=4:gpus=4\nNP=$({count})\nmpirun -np $NP python train.py\n")
     assert (intent.nodes, intent.world_size) == (2, world)
+
+
+# --- forms from the second round of real scripts (tests/data/real: sherlock, gadi, expanse, ...) --
+
+@pytest.mark.parametrize("model, args", [
+    ("vit_base", ["--bs", "256", "--lr", "5e-4"]),  # the arm whose pattern matches, not the last one
+    ("vit_l14", ["--bs", "128", "--lr", "2e-4"]),  # a glob pattern, and `a|b` alternatives
+    ("resnet", ["--bs", "64", "--lr", "0.1"]),  # the catch-all
+])
+def test_a_case_statement_takes_the_clause_whose_pattern_matches_the_word(model, args):
+    body = (f"MODEL={model}\ncase \"$MODEL\" in\n  vit_small) BS=512; LR=1e-3 ;;\n  vit_base)\n    BS=256\n    LR=5e-4\n"
+            "    ;;\n  vit_large|vit_l*) BS=128; LR=2e-4 ;;\n  *) BS=64; LR=0.1 ;;\nesac\nsrun python train.py --bs $BS --lr $LR\n")
+    assert intent_of(body).script_args == args
+
+
+def test_branches_the_script_cannot_decide_leave_a_count_computed_by_the_job_unknown():
+    # Gadi: the node count follows from a site variable; the `else` value is only a fallback
+    intent = extract_script("#PBS -l ncpus=96 -l ngpus=8\nif [[ $PBS_NCPUS -ge $PBS_NCI_NCPUS_PER_NODE ]]; then\n"
+                            "  NNODES=$((PBS_NCPUS / PBS_NCI_NCPUS_PER_NODE))\nelse\n  NNODES=1\nfi\n"
+                            "MASTER_ADDR=$(head -n 1 $PBS_NODEFILE)\n"
+                            "mpirun -np $NNODES --map-by ppr:1:node torchrun --nnodes=$NNODES --nproc_per_node=4 train.py\n")
+    assert (intent.nodes, intent.world_size) == (None, None)
+    # script constants in each branch: the default branch (else) stands, as before
+    assert intent_of('if [ -n "$FAST" ]; then N=2; else N=4; fi\nsrun python t.py --n $N\n').script_args == ["--n", "4"]
+
+
+def test_a_test_on_the_scripts_own_arguments_sees_them_empty():
+    # DeepSpeed-Chat: `bash run.sh [OUTPUT] [ZERO_STAGE]`, read as run without arguments
+    body = ('OUTPUT=$1\nZERO_STAGE=$2\nif [ "$OUTPUT" == "" ]; then\n  OUTPUT=./out\nfi\n'
+            'if [ -z "$ZERO_STAGE" ]; then ZERO_STAGE=2; fi\nif [ $# -lt 1 ]; then MODE=default; fi\n'
+            'srun python train.py --zero_stage $ZERO_STAGE --output_dir $OUTPUT --mode $MODE\n')
+    assert intent_of(body).script_args == ["--zero_stage", "2", "--output_dir", "./out", "--mode", "default"]
+
+
+@pytest.mark.parametrize("timing", ["time -p", "time", "/usr/bin/time -v -o t.log", "time -f '%e s'"])
+def test_time_and_its_options_wrap_the_launch(timing):
+    intent = intent_of(f"{timing} srun --mpi=pmi2 -n 8 python3 -u train.py --epochs 5\n")
+    assert (intent.launcher, intent.entrypoint, intent.script_args, intent.world_size) == (
+        "srun", "train.py", ["--epochs", "5"], 8)
+
+
+def test_a_pbs_project_is_the_account_when_no_account_is_named():
+    gadi = "#PBS -P ab12\n#PBS -q gpuvolta\n#PBS -l walltime=01:00:00\n"
+    assert extract_script(gadi + "python3 train.py\n").account == "ab12"
+    assert extract_script(gadi + "#PBS -A proj9\npython3 train.py\n").account == "proj9"  # -A names it
+    assert extract_script("#PBS -A proj9\n#PBS -P ab12\npython3 train.py\n").account == "proj9"
+
+
+def test_tensor_parallel_from_a_json_config_or_the_programs_own_api(checkout):
+    repo, _ = checkout
+    (repo / "cfg.json").write_text('{"distributed": {"tp_size": 2, "pp_size": 1, "dp_size": 4}}\n')
+    (repo / "tp.py").write_text("from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module\n"
+                                "model = parallelize_module(model, mesh, {'w1': ColwiseParallel()})\n")
+    (repo / "plain.py").write_text("import torch\n")
+    for program, strategy in (("plain.py --config cfg.json", "tp"), ("tp.py", "tp"), ("plain.py", "ddp")):
+        script = repo / "job.sh"
+        script.write_text(f"#!/bin/bash\ntorchrun --standalone --nproc_per_node=8 {program}\n")
+        assert extract(script.read_text(), str(script)).strategy == strategy, program
+
+
+def test_a_path_the_job_names_from_where_it_was_submitted_is_found_above_the_scripts_folder(checkout):
+    # `sbatch recipes/launch.slurm` from a project folder that is not the git root
+    repo, _ = checkout
+    project = repo / "handbook"
+    (project / "recipes" / "accelerate_configs").mkdir(parents=True)
+    (project / "recipes" / "accelerate_configs" / "zero3.yaml").write_text(
+        "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\nnum_machines: 1\nnum_processes: 8\n")
+    script = project / "recipes" / "launch.slurm"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1\n"
+                      "accelerate launch --config_file recipes/accelerate_configs/zero3.yaml scripts/run_sft.py\n")
+    intent = extract(script.read_text(), str(script))
+    assert (intent.strategy, intent.world_size) == ("zero3", 8)
+
+
+def test_a_quoted_empty_array_or_argument_list_is_no_word_at_all():
+    # "${multi_gpu[@]}" with an empty array passes nothing, as bash does; not an empty argument
+    body = ("multi_gpu=()\nif [ \"$NNODES\" -gt 1 ]; then multi_gpu=(--multi_gpu); fi\n"
+            "srun bash -c 'exec accelerate launch --machine_rank=\"$SLURM_NODEID\" \"$@\"' node \"${multi_gpu[@]}\" "
+            "--num_machines=2 --num_processes=8 train.py --lr 1\n")
+    intent = intent_of(body)
+    assert (intent.entrypoint, intent.script_args, intent.world_size) == ("train.py", ["--lr", "1"], 8)
+    assert intent_of('srun python train.py "$@"\n').script_args == []

@@ -171,6 +171,7 @@ def _slurm_directives(found: list, d: Directives) -> None:
 
 
 def _pbs_directives(found: list, d: Directives) -> None:
+    project_only = False
     for lineno, opts in found:
         for resources in opts.get("l", []):
             for item in resources.split(","):
@@ -185,6 +186,10 @@ def _pbs_directives(found: list, d: Directives) -> None:
         d.dropped += [f"-{name} {value}" for name in _PBS_NOT_PORTED for value in opts.get(name, [])]
         if "A" in opts:
             d.account = _real(opts["A"][-1], "account", d)
+            project_only = False
+        elif "P" in opts and (d.account is None or project_only):
+            # PBS Pro's project (-P): what NCI Gadi charges; the account when no -A names one
+            d.account, project_only = _real(opts["P"][-1], "account", d), True
         if "q" in opts:
             d.queue = _real(opts["q"][-1], "queue", d)
 

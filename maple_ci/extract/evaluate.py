@@ -83,6 +83,10 @@ class Expander:
     def fields(self, raw: str, split: bool = True) -> list[str]:
         """The words bash would pass for `raw`: quotes removed, expansions done, unquoted ones split
         (not in an assignment's value: `split=False`)."""
+        if whole := re.fullmatch(r'"(\$(?:@|\{[^}]*\}))"', raw):
+            value, end, _ = self._dollar(whole.group(1), 0)
+            if isinstance(value, list) and end == len(whole.group(1)):
+                return list(value)  # "$@", "${a[@]}": a word per element, none when there are none
         fields: list[list[str]] = [[]]
         has_content = [False]
         i, quoted = 0, False

@@ -83,15 +83,19 @@ def _parallel_sizes(args: list[str], resolve) -> list[Optional[int]]:
 
 
 # Model-parallel degrees as config files write them: nanotron's `tp: 2`, torchtitan's
-# `tensor_parallel_degree = 2`, DeepSpeed/HF `tensor_parallel_size: 2`.
-_CONFIG_DEGREE = {kind: re.compile(rf"(?m)^\s*(?:{short}|{long}_parallel_(?:size|degree))\s*[:=]\s*(\d+)\b")
+# `tensor_parallel_degree = 2`, DeepSpeed/HF `tensor_parallel_size: 2`, picotron's JSON
+# `"tp_size": 2`, Megatron's `tensor_model_parallel_size: 2` (a key quoted or not).
+_CONFIG_DEGREE = {kind: re.compile(rf"(?m)(?:^|[{{,])\s*([\"']?)(?:{short}(?:_size|_degree)?|{long}(?:_model)?_parallel_(?:size|degree))"
+                                   rf"\1\s*[:=]\s*(\d+)\b")
                   for kind, short, long in (("tp", "tp", "tensor"), ("pp", "pp", "pipeline"))}
+# A program that shards its layers over the ranks with PyTorch's tensor-parallel API
+_TP_API = re.compile(r"\b(?:ColwiseParallel|RowwiseParallel)\b|\bparallelize_module\(")
 
 
 def _config_parallel(program: str) -> tuple[int, int]:
     """(tensor, pipeline) degrees the program's config files set; 1 where they set none."""
     found = [_CONFIG_DEGREE[kind].search(program) for kind in ("tp", "pp")]
-    return tuple(int(match.group(1)) if match else 1 for match in found)
+    return tuple(int(match.group(2)) if match else 1 for match in found)
 
 
 def program_text(launch: Launch, shell: Shell) -> str:
@@ -142,6 +146,8 @@ def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[s
         return None  # model-parallel sizes only known at run time
     if sizes == [1, 1]:
         sizes = list(_config_parallel(program))
+    if sizes == [1, 1] and _TP_API.search(program):
+        return "tp"  # the degree is the program's own (often the whole world)
     if sizes[1] > 1:
         return "3d"
     if sizes[0] > 1:

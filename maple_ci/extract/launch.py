@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Optional
 
 from ..errors import MapleError
 from ..intent import Container
-from .options import (ACCELERATE, CONTAINER, DEEPSPEED, MPI, PASSTHROUGH, PROFILER, RUNNER, SLURM, TORCHRUN,
-                      Spec, last, parse_options)
+from .options import (ACCELERATE, CONTAINER, DEEPSPEED, MPI, PASSTHROUGH, PROFILER, RUNNER, SLURM, TIME,
+                      TORCHRUN, Spec, last, parse_options)
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 MPI_LAUNCHERS = {"srun", "mpiexec", "mpirun", "ibrun", "aprun", "jsrun"}
 DL_LAUNCHERS = {"torchrun", "deepspeed", "accelerate"}
-_PLAIN_WRAPPERS = {"time", "nohup", "exec", "command", "builtin", "unbuffer"}
+_PLAIN_WRAPPERS = {"nohup", "exec", "command", "builtin", "unbuffer"}
 _BINDING = {"numactl", "taskset", "stdbuf", "nice", "env", "hwloc-bind"}  # options, then the command
 _PYTHON = re.compile(r"python[\d.]*")
 _PYTHON_TOOLS = {"pip", "venv", "ensurepip", "site", "pip3", "torch.utils.collect_env"}  # not a job
@@ -81,6 +81,8 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
     head = argv[0].rsplit("/", 1)[-1]
     if head in _PLAIN_WRAPPERS:
         return chain(argv[1:], shell, stages, ctx)
+    if head == "time":  # bash's keyword (`time -p`) or GNU time, with their options
+        return chain(parse_options(argv[1:], TIME)[1], shell, stages, ctx)
     if head in _BINDING:
         opts, rest = parse_options(argv[1:], PASSTHROUGH)
         if head == "taskset" and rest and "cpu_list" not in opts:

@@ -157,6 +157,13 @@ RUNNER = Spec(  # `uv run`, `pipenv run`, `poetry run`, `conda run -n env`: opti
 )
 
 
+TIME = Spec(  # bash's `time -p` and GNU time (-v, -a, -o FILE, -f FORMAT): options, then the command
+    aliases={"p": "portability", "v": "verbose", "a": "append", "q": "quiet", "o": "output", "f": "format"},
+    values=frozenset({"output", "format"}),
+    value_default=False,
+    unknown_words_are_options=False,
+)
+
 PROFILER = Spec(  # nsys profile / ncu: options (most take a value), then the command
     aliases={"o": "output", "t": "trace", "s": "sample", "f": "force_overwrite", "c": "capture_range",
              "d": "duration", "w": "show_output", "b": "backtrace", "x": "stop_on_exit", "k": "kernel_name",

@@ -39,13 +39,23 @@ class If:
 
 
 @dataclass
+class Case(If):
+    """case WORD in PATTERN) ... ;; esac: an If whose branches are the clauses (their conditions
+    empty) with the word and each clause's patterns, as written; the walk takes the clause bash
+    would take when the word is known, else it reads them all."""
+
+    word: str = ""
+    patterns: list = field(default_factory=list)  # one list of patterns per branch
+
+
+@dataclass
 class Function:
     name: str
     body: list["Node"]
     line: int
 
 
-Node = Union[Command, Function, If]
+Node = Union[Command, Function, If, Case]
 
 
 def bash_syntax_error(text: str) -> Optional[str]:
@@ -204,8 +214,7 @@ def _parse(tokens: list, i: int, until) -> tuple[list[Node], int]:
     starts: list[int] = []
     redirects: list[tuple[str, str]] = []
     heredoc, line = None, 0
-    skip_to_separator = expect_pattern = False
-    case_depth = 0
+    skip_to_separator = False
 
     def flush():
         nonlocal words, starts, redirects, heredoc
@@ -224,8 +233,9 @@ def _parse(tokens: list, i: int, until) -> tuple[list[Node], int]:
                 inner, i = _parse(tokens, i, ")")
                 nodes.extend(inner)
                 continue
-            if value in (";;", ";&", ";;&"):
-                expect_pattern = True
+            if value in (";;", ";&", ";;&") and ";;" in until:  # the end of a case clause
+                flush()
+                return nodes, i
             flush()
             skip_to_separator = skip_to_separator and value not in ("\n", ";")
             continue
@@ -238,15 +248,6 @@ def _parse(tokens: list, i: int, until) -> tuple[list[Node], int]:
             continue
         if not words:
             line = at
-            if expect_pattern and case_depth:
-                if value == "esac":
-                    case_depth -= 1
-                    expect_pattern = False
-                    continue
-                while i < len(tokens) and tokens[i - 1][1] != ")":
-                    i += 1  # the clause's pattern, up to its `)`
-                expect_pattern = False
-                continue
             if value in until:
                 flush()
                 return nodes, i
@@ -259,11 +260,8 @@ def _parse(tokens: list, i: int, until) -> tuple[list[Node], int]:
                 nodes.extend(inner)
                 continue
             if value == "case":
-                case_depth += 1
-                while i < len(tokens) and tokens[i][1] != "in":
-                    i += 1
-                i += 1
-                expect_pattern = True
+                nodes.append(_case(tokens, i))
+                i = nodes[-1].end
                 continue
             if value in ("for", "select"):
                 skip_to_separator = True
@@ -296,6 +294,36 @@ def _if(tokens: list, i: int) -> If:
             node.otherwise, i = _parse(tokens, i, {"fi"})
             break
         if ending != "elif":
+            break
+    node.end = i
+    return node
+
+
+def _case(tokens: list, i: int) -> Case:
+    """The case statement whose `case` was just read; its `end` is the index past its `esac`."""
+    node = Case([], [])
+    while i < len(tokens) and not (tokens[i][0] == "word" and tokens[i][1] == "in"):
+        if tokens[i][0] == "word" and not node.word:
+            node.word = tokens[i][1]
+        i += 1
+    i += 1
+    while i < len(tokens):
+        kind, value = tokens[i][0], tokens[i][1]
+        if kind == "op" and value in ("\n", "(", ";"):
+            i += 1
+            continue
+        if kind == "word" and value == "esac":
+            i += 1
+            break
+        patterns = []
+        while i < len(tokens) and not (tokens[i][0] == "op" and tokens[i][1] == ")"):
+            if tokens[i][0] == "word":
+                patterns.append(tokens[i][1])
+            i += 1
+        body, i = _parse(tokens, i + 1, {"esac", ";;"})
+        node.branches.append(([], body))
+        node.patterns.append(patterns)
+        if tokens[i - 1][1] == "esac" or i >= len(tokens):
             break
     node.end = i
     return node

@@ -9,6 +9,7 @@ the `source` line itself (the file would run at the center).
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +18,18 @@ from typing import Optional
 from ..errors import MapleError
 from ..files import inside, read_inside
 from .evaluate import NODEFILE_LINES, NODES, Expander, arith
-from .shell import Command, Function, If, Node, parse
+from .shell import Case, Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 # A value that is only a command's output or arithmetic not worked out here: `$(hostname)`, $((N * 4)).
 _UNKNOWN_OUTPUT = re.compile(r"\s*(?:\$\(.*\)|`.*`)\s*", re.S)
 MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / function calls followed
+# The value of a variable that branches the script cannot decide between set differently, one of
+# them from what only the job knows: it reads like a command's output (`lookup` keeps `$NAME` as
+# written, counts stay unknown).
+RUN_TIME_VALUE = "$(...)"
+_JOB_COMPUTED = re.compile(r"\$\(|`")  # arithmetic or a command's output left for the job
 
 
 @dataclass
@@ -104,7 +110,7 @@ class Shell:
             return self.files[path]
         if self.root is None or "$" in path or "`" in path:
             return None
-        for folder in filter(None, (self.base_dir, self.root)):
+        for folder in self._folders():
             candidate = Path(path) if Path(path).is_absolute() else folder / path
             full = inside(self.root, candidate)
             if full is not None and full.is_file():
@@ -113,6 +119,20 @@ class Shell:
                 except MapleError:
                     return None
         return None
+
+    def _folders(self) -> list:
+        """Where a relative path is looked up: the script's folder, then each folder above it up to
+        the checkout's root (a job runs where it was submitted: `sbatch recipes/launch.slurm`
+        from the repository names `recipes/...` from there), then the root."""
+        folders = [self.base_dir] if self.base_dir is not None else []
+        if self.base_dir is not None and self.root is not None:
+            try:
+                base, root = self.base_dir.resolve(), self.root.resolve()
+            except (OSError, RuntimeError):
+                base = root = None
+            if base is not None and base != root and base.is_relative_to(root):
+                folders += [parent for parent in base.parents if parent != root and parent.is_relative_to(root)]
+        return folders + ([self.root] if self.root is not None else [])
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -127,18 +147,66 @@ class Shell:
 
     def _if(self, node: If) -> None:
         """The branch bash takes when the tests are decided by the script's own values; every
-        branch, in order, when one is not (the launch may be in any of them)."""
+        branch that may run, in order, when one is not (the launch may be in any of them)."""
+        if isinstance(node, Case):
+            self._case(node)
+            return
+        possible = []
         for condition, body in node.branches:
             taken = self._test(condition)
             if taken is None:
-                for _, rest in node.branches[node.branches.index((condition, body)):]:
-                    self.run(rest)
-                self.run(node.otherwise)
+                possible.append(body)
+            elif taken:
+                if not possible:
+                    self.run(body)
+                    return
+                possible.append(body)
+                self._undecided(possible, False)
                 return
-            if taken:
-                self.run(body)
-                return
-        self.run(node.otherwise)
+        if not possible:
+            self.run(node.otherwise)
+            return
+        self._undecided([*possible, node.otherwise], False)
+
+    def _case(self, node: Case) -> None:
+        """The clause whose pattern matches the word, as bash matches it (glob patterns, `a|b`);
+        every clause when the word is only known to the job."""
+        fields = self.expand.fields(node.word) if node.word else [""]
+        word = fields[0] if len(fields) == 1 else None
+        if word is not None and "$" not in word and "`" not in word:
+            for patterns, (_, body) in zip(node.patterns, node.branches):
+                if any(fnmatch.fnmatchcase(word, self.expand.string(p)) for p in patterns):
+                    self.run(body)
+                    return
+            return
+        bodies = [body for _, body in node.branches]
+        catch_all = any(p == "*" for patterns in node.patterns for p in patterns)
+        self._undecided(bodies, not catch_all)
+
+    def _undecided(self, bodies: list, may_skip: bool) -> None:
+        """Branches the script cannot choose between: each runs from the same state (its launches
+        are all found). A variable they leave alike keeps its value; one they leave differently
+        takes the last branch's (the default: `else`, `*)`), unless one branch computes it from
+        what only the job knows (`$((PBS_NCPUS / ...))`, `$(nproc)`): then only the job knows it."""
+        before = dict(self.vars)
+        outcomes = [before] if may_skip else []
+        for body in bodies:
+            self.vars = dict(before)
+            self.run(body)
+            outcomes.append(self.vars)
+        missing = object()
+        merged = {}
+        for name in {name for outcome in outcomes for name in outcome}:
+            values = [outcome.get(name, missing) for outcome in outcomes]
+            if all(value == values[0] for value in values):
+                chosen = values[0]
+            elif any(isinstance(value, str) and _JOB_COMPUTED.search(value) for value in values):
+                chosen = RUN_TIME_VALUE
+            else:
+                chosen = values[-1]
+            if chosen is not missing:
+                merged[name] = chosen
+        self.vars = merged
 
     def _test(self, condition: list[Node]) -> Optional[bool]:
         """The outcome of `[ ... ]`, `[[ ... ]]` or `test ...` over known values; None otherwise."""
@@ -150,6 +218,10 @@ class Shell:
         values = []
         for word in words[1:len(words) - (words[0] != "test")]:
             fields = self.expand.fields(word) or [""]
+            if not self.arguments_known and len(fields) == 1 and "'" not in word:
+                # the script is read as run without arguments (`${1:-x}` is x, "$@" is empty): a
+                # test sees its arguments empty, as bash would
+                fields = [re.sub(r"\$(?:\{#\}|#)", "0", re.sub(r"\$(?:\{\d+\}|\d)", "", fields[0]))]
             if len(fields) != 1 or "$" in fields[0] and not re.fullmatch(r"'.*'", word):
                 return None
             values.append(fields[0])
