@@ -23,7 +23,6 @@ import os
 import tempfile
 from contextlib import closing
 from pathlib import Path
-from unittest.mock import patch
 
 import numpy as np
 
@@ -89,25 +88,33 @@ def write_vectors(path: Path = SHIPPED) -> int:
     return len(texts)
 
 
-def write_answers(path: Path = SHIPPED_ANSWERS) -> int:
+def write_answers() -> int:
     """Retrieve every common intent on every cluster in a scratch data dir, then ship the answers
     that its searches.sqlite holds for the templates table: rows once, answers as (row, distance)."""
     from .library import library_hash
     from .profiles import load_profiles
     from .retrieve import TABLE, retrieve
 
-    # LanceDB's answers, not those of the file being replaced.
-    with tempfile.TemporaryDirectory() as scratch, patch.dict(os.environ, {"MAPLE_DATA_DIR": scratch}), \
-            patch.object(vectordb, "shipped_answers", lambda: {}):
-        for intent, cluster in itertools.product(common_intents(), sorted(load_profiles())):
-            try:
-                retrieve(intent, cluster)
-            except MapleError:  # no template for this job there; its empty answer is kept all the same
-                pass
-        version = vectordb._version(TABLE, library_hash())
-        with closing(vectordb._answers()) as answers:
-            found = answers.execute("SELECT query, rows FROM answers WHERE tbl = ? ORDER BY query",
-                                    (version,)).fetchall()
+    # Every search goes to LanceDB: no answers of the file being replaced, an empty answer cache.
+    SHIPPED_ANSWERS.unlink(missing_ok=True)
+    vectordb.shipped_answers.cache_clear()
+    data_dir = os.environ.get("MAPLE_DATA_DIR")
+    with tempfile.TemporaryDirectory() as scratch:
+        os.environ["MAPLE_DATA_DIR"] = scratch
+        try:
+            for intent, cluster in itertools.product(common_intents(), sorted(load_profiles())):
+                try:
+                    retrieve(intent, cluster)
+                except MapleError:  # no template for this job there; its empty answer is kept all the same
+                    pass
+            version = vectordb._version(TABLE, library_hash())
+            with closing(vectordb._answers()) as answers:
+                found = answers.execute("SELECT query, rows FROM answers WHERE tbl = ? ORDER BY query",
+                                        (version,)).fetchall()
+        finally:
+            os.environ.pop("MAPLE_DATA_DIR")
+            if data_dir is not None:
+                os.environ["MAPLE_DATA_DIR"] = data_dir
     rows: dict[str, int] = {}  # a row's JSON -> its index
     by_query = {}
     for query, answer in found:
@@ -117,7 +124,7 @@ def write_answers(path: Path = SHIPPED_ANSWERS) -> int:
             for row in json.loads(answer)]
     content = {"version": version, "rows": [json.loads(row) for row in rows], "answers": by_query}
     # mtime=0: the same answers make the same file
-    path.write_bytes(gzip.compress(json.dumps(content, separators=(",", ":")).encode(), compresslevel=9, mtime=0))
+    SHIPPED_ANSWERS.write_bytes(gzip.compress(json.dumps(content, separators=(",", ":")).encode(), compresslevel=9, mtime=0))
     return len(by_query)
 
 
