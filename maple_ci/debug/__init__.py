@@ -1,0 +1,225 @@
+"""The debug agent: find the first real error in a job log, match it to known fixes, patch the script.
+
+    locate(log)                 -> Failure | None   first error line, a window around it, a category
+    match(failure, cluster)     -> [Match]          known cases: exact regex hits, then nearest by embedding
+    fix_context(cluster)        -> dict             profile facts a fix may name ({partition}, ...)
+    apply_fix(script, ops, ctx) -> str              structured edits, pure and idempotent
+    diff / suggestions                              unified diff and line-anchored review suggestions
+    debug_loop(script, run, cluster)                locate -> match -> apply -> run again
+    with llm= (a maple_ci.llm backend), a failure no known fix covers is shown to a model, whose
+    edits are kept only when the script still parses and passes the static checks
+
+The knowledge base is data: templates/errors/*.yaml, one list of entries per topic (see KBEntry).
+logs.py reads logs, kb.py holds the known cases and the edits a fix may make, edits.py applies them.
+"""
+
+from collections import Counter
+from typing import TYPE_CHECKING, Callable, Literal, NamedTuple, Optional
+
+from pydantic import BaseModel, Field
+
+from ..errors import MapleError
+from ..profiles import get_profile
+from .edits import Suggestion, apply_fix, apply_suggestions, diff, resolve, suggestions
+from .kb import Category, EditOp, ExportEnv, KBEntry, Match, exact_matches, fix_context, load_kb, match
+from .logs import WINDOW_BEFORE, Failure, classify, is_error_line, locate
+
+if TYPE_CHECKING:
+    from ..llm import Backend
+
+__all__ = [
+    "Attempt", "Category", "DebugReport", "EditOp", "ExportEnv", "Failure", "KBEntry", "Match", "RunOutcome", "Step",
+    "Suggestion", "WINDOW_BEFORE", "apply_fix", "apply_suggestions", "classify", "debug_loop", "diff",
+    "exact_matches", "fix_context", "is_error_line", "load_kb", "locate", "match", "next_fix", "suggestions",
+]  # fmt: skip
+
+# ---------------------------------------------------------------------------------------------
+# The loop
+
+
+class RunOutcome(NamedTuple):
+    """What a verification backend reports for one run of the script."""
+
+    ok: bool
+    log: str
+
+
+class Attempt(BaseModel):
+    line_no: int
+    line: str
+    exception: Optional[str]
+    category: Category
+    entry_id: str
+    explanation: str
+    ops: list[EditOp]  # with the values it used filled in
+    diff: str
+
+
+StopReason = Literal["passed", "infrastructure", "no_error_found", "no_fix", "max_iter"]
+
+
+class DebugReport(BaseModel):
+    ok: bool
+    stop_reason: StopReason
+    message: str  # what a person should do next
+    script: str  # the script as last run
+    attempts: list[Attempt] = Field(default_factory=list)  # one per fix applied
+    failure: Optional[Failure] = None  # the last failure, when the run did not pass
+    matches: list[Match] = Field(default_factory=list)  # known cases for the last failure
+
+
+def _infrastructure_advice(exact: list[Match]) -> str:
+    node = next((m.groups["node"] for m in exact if "node" in m.groups), None)
+    explanation = exact[0].entry.explanation if exact else ""
+    where = f" on {node}" if node else ""
+    exclude = f" If it fails again there, keep the job off that node: #SBATCH --exclude={node}." if node else ""
+    advice = f"Hardware or system failure{where}: not a problem with the script. Resubmit it.{exclude}"
+    return f"{advice} {explanation}".strip()
+
+
+class Step(NamedTuple):
+    """One diagnosis of a failed run: the fix to try next, or why there is none."""
+
+    failure: Optional[Failure]
+    attempt: Optional[Attempt]  # None when no fix applies
+    script: str  # patched when attempt is set, else unchanged
+    stop: Optional[StopReason]  # set when the loop must stop here
+    message: str
+
+
+def _attempt(failure: Failure, entry_id: str, explanation: str, ops: list, script: str, patched: str, path: str) -> Attempt:
+    return Attempt(
+        line_no=failure.line_no, line=failure.line, exception=failure.exception, category=failure.category,
+        entry_id=entry_id, explanation=explanation, ops=ops, diff=diff(script, patched, path),
+    )  # fmt: skip
+
+
+def next_fix(
+    script: str, log: str, cluster: Optional[str], context: dict, path: str = "script", llm: Optional["Backend"] = None
+) -> Step:
+    """Locate the first error in a failed run's log and apply the first exact known fix that applies
+    and changes the script. Only exact matches are applied: a similar case is a hint for a person,
+    not evidence. When none applies and `llm` is given, the model's proposal is tried (_model_fix)."""
+    failure = locate(log)
+    if failure is None:
+        return Step(None, None, script, "no_error_found", "the run failed but no line of its log is a recognisable error")
+    exact = exact_matches(failure, cluster)
+    if failure.category == "infrastructure":
+        return Step(failure, None, script, "infrastructure", _infrastructure_advice(exact))
+    reasons = []
+    for m in (m for m in exact if m.entry.fix):
+        if m.entry.scheduler and m.entry.scheduler != context.get("scheduler"):
+            reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
+            continue
+        values = context | m.groups
+        try:
+            patched = apply_fix(script, m.entry.fix, values)
+        except MapleError as exc:
+            reasons.append(f"{m.entry.id}: {exc}")
+            continue
+        if patched == script:
+            reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
+            continue
+        ops = [resolve(op, values) for op in m.entry.fix]
+        attempt = _attempt(failure, m.entry.id, m.entry.explanation, ops, script, patched, path)
+        return Step(failure, attempt, patched, None, m.entry.explanation)
+    why = "; ".join(reasons) or "no known case with a fix matches this error"
+    no_fix = f"line {failure.line_no}: {failure.line.strip()} — {why}"
+    if llm is not None:
+        return _model_fix(script, failure, cluster, context, path, llm, no_fix)
+    return Step(failure, None, script, "no_fix", no_fix)
+
+
+def _new_errors(script: str, patched: str, cluster: Optional[str]) -> list[str]:
+    """What the patched script gets wrong that the script did not: bash -n always; with a cluster,
+    the static checks (counted by name, so an error that was already there is not held against the
+    patch), read with the intent of the unpatched script so that a changed entrypoint shows."""
+    from ..extract import extract_script
+    from ..verify.static import bash_syntax, static_checks
+
+    syntax = bash_syntax(patched)
+    if not syntax.ok:
+        return [f"bash -n: {syntax.message}"]
+    if cluster is None:
+        return []
+    intent, profile = extract_script(script), get_profile(cluster)
+    extract_script(patched)  # still reads as a launch script (MapleError otherwise)
+
+    def errors(text: str) -> list:
+        return [c for c in static_checks(text, intent, profile) if not c.ok and c.severity == "error"]
+
+    before = Counter(c.name for c in errors(script))
+    new = []
+    for check in errors(patched):
+        if before[check.name]:
+            before[check.name] -= 1
+        else:
+            new.append(check.message)
+    return new
+
+
+def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: dict, path: str, llm: "Backend",
+               no_fix: str) -> Step:  # fmt: skip
+    """The language model's edit for a failure no known fix covers, kept only when it changes the
+    script, still parses and adds no static-check error; otherwise no_fix with the reason."""
+    from ..llm import propose_ops
+
+    source = f"llm:{llm.name}"
+    proposal = propose_ops(llm, script, "\n".join(failure.window), context)
+
+    def rejected(why: str) -> Step:
+        return Step(failure, None, script, "no_fix", f"{no_fix}; {source} proposed no usable fix: {why}")
+
+    if not proposal.ops:
+        return rejected(proposal.explanation)
+    try:
+        patched = apply_fix(script, proposal.ops, context)
+        if patched == script:
+            return rejected("its edit changes nothing")
+        errors = _new_errors(script, patched, cluster)
+    except MapleError as exc:
+        return rejected(str(exc))
+    if errors:
+        return rejected("the patched script fails checks the script passed: " + "; ".join(errors))
+    explanation = (
+        f"Proposed by a language model ({source}), not a known fix: it passed bash -n and the static checks, "
+        f"but review it. The model says: {proposal.explanation or '(no explanation)'}"
+    )
+    ops = [resolve(op, context) for op in proposal.ops]
+    return Step(failure, _attempt(failure, source, explanation, ops, script, patched, path), patched, None, explanation)
+
+
+def debug_loop(
+    script: str,
+    run: Callable[[str], RunOutcome],
+    cluster: Optional[str] = None,
+    max_iter: int = 5,
+    context: Optional[dict] = None,
+    path: str = "script",
+    llm: Optional["Backend"] = None,
+) -> DebugReport:
+    """Run the script; while it fails, apply the next known fix (next_fix) and run again. Stops when
+    the run passes, on a hardware failure, when no known fix applies, or after max_iter fixes.
+    `context` adds facts a fix may need that no profile holds (an account, a partition); `llm`
+    proposes a fix when no known one applies (maple_ci.llm.backend_from_setting)."""
+    context = fix_context(cluster) | (context or {})
+    current, attempts = script, []
+
+    def report(stop: StopReason, message: str, failure=None) -> DebugReport:
+        matches = match(failure, cluster) if failure is not None else []
+        return DebugReport(
+            ok=stop == "passed", stop_reason=stop, message=message, script=current,
+            attempts=attempts, failure=failure, matches=matches,
+        )  # fmt: skip
+
+    while True:
+        ok, log = run(current)
+        if ok:
+            return report("passed", f"the run passed after {len(attempts)} fix(es)")
+        if len(attempts) == max_iter:
+            return report("max_iter", f"still failing after {max_iter} fixes", locate(log))
+        step = next_fix(current, log, cluster, context, path, llm)
+        if step.stop:
+            return report(step.stop, step.message, step.failure)
+        attempts.append(step.attempt)
+        current = step.script

@@ -1,0 +1,298 @@
+"""Applying a fix's edits to a script (pure, idempotent, line by line), and the diffs and
+line-anchored review suggestions that show them."""
+
+import difflib
+import re
+import shlex
+from typing import Optional
+
+from pydantic import BaseModel
+
+from ..errors import MapleError
+from .kb import AddFlag, AddModule, ExportEnv, RemoveDirective, ReplaceFlag, ReplaceText, SetDirective, UnsetEnv
+
+_SAFE_VALUE = re.compile(r"^[\w.:/@%+,=-]+$")
+
+
+# {name} names a fact; ${NAME} is shell and stays as written.
+_FIELD = re.compile(r"(?<!\$)\{([A-Za-z_]\w*)\}")
+
+
+def _fill(template: str, context: dict) -> str:
+    """Fill {name} fields from context; a value that is not a plain token is shell-quoted."""
+    missing = sorted({n for n in _FIELD.findall(template) if n not in context})
+    if missing:
+        raise MapleError(f"the fix needs {', '.join(missing)}, which neither the log nor the cluster profile gives")
+
+    def value(m: re.Match) -> str:
+        text = str(context[m[1]])
+        return text if _SAFE_VALUE.match(text) else shlex.quote(text)
+
+    return _FIELD.sub(value, template)
+
+
+def resolve(op, context: dict):
+    fields = {k: _fill(v, context) if isinstance(v, str) and k != "op" else v for k, v in op}
+    return type(op)(**fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# Applying edits. Scripts are handled as lists of lines; every edit is a no-op when already done.
+
+_SLURM_ALIASES = {
+    "-p": "--partition", "-q": "--qos", "-A": "--account", "-t": "--time", "-N": "--nodes",
+    "-n": "--ntasks", "-C": "--constraint", "-G": "--gpus", "-c": "--cpus-per-task", "-J": "--job-name",
+    "-o": "--output", "-e": "--error", "-w": "--nodelist", "-x": "--exclude",
+}  # fmt: skip
+# A launch line: optional `time`/`exec`, optional VAR=value assignments, then the launcher.
+_LAUNCH = re.compile(
+    r"^\s*(?:(?:time|exec|nohup)\s+)?(?:\w+=\S*\s+)*"
+    r"(?P<cmd>srun|mpiexec|mpirun|ibrun|aprun|jsrun|torchrun|deepspeed|accelerate|python3?)(?=\s|$)"
+)
+_MODULE_LINE = re.compile(r"^\s*(?:module|ml)\s")
+
+
+def _directive_prefix(lines: list[str], context: dict, name: str) -> str:
+    """#SBATCH or #PBS, whichever the script uses (else the cluster's), checked against the option:
+    long options exist only in Slurm, "-l resource" only in PBS."""
+    prefix = next(
+        (p for p in ("#SBATCH", "#PBS") if any(line.startswith(p) for line in lines)),
+        "#PBS" if context.get("scheduler") == "pbs" else "#SBATCH",
+    )
+    if (prefix == "#PBS" and name.startswith("--")) or (prefix == "#SBATCH" and name.startswith("-l ")):
+        raise MapleError(f"{name} is not a {prefix} option; this fix is for the other scheduler")
+    return prefix
+
+
+def _option_regex(prefix: str, name: str) -> re.Pattern:
+    """One option inside a directive line: group "opt" is the option with its value, "value" the value."""
+    if prefix == "#PBS" and name.startswith("-l "):
+        resource = re.escape(name[3:].strip())
+        return re.compile(rf"-l\s+(?:\S*?,)?(?P<opt>{resource}=(?P<value>[^\s,]+))")
+    spellings = {name}
+    if prefix == "#SBATCH":
+        canonical = _SLURM_ALIASES.get(name, name)
+        spellings |= {canonical} | {short for short, long in _SLURM_ALIASES.items() if long == canonical}
+    names = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+    return re.compile(rf"(?P<lead>\s*)(?<!\S)(?P<opt>(?:{names})(?:(?:=|\s+)(?P<value>[^-\s]\S*))?)(?=\s|$)")
+
+
+def _format_option(prefix: str, name: str, value: str) -> str:
+    if prefix == "#PBS" and name.startswith("-l "):
+        return f"-l {name[3:].strip()}={value}"
+    if not value:
+        return name
+    return f"{name}={value}" if name.startswith("--") else f"{name} {value}"
+
+
+def _set_directive(lines: list[str], op: SetDirective, context: dict) -> list[str]:
+    prefix = _directive_prefix(lines, context, op.name)
+    pattern = _option_regex(prefix, op.name)
+    out, found = list(lines), False
+
+    def replace(m: re.Match) -> str:
+        if m["value"] is None:  # a bare flag becomes name=value (or stays bare)
+            return m.group(0)[: m.start("opt") - m.start()] + _format_option(prefix, op.name, op.value)
+        return m.group(0)[: m.start("value") - m.start()] + op.value
+
+    for i, line in enumerate(lines):
+        if line.startswith(prefix) and pattern.search(line, len(prefix)):
+            found = True
+            head, tail = line[: len(prefix)], line[len(prefix) :]
+            out[i] = head + pattern.sub(replace, tail)
+    if found:
+        return out
+    directive_lines = [i for i, line in enumerate(lines) if line.startswith(prefix)]
+    at = directive_lines[-1] + 1 if directive_lines else (1 if lines and lines[0].startswith("#!") else 0)
+    return lines[:at] + [f"{prefix} {_format_option(prefix, op.name, op.value)}"] + lines[at:]
+
+
+def _remove_directive(lines: list[str], op: RemoveDirective, context: dict) -> list[str]:
+    prefix = _directive_prefix(lines, context, op.name)
+    if prefix == "#PBS" and op.name.startswith("-l "):
+        raise MapleError(f"removing the PBS resource {op.name!r} is not supported; edit it by hand")
+    pattern = _option_regex(prefix, op.name)
+    out = []
+    for line in lines:
+        if line.startswith(prefix) and pattern.search(line, len(prefix)):
+            line = line[: len(prefix)] + pattern.sub("", line[len(prefix) :])
+            if not line[len(prefix) :].strip():
+                continue  # nothing left on the directive line
+        out.append(line)
+    return out
+
+
+def _launch_lines(lines: list[str]) -> list[int]:
+    return [i for i, line in enumerate(lines) if _LAUNCH.match(line)]
+
+
+def _before_launch(lines: list[str], new: list[str]) -> list[str]:
+    """Insert `new` right before the first launch line (at the end when there is none)."""
+    launches = _launch_lines(lines)
+    if launches:
+        at = launches[0]
+    else:  # after the last line with content, so a trailing newline stays the last thing
+        at = max((i + 1 for i, line in enumerate(lines) if line.strip()), default=0)
+    return lines[:at] + new + lines[at:]
+
+
+def _add_module(lines: list[str], op: AddModule, context: dict) -> list[str]:
+    for line in lines:
+        if _MODULE_LINE.match(line):
+            loaded = line.split()[1:]
+            if op.name in loaded or ("/" not in op.name and any(t.startswith(op.name + "/") for t in loaded)):
+                return lines
+    module_lines = [i for i, line in enumerate(lines) if _MODULE_LINE.match(line)]
+    if module_lines:
+        at = module_lines[-1] + 1
+        return lines[:at] + [f"module load {op.name}"] + lines[at:]
+    return _before_launch(lines, [f"module load {op.name}"])
+
+
+def _export_env(lines: list[str], op: ExportEnv, context: dict) -> list[str]:
+    assign = re.compile(rf"^(?P<indent>\s*)export\s+{op.name}=")
+    found = [i for i, line in enumerate(lines) if assign.match(line)]
+    if not found:
+        return _before_launch(lines, [f"export {op.name}={op.value}"])
+    out = list(lines)
+    for i in found:
+        out[i] = f"{assign.match(lines[i])['indent']}export {op.name}={op.value}"
+    return out
+
+
+def _unset_env(lines: list[str], op: UnsetEnv, context: dict) -> list[str]:
+    # The variable may come from a module, so the script's own exports go and an unset is added.
+    assign = re.compile(rf"^\s*export\s+{op.name}=")
+    out = [line for line in lines if not assign.match(line)]
+    if any(re.match(rf"^\s*unset\s+(?:\w+\s+)*{op.name}\b", line) for line in out):
+        return out
+    return _before_launch(out, [f"unset {op.name}"])
+
+
+def _flag_regex(flag: str) -> re.Pattern:
+    # torchrun takes --nproc_per_node and --nproc-per-node; MPICH takes -ppn and --ppn.
+    bare = flag.lstrip("-")
+    spellings = {f"--{bare}", f"--{bare.replace('_', '-')}", f"--{bare.replace('-', '_')}", f"-{bare}", flag}
+    names = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+    return re.compile(rf"""(?<!\S)(?:{names})(?P<sep>=|\s+)(?P<value>[^\s\\;|&"']+)""")
+
+
+def _replace_flag(lines: list[str], op: ReplaceFlag, context: dict) -> list[str]:
+    pattern = _flag_regex(op.flag)
+    out, found = list(lines), False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("#"):
+            continue
+        if pattern.search(line):
+            found = True
+            out[i] = pattern.sub(lambda m: m.group(0)[: m.start("value") - m.start()] + op.value, line)
+    if not found:
+        raise MapleError(f"the script passes no {op.flag} to change")
+    return out
+
+
+def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
+    launches = [i for i in _launch_lines(lines) if _LAUNCH.match(lines[i])["cmd"] == op.launcher]
+    if not launches:
+        raise MapleError(f"the script has no {op.launcher} line to add {op.flag} to")
+    i = launches[-1]
+    line = lines[i]
+    existing = re.compile(rf"(?<!\S){re.escape(op.flag)}(?:(?P<sep>=|\s+)(?P<value>[^-\s]\S*))?(?=\s|$)")
+    end = _LAUNCH.match(line).end("cmd")
+    m = existing.search(line, end)
+    flag = _format_option("", op.flag, op.value)
+    if m:
+        if not op.value or m["value"] == op.value:
+            return lines
+        new_line = line[: m.start()] + flag + line[m.end() :]  # e.g. --export=NONE -> --export=ALL
+    else:
+        new_line = f"{line[:end]} {flag}{line[end:]}"
+    return lines[:i] + [new_line] + lines[i + 1 :]
+
+
+def _replace_text(lines: list[str], op: ReplaceText, context: dict) -> list[str]:
+    text = "\n".join(lines)
+
+    def places(words: str) -> list[int]:  # whole words only: "hsn0" is not inside "hsn0,hsn1"
+        return [m.start() for m in re.finditer(rf"(?<!\S){re.escape(words)}(?!\S)", text)]
+
+    # Done already (new may contain old, e.g. a line added after it, so this check comes first),
+    # or nothing to replace: the guard leaves the script as it is.
+    found = places(op.old)
+    if places(op.new) or not found:
+        return lines
+    if len(found) > 1:
+        raise MapleError(f"{op.old!r} occurs {len(found)} times in the script; the fix edits exactly one")
+    at = found[0]
+    return (text[:at] + op.new + text[at + len(op.old) :]).split("\n")
+
+
+_APPLY = {
+    "set_directive": _set_directive, "remove_directive": _remove_directive, "add_module": _add_module,
+    "export_env": _export_env, "unset_env": _unset_env, "replace_flag": _replace_flag,
+    "add_flag": _add_flag, "replace_text": _replace_text,
+}  # fmt: skip
+
+
+def apply_fix(script: str, ops: list, context: Optional[dict] = None) -> str:
+    """The script with `ops` applied in order. Pure, deterministic and idempotent; lines no op
+    addresses are left byte for byte. Raises MapleError when an op cannot apply: a value the fix
+    needs is unknown, the script has no such launcher or flag, or a line to replace is ambiguous."""
+    context = context or {}
+    lines = script.split("\n")  # split, not splitlines: "\n".join restores the text exactly
+    for op in ops:
+        resolved = resolve(op, context)
+        lines = _APPLY[resolved.op](lines, resolved, context)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Diffs and review suggestions
+
+
+def diff(old: str, new: str, path: str) -> str:
+    out = []
+    for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+class Suggestion(BaseModel):
+    """Replace lines start_line..line (1-based, inclusive, of the OLD file) with body. body is the
+    replacement lines, each ending in a newline as in the new file; "" deletes the lines."""
+
+    path: str
+    start_line: int
+    line: int
+    body: str
+
+
+def suggestions(old: str, new: str, path: str) -> list[Suggestion]:
+    """Review suggestions that turn `old` into `new`, anchored on old lines. A pure insertion is
+    anchored on the old line before it (or after it, at the top) and repeats that line."""
+    a, b = old.splitlines(True), new.splitlines(True)
+    hunks: list[list[int]] = []  # [a_start, a_end, b_start, b_end), half-open
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 == i2:  # an insertion has no old line of its own: take a neighbour along
+            if not a:
+                raise MapleError(f"{path} is empty; there is no line to anchor a suggestion on")
+            if i1 > 0:
+                i1, j1 = i1 - 1, j1 - 1
+            else:
+                i2, j2 = i2 + 1, j2 + 1
+        if hunks and i1 < hunks[-1][1]:  # overlaps the previous hunk through a shared anchor
+            hunks[-1][1], hunks[-1][3] = max(hunks[-1][1], i2), max(hunks[-1][3], j2)
+        else:
+            hunks.append([i1, i2, j1, j2])
+    return [Suggestion(path=path, start_line=i1 + 1, line=i2, body="".join(b[j1:j2])) for i1, i2, j1, j2 in hunks]
+
+
+def apply_suggestions(old: str, items: list[Suggestion]) -> str:
+    """What the old file becomes when every suggestion is committed (as GitHub does)."""
+    lines = old.splitlines(True)
+    for s in sorted(items, key=lambda s: s.start_line, reverse=True):
+        lines[s.start_line - 1 : s.line] = s.body.splitlines(True)
+    return "".join(lines)
+

@@ -1,0 +1,219 @@
+"""Reading a job log: which lines are errors, the first real one with a window around it
+(locate), and what kind of failure it is (classify)."""
+
+import re
+from functools import lru_cache
+from typing import Optional
+
+from pydantic import BaseModel, Field
+
+from .kb import Category, exact_hits
+
+# ---------------------------------------------------------------------------------------------
+# Line classifier
+
+# A line is an error line when one of these matches and none of the benign patterns does.
+# Case matters: "Error:"/"ERROR" are error markers, "error" inside prose usually is not.
+_ERROR_PATTERNS = [
+    r"Traceback \(most recent call last\)",
+    r"\b[A-Z]\w*(?:Error|Exception)\b(?::|$)",  # RuntimeError: ..., torch.OutOfMemoryError: ...
+    r"\b(?:sbatch|salloc|srun|slurmstepd|mpiexec|mpirun|ibrun|pdsh|gcc|g\+\+|nvcc): (?:error|fatal)\b",
+    r"(?:^|[ \t])qsub: ",  # qsub only speaks when it refuses a job
+    r"=>> PBS: job killed",
+    r"\bNCCL WARN\b",
+    r"\[E\d{4} ",  # torch C++ error-level log lines ("[E1121 05:00:00 ... ProcessGroupNCCL.cpp")
+    r"\|CCL_ERROR\|",
+    r"\bFATAL\b|\bFatal error\b",
+    r"\bERROR\b",
+    r"\berror:",
+    r"Lmod has detected the following error",
+    r"(?:^|[ \t])Killed(?:[ \t]|$)",
+    r"\bCUDA error\b|\bHIP error\b",
+    r"command not found",
+    r"No such file or directory",
+    r"can't open file",
+    r"Permission denied",
+    r"\bError(?: \[|:)",  # MIOpen(HIP): Error [...], Error: network ... not found
+    r"Segmentation fault|core dumped|\bAborted\b",
+    r"oom[-_]kill|Out Of Memory",
+    r"NODE_FAIL|DUE TO NODE FAILURE|CANCELLED AT \S+ DUE TO",
+    r"Uncorrectable|ECC error|fallen off the bus|\bXid\b",
+    r"Cassini Event Queue overflow",
+    r"No VNIs available",
+    r"failed to acquire job resources",
+    r"allocation failure:",  # sbatch --test-only, salloc
+    r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
+    r"Unexpected page fault from GPU",
+    r"(?:server|client) socket (?:has failed to (?:bind|listen)|cannot be initialized|has timed out)",
+]
+# Lines that look like errors but are documented as harmless.
+_BENIGN_PATTERNS = [
+    r"errno: 97 - Address family not supported",  # c10d IPv6 fallback (OLCF pytorch_frontier)
+    r"srun: error: ioctl\(TIOCGWINSZ\)",  # srun without a terminal
+    r"from LD_PRELOAD cannot be preloaded .*: ignored",
+    r"PMIX ERROR: PMIX_ERR(?:OR|_NOT_FOUND) in file dstore_base\.c",  # single-node runs (Aurora known issues)
+    r"\b(?:User|Future|Deprecation|Runtime)Warning\b",
+    # torch C++ warning-level lines ("[W socket.cpp:...]", after an srun label "0: "): c10d retries,
+    # except retries to a host name that does not resolve, which can never succeed.
+    r"^\s*(?:\[?(?:rank|default)?\d+\]?:\s?)?\[W(?:\d{4})?[ \]](?!.*Name or service not known)",
+]
+_ERROR_LINE = re.compile("|".join(_ERROR_PATTERNS))
+_BENIGN_LINE = re.compile("|".join(_BENIGN_PATTERNS))
+# Every error pattern needs one of these words. Python's regex engine tries each alternative at
+# every character (~2 MB/s here); str.find runs at memory speed, so only lines holding one of
+# these words reach the regexes.
+_KEYWORDS = (
+    "Traceback", "Error", "Exception", "error", "ERROR", "qsub: ", "PBS: job killed", "NCCL WARN",
+    "FATAL", "Fatal", "Lmod has detected", "Killed", "command not found", "No such file",
+    "can't open file", "Permission denied", "Segmentation fault", "core dumped", "Aborted", "oom",
+    "Out Of Memory", "NODE_FAIL", "NODE FAILURE", "CANCELLED AT", "Uncorrectable", "fallen off the bus",
+    "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
+    "page fault", "socket", "[E",
+)  # fmt: skip
+
+
+def is_error_line(line: str) -> bool:
+    # Cheapest test first: keywords, then the short benign list, then the long error pattern.
+    return any(k in line for k in _KEYWORDS) and not _BENIGN_LINE.search(line) and bool(_ERROR_LINE.search(line))
+
+
+# ---------------------------------------------------------------------------------------------
+# Locator
+
+CHUNK_LINES = 512
+WINDOW_BEFORE, WINDOW_AFTER = 5, 20
+_TRACEBACK_SCAN = 400  # how far to look for the exception line that ends a traceback
+
+# srun --label ("3: "), torchrun ("[rank3]: ", "[default3]:") prefixes; not "12:30:01" timestamps.
+_RANK_PREFIX = re.compile(r"^\s*\[?(?:rank|default)?(?P<rank>\d+)\]?:\s?(?!\d)")
+
+
+class Failure(BaseModel):
+    line_no: int  # 1-based number of the first error line
+    line: str
+    exception: Optional[str] = None  # the line ending a Python traceback that starts at line_no
+    window_start: int  # 1-based number of window[0]
+    window: list[str]
+    category: Category
+    ranks: list[int] = Field(default_factory=list)  # rank labels on the error lines of the window
+
+    @property
+    def error_text(self) -> str:
+        """The window from the first error line on: what known-error patterns are matched against."""
+        return "\n".join(self.window[self.line_no - self.window_start :])
+
+    @property
+    def signature(self) -> str:
+        """The error lines of the window without rank labels: the text embedded for similarity."""
+        lines = [_RANK_PREFIX.sub("", line).strip() for line in self.window if is_error_line(line)]
+        if self.exception:
+            lines.append(_RANK_PREFIX.sub("", self.exception).strip())
+        return "\n".join(dict.fromkeys(lines))  # keep order, drop repeats from other ranks
+
+
+def _first_error_in(lines: list[str]) -> Optional[int]:
+    """Index of the first error line in a block of lines, or None."""
+    text = "\n".join(lines)
+    starts = set()  # offsets of the lines that hold a keyword
+    for keyword in _KEYWORDS:
+        pos = text.find(keyword)
+        while pos != -1:
+            starts.add(text.rfind("\n", 0, pos) + 1)
+            end = text.find("\n", pos)
+            pos = -1 if end == -1 else text.find(keyword, end)
+    index, previous = 0, 0
+    for start in sorted(starts):
+        index += text.count("\n", previous, start)
+        previous = start
+        if is_error_line(lines[index]):
+            return index
+    return None
+
+
+def _first_error_line(lines: list[str]) -> Optional[int]:
+    """Index of the first error line. The log is cut into chunks and the first chunk whose prefix
+    holds an error is bisected for ("the first c chunks hold an error" is monotone in c); chunk
+    results are memoised, so each chunk is scanned at most once and none after the first error."""
+
+    @lru_cache(maxsize=None)
+    def first_in_chunk(c: int) -> Optional[int]:
+        return _first_error_in(lines[c * CHUNK_LINES : (c + 1) * CHUNK_LINES])
+
+    def prefix_has_error(c: int) -> bool:
+        return any(first_in_chunk(j) is not None for j in range(c + 1))
+
+    chunks = -(-len(lines) // CHUNK_LINES)
+    lo, hi = 0, chunks
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if prefix_has_error(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return None if lo == chunks else lo * CHUNK_LINES + first_in_chunk(lo)
+
+
+def _exception_line(lines: list[str], start: int) -> Optional[int]:
+    """Index of the exception that ends the traceback starting at `start`: the first line after it
+    that, without its rank label, is neither indented nor blank nor a traceback header."""
+    for i in range(start + 1, min(len(lines), start + _TRACEBACK_SCAN)):
+        text = _RANK_PREFIX.sub("", lines[i])
+        headers = ("Traceback", "During handling", "The above")
+        if text.strip() and not text[0].isspace() and not text.startswith(headers):
+            return i
+    return None
+
+
+def locate(log: str) -> Optional[Failure]:
+    """The first error line of `log` with a window around it, or None if no line is an error."""
+    # Lines as editors number them: split on newlines only; progress bars redraw with bare \r.
+    lines = [line.removesuffix("\r") for line in log.split("\n")]
+    first = _first_error_line(lines)
+    if first is None:
+        return None
+    end = first + WINDOW_AFTER + 1
+    exception = None
+    if "Traceback (most recent call last)" in lines[first]:
+        exc = _exception_line(lines, first)
+        if exc is not None:
+            exception = lines[exc]
+            end = max(end, exc + 1)
+    start = max(0, first - WINDOW_BEFORE)
+    window = lines[start:end]
+    labels = (_RANK_PREFIX.match(line) for line in window[first - start :] if is_error_line(line))
+    ranks = sorted({int(m["rank"]) for m in labels if m})
+    error_text = "\n".join(lines[first:end])
+    return Failure(
+        line_no=first + 1,
+        line=lines[first],
+        exception=exception,
+        window_start=start + 1,
+        window=window,
+        category=classify(error_text),
+        ranks=ranks,
+    )
+
+
+# Broad signatures for failures no knowledge-base entry knows; checked in order, first hit wins.
+_CATEGORY_RULES: list[tuple[Category, re.Pattern]] = [
+    (c, re.compile(p, re.MULTILINE))
+    for c, p in [
+        ("infrastructure", r"NODE_FAIL|NODE FAILURE|Node failure|ECC error|Uncorrectable|fallen off the bus|\bXid\b"),
+        ("scheduler", r"\b(?:sbatch|salloc): error|(?:^|\s)qsub: |Batch job submission failed|allocation failure"
+                      r"|Unable to allocate resources|=>> PBS: job killed|DUE TO TIME LIMIT"),
+        ("environment", r"Lmod has detected|modulefile|command not found|ModuleNotFoundError|ImportError|execve\(\)"),
+        ("library", r"\bNCCL\b|\bRCCL\b|\bCCL_|CUDA error|HIP error|cuDNN|libfabric|\bMPICH\b|deepspeed|DeepSpeed"),
+        ("launcher", r"rendezvous|Rendezvous|torch\.distributed\.elastic|DistNetworkError|DistStoreError"
+                     r"|\bsrun: error|mpiexec|socket"),
+    ]
+]
+
+
+def classify(error_text: str) -> Category:
+    """Category of the failure whose text starts at its first error line: the category of the
+    knowledge-base entry that matches earliest, else the broad rules, else a user-program error."""
+    hits = exact_hits(error_text, cluster=None, local_size=None, ranks=[])
+    if hits:
+        return hits[0].entry.category
+    return next((c for c, pattern in _CATEGORY_RULES if pattern.search(error_text)), "program")
+
