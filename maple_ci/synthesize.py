@@ -37,7 +37,7 @@ from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
-from .programs import describe, model_parallel, nodes_that_fit, program_notes
+from .programs import describe, model_parallel, nodes_that_fit, program_notes, scheduler_notes
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -295,6 +295,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job = resolve_job(intent, profile, template, source_name)
     job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
                                job.gpus_per_node)
+    expanded = [arg for arg in intent.script_args if not shell_word(arg).startswith("'")]  # literal text: noted below
+    job.notes += scheduler_notes(expanded, profile.scheduler, profile.name)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
     job.notes += [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "
