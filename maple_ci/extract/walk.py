@@ -140,6 +140,8 @@ class Shell:
         for node in nodes:
             if isinstance(node, Function):
                 self.functions[node.name] = node.body
+            elif isinstance(node, Case):  # an If to the other walkers, which take every branch
+                self._case(node)
             elif isinstance(node, If):
                 self._if(node)
             else:
@@ -148,9 +150,6 @@ class Shell:
     def _if(self, node: If) -> None:
         """The branch bash takes when the tests are decided by the script's own values; every
         branch that may run, in order, when one is not (the launch may be in any of them)."""
-        if isinstance(node, Case):
-            self._case(node)
-            return
         possible = []
         for condition, body in node.branches:
             taken = self._test(condition)
