@@ -15,9 +15,14 @@ from .errors import MapleError
 
 def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
     """The report of one suite: accuracy, real, latency or verified (on a Slurm cluster)."""
-    if suite not in ("accuracy", "real", "latency", "verified"):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, latency or verified")
-    if suite == "real":
+    if suite not in ("accuracy", "real", "latency", "verified", "debug"):
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, latency, verified or debug")
+    if suite == "debug":
+        from .bench_debug import load_debug_cases, run_debug
+
+        cases = load_debug_cases()
+        report = _with_bar(progress, quiet, f"{len(cases)} failures", len(cases), lambda step: run_debug(cases, step))
+    elif suite == "real":
         cases = load_real_cases()
         out_dir = Path(tempfile.mkdtemp(prefix="maple-real-"))
         report = _with_bar(progress, quiet, f"{len(cases)} real scripts", len(cases),
@@ -44,6 +49,10 @@ def print_report(suite: str, report: dict, out: Console) -> None:
         _print_latency(report, out)
     elif suite == "real":
         _print_real(report, out)
+    elif suite == "debug":
+        from .bench_debug import print_debug
+
+        print_debug(report, out)
     elif suite == "verified":
         for run in report["runs"]:
             colour = "green" if run["ok"] else "red"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import MapleError
 from ..profiles import get_profile
+from .diagnosis import Advice, Candidate, Diagnosis
 from .edits import Suggestion, apply_fix, apply_suggestions, diff, resolve, suggestions
 from .kb import Category, EditOp, ExportEnv, KBEntry, Match, exact_matches, fix_context, load_kb, match
 from .logs import WINDOW_BEFORE, Failure, classify, is_error_line, locate
@@ -187,6 +188,16 @@ def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: d
     )
     ops = [resolve(op, context) for op in proposal.ops]
     return Step(failure, _attempt(failure, source, explanation, ops, script, patched, path), patched, None, explanation)
+
+
+def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[dict] = None) -> Diagnosis:
+    """The diagnosis `maple debug` prints (baseline: the first fix next_fix applies)."""
+    step = next_fix(script, log, cluster, fix_context(cluster) | (context or {}))
+    matches = match(step.failure, cluster) if step.failure else []
+    candidates = [Candidate(entry_id=step.attempt.entry_id, explanation=step.attempt.explanation,
+                            ops=step.attempt.ops, script=step.script)] if step.attempt else []
+    kind = "fix" if candidates else ("infrastructure" if step.stop == "infrastructure" else "none")
+    return Diagnosis(failure=step.failure, matches=matches, candidates=candidates, advice=Advice(kind=kind, text=step.message))
 
 
 def debug_loop(

@@ -52,6 +52,11 @@ _LAUNCH = re.compile(
 _MODULE_LINE = re.compile(r"^\s*(?:module|ml)\s")
 
 
+def canonical_option(name: str) -> str:
+    """One spelling per option: Slurm's long name for a short one, "-" for "_" (torchrun takes both)."""
+    return _SLURM_ALIASES.get(name, name).replace("_", "-")
+
+
 def _directive_prefix(lines: list[str], context: dict, name: str) -> str:
     """#SBATCH or #PBS, whichever the script uses (else the cluster's), checked against the option:
     long options exist only in Slurm, "-l resource" only in PBS."""

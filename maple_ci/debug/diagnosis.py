@@ -1,0 +1,31 @@
+"""One diagnosis of a failed job: the first error, the known cases, ranked candidate fixes and
+advice of a kind (what `maple debug` prints and the bot posts)."""
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, Field
+
+from .kb import EditOp, Match
+from .logs import Failure
+
+AdviceKind = Literal["fix", "site_value", "infrastructure", "policy", "user_code", "none"]
+
+
+class Candidate(BaseModel):
+    entry_id: str
+    explanation: str
+    ops: list[EditOp]  # resolved; a site value maple lacks is a <name> placeholder
+    find: dict[str, str] = Field(default_factory=dict)  # placeholder -> the command that finds its value
+    script: Optional[str] = None  # the patched script, when the ops apply to it
+
+
+class Advice(BaseModel):
+    kind: AdviceKind
+    text: str
+
+
+class Diagnosis(BaseModel):
+    failure: Optional[Failure]
+    matches: list[Match] = Field(default_factory=list)
+    candidates: list[Candidate] = Field(default_factory=list)
+    advice: Advice
