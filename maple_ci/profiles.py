@@ -13,6 +13,11 @@ from .paths import templates_dir
 from .profile_files import profile_files
 
 WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
+# The variable that limits which devices a process sees, by vendor: CUDA's (NVIDIA CUDA C
+# Programming Guide, "CUDA Environment Variables"), ROCm's runtime (rocm.docs.amd.com, "GPU
+# isolation techniques"), Level Zero's (ALCF Aurora docs, running-jobs-aurora: ZE_AFFINITY_MASK
+# per tile under ZE_FLAT_DEVICE_HIERARCHY=FLAT). Read 2026-11-25.
+VISIBLE_DEVICES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES", "intel": "ZE_AFFINITY_MASK"}
 
 
 class WalltimeBin(BaseModel):
@@ -94,6 +99,9 @@ class ClusterProfile(BaseModel):
     devices_per_node: int = Field(ge=1)  # what ranks bind to: Aurora 12 tiles, Frontier 8 GCDs
     gpu_memory_gb: int = Field(ge=1)  # per device
     cores_per_node: int = Field(ge=1)
+    # What the scheduler counts as CPUs on a node when that is not the cores: Slurm on Perlmutter
+    # counts 128 hardware threads for 64 cores, so --cpus-per-task is in threads there.
+    scheduler_cpus_per_node: Optional[int] = Field(default=None, ge=1)
     device: Literal["cuda", "xpu"]  # torch device type (ROCm builds also say "cuda")
     backend: str  # torch.distributed backend: nccl (also RCCL), xccl, ccl
     queues: list[Queue] = Field(min_length=1)
@@ -127,6 +135,15 @@ class ClusterProfile(BaseModel):
     @property
     def script_suffix(self) -> str:
         return "sbatch" if self.scheduler == "slurm" else "pbs"
+
+    @property
+    def cpus_per_node(self) -> int:
+        """The node's CPUs as the scheduler counts them (for --cpus-per-task)."""
+        return self.scheduler_cpus_per_node or self.cores_per_node
+
+    @property
+    def visible_devices(self) -> str:
+        return VISIBLE_DEVICES[self.gpu_vendor]
 
     def setup_for(self, framework: str) -> FrameworkSetup:
         return self.frameworks.get(framework) or self.frameworks["pytorch"]

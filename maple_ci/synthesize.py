@@ -158,7 +158,8 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         notes.append(f"the source asks for {walltime}, longer than {profile.name} allows for {nodes} node(s); "
                      f"using queue {queue.name} at its limit of {limit}: checkpoint, and resubmit to go on")
         walltime = limit
-    gpus = profile.devices_per_node
+    # One process on one GPU stays one (the single-device templates); other jobs fill the node.
+    gpus = 1 if template.strategy == "single" else profile.devices_per_node
     world_size = nodes * gpus
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
     source_world = intent.world_size or (intent.gpus_per_node and intent.nodes and intent.nodes * intent.gpus_per_node)
@@ -179,7 +180,7 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         gpus_per_node=gpus,
         world_size=world_size,
         tasks_per_node=tasks,
-        cpus_per_task=max(1, profile.cores_per_node // tasks),
+        cpus_per_task=max(1, profile.cpus_per_node // tasks),
         walltime=walltime,
         queue=queue,
         account=intent.account,

@@ -1,0 +1,88 @@
+"""Issue 16, cause 3: one process on one GPU stays one process bound to one GPU on every cluster.
+
+Before the single-device templates, `python3 -u cnn.py` (strategy single, world size 1) was ported
+as one rank per device of the target (4 on Perlmutter, 8 on Frontier, 12 on Aurora), and on NVIDIA
+targets every copy used cuda:0. The real runs use the local two-node Slurm cluster (tests/cluster/)
+and, for PBS, the local backend's emulation; the ddp mini-app reports the world size it saw.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from maple_ci.extract import extract
+from maple_ci.port import port_intent
+from maple_ci.profiles import load_profiles
+from maple_ci.verify.local import verify_local
+from maple_ci.verify.slurm import verify_slurm
+
+CLUSTERS = sorted(load_profiles())
+# Three shapes of a one-GPU job, from sources not in the corpus: a bare python3 -u under Slurm with
+# --gpus=1, a PBS script, and a one-task srun with --gres=gpu:1.
+SOURCES = {
+    "sbatch": "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus=1\n#SBATCH -t 00:30:00\n#SBATCH -A a1\n"
+              "module load pytorch\npython3 -u cnn.py --epochs 5\n",
+    "pbs": "#!/bin/bash\n#PBS -l select=1\n#PBS -l walltime=00:30:00\n#PBS -A a1\ncd $PBS_O_WORKDIR\npython cnn.py\n",
+    "srun": "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -n 1\n#SBATCH --gres=gpu:1\n#SBATCH -t 01:00:00\n"
+            "srun python train.py --lr 0.1\n",
+}
+# What makes one device the program's: Slurm's per-job GPU request of one, srun's per-task binding,
+# or the vendor's visibility variable set to the first device.
+BOUND = re.compile(r"^#SBATCH --gpus(-per-node)?=(\S+:)?1$|--gpus-per-task=1 |"
+                   r"^export (CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|ZE_AFFINITY_MASK)=0$", re.M)
+
+
+def ported(source: str, cluster: str, tmp_path: Path):
+    [result] = port_intent(extract(SOURCES[source], f"{source}.sh"), [cluster], f"{source}.sh", tmp_path)
+    assert result.status == "ok", result
+    return result
+
+
+def launch_lines(script: str) -> list[str]:
+    body = script[script.index("export MASTER_PORT="):].splitlines()[1:]
+    return [line for line in body if line and not line.startswith("export ")]
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_a_one_gpu_job_stays_one_process_on_one_gpu(cluster, source, tmp_path):
+    result = ported(source, cluster, tmp_path)
+    script = result.script
+    assert result.template == f"{cluster}-single"
+    assert re.search(r"^# Job: 1 node\(s\) x 1 ranks = 1 ranks", script, re.M), script
+    assert "world size changes" not in script
+    [launch] = launch_lines(script)  # one command starts the program, once
+    assert re.search(r"\bpython (cnn|train)\.py\b", launch), launch
+    assert not re.search(r"--ntasks-per-node=(?!1\b)|--ppn|mpiexec|torchrun|ibrun|mpirun", launch), launch
+    if load_profiles()[cluster].devices_per_node > 1:
+        assert BOUND.search(script), f"{cluster}: no single device bound\n{script}"
+
+
+def test_a_multi_gpu_job_is_not_given_the_single_template(tmp_path):
+    text = SOURCES["srun"].replace("-n 1", "-n 4").replace("gpu:1", "gpu:4")
+    [result] = port_intent(extract(text, "ddp.sh"), ["perlmutter"], "ddp.sh", tmp_path)
+    assert result.template != "perlmutter-single" and "--ntasks-per-node=4" in result.script
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("cluster", ["perlmutter", "lonestar6"])  # a one-task srun; the batch shell itself
+def test_a_one_gpu_port_runs_one_process_on_the_local_cluster(slurm_cluster, cluster, tmp_path, master_port):
+    script = ported("sbatch", cluster, tmp_path / "out").script
+    path = tmp_path / "job.sbatch"
+    path.write_text(script.replace("export MASTER_PORT=29500", f"export MASTER_PORT={master_port}"))
+    result = verify_slurm(path, miniapp="ddp", timeout=600, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert result.ok, result.log[-3000:]
+    assert result.result["world_size"] == 1 and result.result["ranks_seen"] == [0]
+
+
+@pytest.mark.cluster
+def test_a_one_gpu_pbs_port_runs_one_process(slurm_cluster, tmp_path, master_port):
+    # The local backend emulates PBS (two nodes on this machine) with the test site's module set-up.
+    script = ported("pbs", "polaris", tmp_path / "out").script
+    path = tmp_path / "job.pbs"
+    path.write_text(script.replace("export MASTER_PORT=29500", f"export MASTER_PORT={master_port}"))
+    result = verify_local(path, miniapp="ddp", nodes_hosts=2, timeout=600, env=slurm_cluster.job_env,
+                          workdir=tmp_path)
+    assert result.ok, result.log[-3000:]
+    assert result.result["world_size"] == 1 and result.result["ranks_seen"] == [0]
