@@ -41,9 +41,8 @@ def assert_no_secret(*outputs: object) -> None:
 
 def test_the_job_environment_keeps_what_a_batch_job_needs_and_no_secret():
     site = {"PATH": "/usr/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "LC_ALL": "C", "SLURM_JOB_ID": "42",
-            "PBS_NODEFILE": "/var/spool/nodes", "MODULEPATH": "/opt/modulefiles", "LMOD_CMD": "/usr/lmod",
-            "CONDA_PREFIX": "/opt/conda", "VIRTUAL_ENV": "/venv", "http_proxy": "http://proxy:3128",
-            "BASH_ENV": "/usr/share/lmod/lmod/init/bash", "NCCL_NET_GDR_LEVEL": "PHB"}
+            "SLURM_NTASKS": "8", "PBS_NODEFILE": "/var/spool/nodes", "http_proxy": "http://proxy:3128",
+            "BASH_ENV": "/usr/share/lmod/lmod/init/bash", "CUDA_VISIBLE_DEVICES": "0,1"}
     assert job_environment({**site, **SECRETS}) == site
     # Unknown names are left out too: an allowlist, not a guess at what a secret is called.
     assert job_environment({"DEPLOY_PASS": "x", "MYAPP_DSN": "postgres://u:p@db"}) == {}
@@ -81,3 +80,30 @@ def test_the_bot_runs_verification_without_its_secrets(tmp_path):
     assert outcome.ok, outcome.message + "\n" + outcome.log
     assert "\nHOME=" in outcome.log
     assert_no_secret(outcome)
+
+
+# Each runs code of the caller's choosing in a job that kept it (issue 15): Lmod's `module` runs
+# LMOD_SETTARG_CMD after every command, a MODULEPATH or PYTHONPATH entry in the checkout loads its
+# files, CUDA loads the injection library, srun runs the task prolog.
+RUNS_CODE = ("LMOD_SETTARG_CMD", "MODULEPATH", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_INJECTION64_PATH",
+             "SLURM_TASK_PROLOG", "PYTHONUSERBASE", "OMP_TOOL_LIBRARIES", "NCCL_NET_PLUGIN", "GIT_CONFIG_COUNT")
+
+
+@pytest.mark.parametrize("name", RUNS_CODE)
+def test_variables_that_load_or_run_code_are_not_kept(name):
+    assert job_environment({name: "/checkout/evil", "PATH": "/usr/bin"}) == {"PATH": "/usr/bin"}
+
+
+def test_lmod_settarg_cmd_of_the_caller_does_not_run_and_the_site_file_rebuilds_module(tmp_path):
+    # The real Lmod of the test cluster (tests/cluster/setup.sh): the site's startup file, root-only,
+    # gives the job `module`; a LMOD_SETTARG_CMD inherited from the CI job would run after `module list`.
+    marker, evil = tmp_path / "marker", tmp_path / "settarg"
+    evil.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    evil.chmod(0o755)
+    script = tmp_path / "job.pbs"
+    script.write_text("#!/bin/bash\n#PBS -l select=1\nmodule list 2>&1 && echo module-ok\npython train.py\n")
+    env = {**os.environ, "BASH_ENV": "/opt/maple-test/site-env.sh", "LMOD_SETTARG_CMD": str(evil),
+           "MODULEPATH": str(tmp_path)}
+    result = verify_local(script, miniapp=MINIAPP, timeout=120, env=env, workdir=tmp_path)
+    assert result.ok and "module-ok" in result.log, result.message + "\n" + result.log
+    assert not marker.exists()

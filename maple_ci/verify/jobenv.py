@@ -1,10 +1,13 @@
-"""The environment a verification job starts from: what a batch job needs from the machine it runs
-on, never the credentials of the process that starts it (the bot's GITHUB_TOKEN, the action's
-INPUT_* and MAPLE_GITLAB_* secrets, MAPLE_LLM_API_KEY; at the center the CI job's CI_JOB_TOKEN and
-the site's id_token). The slurm and local backends, in an allocation too, start every job with it.
+"""The environment a verification job starts from, as `env -i` plus an allowlist: what a batch job
+needs from the machine it runs on, never the credentials of the process that starts it (the bot's
+GITHUB_TOKEN, the action's INPUT_* and MAPLE_GITLAB_* secrets, MAPLE_LLM_API_KEY; at the center the
+CI job's CI_JOB_TOKEN and the site's id_token), and nothing that makes a program run code of the
+caller's choosing. The slurm and local backends, in an allocation too, start every job with it.
 
-An allowlist, because secrets live under names nobody can list in advance; then a denylist over it,
-because an allowed family could still hold one (a SLURM_ or CONDA_ name ending in _TOKEN).
+Names are listed one by one, not by family: a family such as LMOD_* also holds LMOD_SETTARG_CMD,
+which Lmod's `module` runs after every command, and CUDA_* holds CUDA_INJECTION64_PATH. The module
+system, conda and the GPU and MPI stacks are rebuilt by the site's startup file (BASH_ENV, a plain
+absolute path: Lmod's way of giving batch shells `module`) and by the modules the script loads.
 """
 
 import re
@@ -12,32 +15,40 @@ from typing import Mapping
 
 _NAMES = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ", "HOSTNAME",
-    # where the site's software is: modules set these, and a job inherits them from the login shell
-    "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "PKG_CONFIG_PATH", "MANPATH", "PYTHONPATH",
-    "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE", "PYTHONUSERBASE", "VIRTUAL_ENV",
-    # module systems (Lmod, Environment Modules); BASH_ENV is how Lmod and sites give batch shells `module`
-    "MODULEPATH", "MODULESHOME", "LOADEDMODULES", "_LMFILES_", "BASH_ENV",
+    "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONNOUSERSITE",  # switches, not paths
+    "BASH_ENV",  # the site's startup file (checked below)
     # the file systems sites name in their login environment (NERSC's $SCRATCH, $PSCRATCH, $CFS; TACC's $WORK)
     "SCRATCH", "PSCRATCH", "CFS", "WORK",
-    # the network: proxies and the certificates that go with them
-    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    # the network: proxies (without credentials, below) and the certificates that go with them
+    "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
     "DS_ACCELERATOR",  # DeepSpeed's device choice (miniapps/deepspeed_zero3.py)
+    "OMP_NUM_THREADS", "MAPLE_MINIAPP_TIMEOUT",
+    # the devices the allocation gives the job (Slurm's GPU plugin, ROCm, Level Zero)
+    "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ZE_AFFINITY_MASK",
+    # The allocation a center-side CI job runs in: Slurm's batch output variables (sbatch(1), "OUTPUT
+    # ENVIRONMENT VARIABLES", https://slurm.schedmd.com/sbatch.html, read 2026-11-25); srun reads the
+    # job id and the task layout from them. Input variables that run programs (SLURM_TASK_PROLOG) are not here.
+    *(f"SLURM_{name}" for name in (
+        "JOB_ID", "JOBID", "JOB_NAME", "JOB_NODELIST", "NODELIST", "JOB_NUM_NODES", "NNODES", "NTASKS", "NPROCS",
+        "NTASKS_PER_NODE", "TASKS_PER_NODE", "CPUS_ON_NODE", "CPUS_PER_TASK", "JOB_CPUS_PER_NODE", "TRES_PER_TASK",
+        "GPUS", "GPUS_ON_NODE", "GPUS_PER_NODE", "GPUS_PER_TASK", "JOB_GPUS", "NTASKS_PER_GPU", "MEM_PER_NODE",
+        "MEM_PER_CPU", "MEM_PER_GPU", "JOB_PARTITION", "JOB_ACCOUNT", "JOB_QOS", "CLUSTER_NAME", "SUBMIT_DIR",
+        "SUBMIT_HOST", "JOB_USER", "JOB_UID", "JOB_GID", "NODEID", "PROCID", "LOCALID", "ARRAY_JOB_ID",
+        "ARRAY_TASK_ID", "ARRAY_TASK_COUNT", "ARRAY_TASK_MIN", "ARRAY_TASK_MAX", "RESTART_COUNT",
+        "JOB_START_TIME", "JOB_END_TIME", "TOPOLOGY_ADDR", "TOPOLOGY_ADDR_PATTERN", "CONF")),
+    "SLURMD_NODENAME",
+    # PBS Professional's job variables (PBS Professional User's Guide, "Environment Variables",
+    # https://help.altair.com/2022.1.0/PBS%20Professional/PBSUserGuide2022.1.pdf, read 2026-11-25),
+    # and NCI Gadi's resource counts (https://opus.nci.org.au, "PBS Environment Variables", read 2026-11-25)
+    *(f"PBS_{name}" for name in (
+        "JOBID", "JOBNAME", "NODEFILE", "O_WORKDIR", "O_HOST", "O_QUEUE", "QUEUE", "ENVIRONMENT", "JOBDIR",
+        "O_HOME", "O_LOGNAME", "O_SHELL", "O_SYSTEM", "TASKNUM", "NODENUM", "ARRAY_INDEX", "ARRAY_ID",
+        "NCPUS", "NGPUS", "VMEM", "NNODES")),
 })
-_PREFIXES = (
-    "LC_",
-    "SLURM_", "PBS_", "PALS_",  # the scheduler's: the allocation a center-side CI job runs in
-    "LMOD_", "__LMOD_", "_ModuleTable", "MODULES_",  # module system state
-    "CONDA_", "_CE_", "PYENV_",  # conda and pyenv
-    # the MPI, interconnect and GPU stacks a site's environment configures
-    "CRAY_", "CRAYPE_", "PE_", "MPICH_", "I_MPI_", "FI_", "UCX_", "NCCL_", "CUDA_", "NVIDIA_", "ROCM_", "ROCR_",
-    "HIP_", "ZE_", "OMP_",
-    "MAPLE_MINIAPP_",  # the mini-app's own settings (MAPLE_MINIAPP_TIMEOUT)
-)
-_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|JWT|CREDENTIAL|^(GITHUB|INPUT|ACTIONS|CI_JOB|MAPLE_GITLAB)_",
-                     re.IGNORECASE)
+_SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|KEY|JWT|CREDENTIAL", re.IGNORECASE)
 # bash expands BASH_ENV (command substitution included) when a non-interactive shell starts.
-_EXPANDS = re.compile(r"[$`]")
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9_./+-]*")
 _URL_CREDENTIALS = re.compile(r"//[^/@]*@")  # http://user:password@proxy:3128
 
 
@@ -45,9 +56,9 @@ def job_environment(env: Mapping[str, str]) -> dict[str, str]:
     """The variables of env that a verification job may see."""
     kept = {}
     for name, value in env.items():
-        if not (name in _NAMES or name.startswith(_PREFIXES)) or _SECRET.search(name):
+        if not (name in _NAMES or name.startswith("LC_")) or _SECRET.search(name):
             continue
-        if name == "BASH_ENV" and (_EXPANDS.search(value) or not value.startswith("/")):
+        if name == "BASH_ENV" and not _PLAIN_PATH.fullmatch(value):
             continue
         if name.lower().endswith("_proxy") and _URL_CREDENTIALS.search(value):
             continue
