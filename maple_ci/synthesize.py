@@ -25,7 +25,7 @@ and the program's relative paths (train.py, configs) resolve there, as they did 
 import math
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -138,6 +138,9 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
     require_port_facts(intent, source_name)
     notes = list(intent.notes)
+    if template.strategy == "single" and intent.nodes != 1:  # one process uses one node; more would idle
+        notes.append(f"the program runs as one process on one GPU: 1 node, not {intent.nodes or 'a size chosen at submit time'}")
+        intent = replace(intent, nodes=1)
     if intent.nodes is None:
         nodes, queue, note = _allocation_size(intent, profile)
         notes.append(note)
