@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import MapleError
 from ..profiles import get_profile
+from .candidates import advise, candidates
 from .diagnosis import Advice, Candidate, Diagnosis
 from .edits import Suggestion, apply_fix, apply_suggestions, diff, resolve, suggestions
 from .kb import Category, EditOp, ExportEnv, KBEntry, Match, exact_matches, fix_context, load_kb, match
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
     from ..llm import Backend
 
 __all__ = [
-    "Attempt", "Category", "DebugReport", "EditOp", "ExportEnv", "Failure", "KBEntry", "Match", "RunOutcome", "Step",
-    "Suggestion", "WINDOW_BEFORE", "apply_fix", "apply_suggestions", "classify", "debug_loop", "diff",
+    "Advice", "Attempt", "Candidate", "Category", "DebugReport", "Diagnosis", "EditOp", "ExportEnv", "Failure", "KBEntry", "Match", "RunOutcome", "Step",
+    "Suggestion", "WINDOW_BEFORE", "apply_fix", "apply_suggestions", "classify", "debug_loop", "diagnose", "diff",
     "exact_matches", "fix_context", "is_error_line", "load_kb", "locate", "match", "next_fix", "suggestions",
 ]  # fmt: skip
 
@@ -69,15 +70,6 @@ class DebugReport(BaseModel):
     matches: list[Match] = Field(default_factory=list)  # known cases for the last failure
 
 
-def _infrastructure_advice(exact: list[Match]) -> str:
-    node = next((m.groups["node"] for m in exact if "node" in m.groups), None)
-    explanation = exact[0].entry.explanation if exact else ""
-    where = f" on {node}" if node else ""
-    exclude = f" If it fails again there, keep the job off that node: #SBATCH --exclude={node}." if node else ""
-    advice = f"Hardware or system failure{where}: not a problem with the script. Resubmit it.{exclude}"
-    return f"{advice} {explanation}".strip()
-
-
 class Step(NamedTuple):
     """One diagnosis of a failed run: the fix to try next, or why there is none."""
 
@@ -98,34 +90,26 @@ def _attempt(failure: Failure, entry_id: str, explanation: str, ops: list, scrip
 def next_fix(
     script: str, log: str, cluster: Optional[str], context: dict, path: str = "script", llm: Optional["Backend"] = None
 ) -> Step:
-    """Locate the first error in a failed run's log and apply the first exact known fix that applies
-    and changes the script. Only exact matches are applied: a similar case is a hint for a person,
-    not evidence. When none applies and `llm` is given, the model's proposal is tried (_model_fix)."""
-    failure = locate(log)
+    """Locate the first error in a failed run's log and apply the best candidate fix (diagnose)
+    that needs no value a person must fill in. Only exact matches are applied: a similar case is a
+    hint for a person, not evidence. When none applies and `llm` is given, the model's proposal is
+    tried (_model_fix)."""
+    found = diagnose(script, log, cluster, context)
+    failure, advice = found.failure, found.advice
     if failure is None:
         return Step(None, None, script, "no_error_found", "the run failed but no line of its log is a recognisable error")
-    exact = exact_matches(failure, cluster)
-    if failure.category == "infrastructure":
-        return Step(failure, None, script, "infrastructure", _infrastructure_advice(exact))
-    reasons = []
-    for m in (m for m in exact if m.entry.fix):
-        if m.entry.scheduler and m.entry.scheduler != context.get("scheduler"):
-            reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
-            continue
-        values = context | m.groups
-        try:
-            patched = apply_fix(script, m.entry.fix, values)
-        except MapleError as exc:
-            reasons.append(f"{m.entry.id}: {exc}")
-            continue
-        if patched == script:
-            reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
-            continue
-        ops = [resolve(op, values) for op in m.entry.fix]
-        attempt = _attempt(failure, m.entry.id, m.entry.explanation, ops, script, patched, path)
-        return Step(failure, attempt, patched, None, m.entry.explanation)
-    why = "; ".join(reasons) or "no known case with a fix matches this error"
-    no_fix = f"line {failure.line_no}: {failure.line.strip()} — {why}"
+    if advice.kind == "infrastructure":
+        return Step(failure, None, script, "infrastructure", advice.text)
+    ready = [c for c in found.candidates if not c.find]
+    if ready:
+        top = ready[0]
+        return Step(failure, _attempt(failure, top.entry_id, top.explanation, top.ops, script, top.script, path),
+                    top.script, None, top.explanation)  # fmt: skip
+    if found.candidates:
+        names = ", ".join(found.candidates[0].find)
+        no_fix = f"the fix needs {names}, which neither the log nor the cluster profile gives. {advice.text}"
+    else:
+        no_fix = advice.text
     if llm is not None:
         return _model_fix(script, failure, cluster, context, path, llm, no_fix)
     return Step(failure, None, script, "no_fix", no_fix)
@@ -191,13 +175,16 @@ def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: d
 
 
 def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[dict] = None) -> Diagnosis:
-    """The diagnosis `maple debug` prints (baseline: the first fix next_fix applies)."""
-    step = next_fix(script, log, cluster, fix_context(cluster) | (context or {}))
-    matches = match(step.failure, cluster) if step.failure else []
-    candidates = [Candidate(entry_id=step.attempt.entry_id, explanation=step.attempt.explanation,
-                            ops=step.attempt.ops, script=step.script)] if step.attempt else []
-    kind = "fix" if candidates else ("infrastructure" if step.stop == "infrastructure" else "none")
-    return Diagnosis(failure=step.failure, matches=matches, candidates=candidates, advice=Advice(kind=kind, text=step.message))
+    """What `maple debug` prints: the first error, the known cases, the candidate fixes ranked
+    (candidates.candidates) and the advice of a kind (candidates.advise)."""
+    context = fix_context(cluster) | (context or {})
+    failure = locate(log)
+    if failure is None:
+        return Diagnosis(failure=None, advice=Advice(kind="none", text="no line of the log is a recognisable error"))
+    exact = exact_matches(failure, cluster)
+    found, reasons = candidates(script, log, exact, context)
+    advice = advise(failure, exact, found, reasons, script, log, context)
+    return Diagnosis(failure=failure, matches=exact, candidates=found, advice=advice)
 
 
 def debug_loop(

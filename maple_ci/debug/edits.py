@@ -16,6 +16,13 @@ _SAFE_VALUE = re.compile(r"^[\w.:/@%+,=-]+$")
 
 # {name} names a fact; ${NAME} is shell and stays as written.
 _FIELD = re.compile(r"(?<!\$)\{([A-Za-z_]\w*)\}")
+# A site value a person fills in (debug.candidates): shown as written, never run.
+_PLACEHOLDER = re.compile(r"^<[a-z_]+>$")
+
+
+def fields_of(op) -> set[str]:
+    """The {name} facts an op's values need."""
+    return {n for k, v in op if k != "op" and isinstance(v, str) for n in _FIELD.findall(v)}
 
 
 def _fill(template: str, context: dict) -> str:
@@ -26,7 +33,7 @@ def _fill(template: str, context: dict) -> str:
 
     def value(m: re.Match) -> str:
         text = str(context[m[1]])
-        return text if _SAFE_VALUE.match(text) else shlex.quote(text)
+        return text if _SAFE_VALUE.match(text) or _PLACEHOLDER.match(text) else shlex.quote(text)
 
     return _FIELD.sub(value, template)
 

@@ -93,6 +93,29 @@ EditOp = Annotated[
 # Knowledge base
 
 
+class Fix(BaseModel):
+    """One candidate fix of an entry, with its precondition on the script: every `requires` regex
+    matches the script (its named groups become values for the ops) and no `unless` regex does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ops: list[EditOp] = Field(min_length=1)
+    requires: list[str] = Field(default_factory=list)
+    unless: list[str] = Field(default_factory=list)
+    explanation: str = ""  # why this alternative, when it differs from the entry's
+
+    @field_validator("requires", "unless")
+    @classmethod
+    def _compile(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            re.compile(p)
+        return patterns
+
+
+# What a person should do when the fix is not an edit of the script (debug.advice).
+Outcome = Literal["infrastructure", "policy", "user_code", "environment"]
+
+
 class KBEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -101,7 +124,10 @@ class KBEntry(BaseModel):
     category: Category
     clusters: list[str] = Field(default_factory=lambda: ["any"])
     explanation: str
-    fix: list[EditOp] = Field(default_factory=list)  # empty: advice only
+    fix: list[EditOp] = Field(default_factory=list)  # the fix that always applies; empty: see fixes
+    fixes: list[Fix] = Field(default_factory=list)  # alternatives with preconditions, best first
+    # The advice when no fix applies: default infrastructure for that category, user_code for program.
+    outcome: Optional[Outcome] = None
     source: str = Field(pattern=r"^https://")
     examples: list[str] = Field(min_length=1)  # log text the patterns must match
     # Only a match when every failing rank is on a node other than the first (rank >= ranks per
@@ -116,6 +142,16 @@ class KBEntry(BaseModel):
         for p in patterns:
             re.compile(p)
         return patterns
+
+    @property
+    def alternatives(self) -> list[Fix]:
+        """Every candidate fix in rank order: the guarded alternatives, then the unguarded fix."""
+        return self.fixes + ([Fix(ops=self.fix)] if self.fix else [])
+
+    @property
+    def advice_kind(self) -> Optional[Outcome]:
+        defaults = {"infrastructure": "infrastructure", "program": "user_code"}
+        return self.outcome or defaults.get(self.category)
 
     @property
     def regexes(self) -> list[re.Pattern]:

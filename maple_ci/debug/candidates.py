@@ -1,0 +1,155 @@
+"""Ranked candidate fixes for one failure, and the advice when none is an edit of the script.
+
+Every exact known case contributes its alternatives (kb.Fix) whose precondition holds on the
+script, in the knowledge base's rank order, with the values the log gave (named groups) and the
+cluster's facts. A value neither gives, if it is a site value a person can look up (an account, a
+partition's limit, the GPU flag), becomes a <name> placeholder with the command that finds it.
+"""
+
+import re
+from typing import Optional
+
+from ..errors import MapleError
+from .diagnosis import Advice, Candidate
+from .edits import apply_fix, fields_of, resolve
+from .kb import Fix, Match
+from .logs import Failure
+
+# Site values a fix may need and how to find them: Slurm's own commands (sacctmgr, sinfo and
+# scontrol man pages, https://slurm.schedmd.com/, read 2026-11-25) and PBS Pro's (qstat -Q,
+# https://help.altair.com/2022.1.0/PBS%20Professional/PBSReferenceGuide2022.1.pdf, read 2026-11-25).
+_FIND = {
+    "account": {"slurm": "sacctmgr show assoc user=$USER format=account%30,partition,qos%40",
+                "pbs": "sbank-list-allocations (ALCF; other PBS sites: the allocation's web page, unconfirmed)"},
+    "qos": {"slurm": "sacctmgr show assoc user=$USER format=account%30,qos%60"},
+    "partition": {"slurm": 'sinfo -o "%P %l %G"'},
+    "queue": {"slurm": 'sinfo -o "%P %l %G"', "pbs": "qstat -Q"},
+    "max_walltime": {"slurm": "scontrol show partition  (MaxTime)", "pbs": "qstat -Qf <queue>  (resources_max.walltime)"},
+    "gpu_flag": {"slurm": 'sinfo -o "%P %G"; scontrol show partition  (TRES: gres/gpu or gpu:<type>)'},
+    "gpu_count": {"slurm": 'sinfo -o "%P %G"'},
+    "devices_per_node": {"slurm": 'sinfo -o "%P %G"', "pbs": "pbsnodes -a | grep ngpus"},
+    "constraint": {"slurm": 'sinfo -o "%P %f"'},
+    "framework_module": {"slurm": "module spider pytorch", "pbs": "module spider pytorch"},
+}  # fmt: skip
+
+
+def _scheduler(script: str, log: str, context: dict) -> str:
+    if context.get("scheduler"):
+        return context["scheduler"]
+    if "#PBS" in script or "qsub: " in log:
+        return "pbs"
+    return "slurm"
+
+
+def _precondition(fix: Fix, script: str) -> tuple[Optional[dict], str]:
+    """The values the `requires` regexes capture from the script, or None and why the fix does not apply."""
+    groups: dict[str, str] = {}
+    for pattern in fix.requires:
+        m = re.search(pattern, script, re.MULTILINE)
+        if not m:
+            return None, f"the script has nothing matching {pattern!r}"
+        groups |= {k: v for k, v in m.groupdict().items() if v is not None}
+    for pattern in fix.unless:
+        if re.search(pattern, script, re.MULTILINE):
+            return None, f"the script already has {pattern!r}"
+    return groups, ""
+
+
+def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dict[str, str], list[str]]:
+    """values with a <name> placeholder for each site value the fix needs and nobody gave; the
+    commands that find them; and the names of other missing values (the fix cannot be offered)."""
+    missing = sorted({name for op in fix.ops for name in fields_of(op)} - values.keys())
+    find = {n: _FIND[n][scheduler] for n in missing if scheduler in _FIND.get(n, {})}
+    unknown = [n for n in missing if n not in find]
+    return values | {n: f"<{n}>" for n in find}, find, unknown
+
+
+def candidates(script: str, log: str, exact: list[Match], context: dict) -> tuple[list[Candidate], list[str]]:
+    """The candidate fixes of the exact matches, best first, and why the others were not offered."""
+    scheduler = _scheduler(script, log, context)
+    found, reasons, seen = [], [], set()
+    for m in exact:
+        if m.entry.scheduler and m.entry.scheduler != scheduler:
+            reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
+            continue
+        for fix in m.entry.alternatives:
+            groups, why = _precondition(fix, script)
+            if groups is None:
+                reasons.append(f"{m.entry.id}: {why}")
+                continue
+            values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)
+            if unknown:
+                reasons.append(f"{m.entry.id}: the fix needs {', '.join(unknown)}, which neither the log nor "
+                               "the cluster profile gives")
+                continue
+            try:
+                patched = apply_fix(script, fix.ops, values)
+            except MapleError as exc:
+                reasons.append(f"{m.entry.id}: {exc}")
+                continue
+            if patched == script or patched in seen:
+                reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
+                continue
+            seen.add(patched)
+            explanation = " ".join(filter(None, [m.entry.explanation, fix.explanation]))
+            ops = [resolve(op, values) for op in fix.ops]
+            found.append(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched))
+    return found, reasons
+
+
+# ---------------------------------------------------------------------------------------------
+# Advice when the answer is not (only) an edit
+
+
+def _infrastructure(exact: list[Match]) -> str:
+    node = next((m.groups["node"] for m in exact if "node" in m.groups), None)
+    explanation = exact[0].entry.explanation if exact else ""
+    where = f" on {node}" if node else ""
+    exclude = f" If it fails again there, keep the job off that node: #SBATCH --exclude={node}." if node else ""
+    advice = f"Hardware or system failure{where}: not a problem with the script. Resubmit it.{exclude}"
+    return f"{advice} {explanation} If it happens again, tell the center (job id, node, this line).".strip()
+
+
+_POLICY = {
+    "slurm": "wait until your running jobs finish (squeue -u $USER) or cancel one (scancel <jobid>); "
+             "your limits: sacctmgr show assoc user=$USER format=account%30,qos%40,maxjobs,maxsubmit",
+    "pbs": "wait until your running jobs finish (qstat -u $USER) or delete one (qdel <jobid>); "
+           "the queue's limits: qstat -Qf <queue>",
+}  # fmt: skip
+# A traceback frame; the user's own is the last one outside installed packages and the interpreter.
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
+_LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<frozen")
+
+
+def program_line(failure: Failure) -> Optional[str]:
+    """path:line of the innermost traceback frame in the user's own code, if the log shows one."""
+    frames = [m for line in failure.window for m in _FRAME.finditer(line) if not _LIBRARY.search(m["path"])]
+    return f"{frames[-1]['path']}:{frames[-1]['line']}" if frames else None
+
+
+def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons: list[str], script: str,
+           log: str, context: dict) -> Advice:  # fmt: skip
+    """What to do: the kind an exact case names first, else a fix or a value to fill in."""
+    first = exact[0].entry if exact else None
+    kind = first.advice_kind if first else None
+    if failure.category == "infrastructure" or kind == "infrastructure":
+        return Advice(kind="infrastructure", text=_infrastructure(exact))
+    if first and first.outcome and found:  # an edit works around it, but the cause is elsewhere
+        return Advice(kind=first.outcome, text=f"{first.explanation} A workaround is suggested: {found[0].explanation}")
+    if found:
+        top = found[0]
+        if top.find:
+            how = "; ".join(f"{name}: {command}" for name, command in top.find.items())
+            return Advice(kind="site_value", text=f"{top.explanation} Fill in the value(s) this site needs ({how}).")
+        return Advice(kind="fix", text=top.explanation)
+    why = "; ".join(reasons) or "no known case with a fix matches this error"
+    if kind == "policy":
+        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: "
+                                          f"{_POLICY[_scheduler(script, log, context)]}.")
+    if kind == "user_code":
+        where = program_line(failure)
+        at = f" The error is raised in your program at {where}." if where else ""
+        return Advice(kind="user_code", text=f"{first.explanation}{at} Not a problem of the launch script.")
+    if kind == "environment":
+        return Advice(kind="environment", text=first.explanation)
+    return Advice(kind="none", text=f"line {failure.line_no}: {failure.line.strip()} — {why}")
