@@ -93,7 +93,8 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
             seen.add(patched)
             explanation = " ".join(filter(None, [m.entry.explanation, fix.explanation]))
             ops = [resolve(op, values) for op in fix.ops]
-            found.append(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched))
+            found.append(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched,
+                                   workaround=fix.workaround))
     return found, reasons
 
 
@@ -134,7 +135,7 @@ def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons
     kind = first.advice_kind if first else None
     if failure.category == "infrastructure" or kind == "infrastructure":
         return Advice(kind="infrastructure", text=_infrastructure(exact))
-    if first and first.outcome and found:  # an edit works around it, but the cause is elsewhere
+    if first and first.outcome and found and found[0].workaround:  # the edit avoids a cause elsewhere
         return Advice(kind=first.outcome, text=f"{first.explanation} A workaround is suggested: {found[0].explanation}")
     if found:
         top = found[0]

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 from .kb import EditOp, Match
 from .logs import Failure
 
-AdviceKind = Literal["fix", "site_value", "infrastructure", "policy", "user_code", "none"]
+AdviceKind = Literal["fix", "site_value", "infrastructure", "policy", "user_code", "environment", "none"]
 
 
 class Candidate(BaseModel):
@@ -17,6 +17,7 @@ class Candidate(BaseModel):
     ops: list[EditOp]  # resolved; a site value maple lacks is a <name> placeholder
     find: dict[str, str] = Field(default_factory=dict)  # placeholder -> the command that finds its value
     script: Optional[str] = None  # the patched script, when the ops apply to it
+    workaround: bool = False  # avoids a cause outside the script (the advice names it)
 
 
 class Advice(BaseModel):

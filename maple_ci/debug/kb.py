@@ -103,6 +103,7 @@ class Fix(BaseModel):
     requires: list[str] = Field(default_factory=list)
     unless: list[str] = Field(default_factory=list)
     explanation: str = ""  # why this alternative, when it differs from the entry's
+    workaround: bool = False  # the cause is elsewhere (the entry's outcome says where); this edit avoids it
 
     @field_validator("requires", "unless")
     @classmethod

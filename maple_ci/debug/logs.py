@@ -41,6 +41,7 @@ _ERROR_PATTERNS = [
     r"Cassini Event Queue overflow",
     r"No VNIs available",
     r"failed to acquire job resources",
+    r"No active allocation found",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
     r"Unexpected page fault from GPU",
@@ -68,7 +69,7 @@ _KEYWORDS = (
     "can't open file", "Permission denied", "Segmentation fault", "core dumped", "Aborted", "oom",
     "Out Of Memory", "NODE_FAIL", "NODE FAILURE", "CANCELLED AT", "Uncorrectable", "fallen off the bus",
     "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
-    "page fault", "socket", "[E",
+    "page fault", "socket", "[E", "No active allocation",
 )  # fmt: skip
 
 
