@@ -308,7 +308,7 @@ def action(args) -> int:
         config, config_error = Config(), str(error)
     pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
     return run_action(pipeline.port, known, config.sources, config.targets,
-                      verify=pipeline.verify, report=config.schedule, config_error=config_error)
+                      verify=pipeline.verify, settings=config, config_error=config_error)
 
 
 def _at_least(minimum: int):

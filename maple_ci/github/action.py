@@ -17,7 +17,7 @@ import github_action_toolkit as gha
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import Done, PortFn, VerifyFn, results_as_given, run_plan
-from maple_ci.github.config import Schedule
+from maple_ci.github.config import Config, Schedule
 from maple_ci.github.checks import conclusion
 from maple_ci.github.delivery import connect
 from maple_ci.github.events import plan_event
@@ -57,8 +57,10 @@ def run_action(
     verify: VerifyFn = results_as_given,
     report: Schedule | None = None,
     config_error: str | None = None,
+    settings: Config | None = None,
 ) -> int:
     """The exit code: 0 done or nothing to do, 1 a check or verification failed, 2 an invalid command.
+    `settings`: the repository's .github/maple.yml (its `schedule` unless `report` is given).
     `config_error`: why the repository's configuration could not be read; a request is answered with
     it instead of being run, then it is raised (a comment with no /maple command is left alone)."""
     env = os.environ
@@ -79,7 +81,7 @@ def run_action(
         print(f"maple: {plan.reason}", flush=True)
         return 0  # no token needed, no request made: most events end here
     repo = connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
-    done = run_plan(repo, plan, port, verify, report)
+    done = run_plan(repo, plan, port, verify, report, settings)
     if config_error is not None:
         raise MapleError(config_error)
     if env.get("GITHUB_OUTPUT"):

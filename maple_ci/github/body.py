@@ -7,40 +7,28 @@ describes every (script, cluster) on the branch, not only the last request's.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 from typing import Any
 
 from maple_ci.github.checks import checks_passed
 from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, PortResult, truncate
 from maple_ci.github.markdown import cell, code, plain
+from maple_ci.github.state import State, write_state
 
-_STATE = re.compile(r"<!-- maple-ci results ([A-Za-z0-9_=-]+) -->")
-_DROPPED = ("content", "suggestions")  # large, and the description does not show them
-
-
-def previous_results(body: str | None) -> list[PortResult]:
-    """What an earlier request put in the PR's description; [] when there is none or it is damaged
-    (anyone with write access can edit the description)."""
-    found = _STATE.findall(body or "")
-    try:
-        data = json.loads(base64.urlsafe_b64decode(found[-1])) if found else []
-    except (binascii.Error, ValueError):
-        return []
-    if not isinstance(data, list) or not all(
-            isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("intent"), dict)
-            and isinstance(r.get("clusters"), list) and all(_cluster_ok(c) for c in r["clusters"]) for r in data):
-        return []
-    return [{**r, "clusters": [{**c, "content": "", "suggestions": []} for c in r["clusters"]]} for r in data]
-
-
-def _cluster_ok(c) -> bool:
-    return (isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("cluster", "path", "template", "verification"))
-            and isinstance(c.get("checks"), list) and all(isinstance(k, dict) and isinstance(k.get("ok"), bool)
-                                                         and isinstance(k.get("name"), str) and isinstance(k.get("message"), str)
-                                                         for k in c["checks"]))
+# A link the bot may render: GitHub's own https URL of the request (a comment or a commit), from
+# the event payload; anything else is shown as text.
+_REQUEST_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~%/#=&+-]*")
+_LOG_URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~%/#=&?+-]*")  # a backend's job page
+STOPPED = "<!-- maple-ci stopped -->"
+FOOTER = """---
+**Working with maple-ci** (`/maple help` lists every command and option)
+- `/maple verify` runs verification of the ported scripts again; `/maple port <cluster>...` adds clusters.
+- **On push** of a tracked launch script to the default branch, maple-ci regenerates these files and updates
+  this PR; **nightly** it verifies the merged ports and keeps one "Portability report" issue.
+- **Close** this PR and maple-ci leaves it closed: a push does not reopen or recreate it. Reopen it to resume.
+- `/maple ignore <cluster|file>` stops porting that cluster or script here; `/maple unignore` undoes it.
+- A commit of yours on this branch stops maple-ci from updating it, so your work is never overwritten;
+  `/maple recreate` discards those commits and ports again."""
 
 
 def merged(earlier: list[PortResult], results: list[PortResult]) -> list[PortResult]:
@@ -54,23 +42,23 @@ def merged(earlier: list[PortResult], results: list[PortResult]) -> list[PortRes
     return list(by_source.values())
 
 
-def describe(earlier: list[PortResult], results: list[PortResult]) -> str:
-    """The PR body: every script on the branch, with the state that lets the next request merge."""
-    everything = merged(earlier, results)
-    text = render_pr_body(everything)
-    state = [{**r, "clusters": [{k: v for k, v in c.items() if k not in _DROPPED} for c in r["clusters"]]} for r in everything]
-    hidden = f"\n<!-- maple-ci results {base64.urlsafe_b64encode(json.dumps(state).encode()).decode()} -->\n"
+def describe(state: State, results: list[PortResult], banner: str = "") -> str:
+    """The PR body: `banner` (why the bot stopped updating the branch), every script on the branch,
+    the footer, and the state (earlier results merged with these) that the next request reads."""
+    everything = merged(list(state.results), results)
+    text = (f"{STOPPED}\n{banner}\n\n" if banner else "") + render_pr_body(everything) + "\n" + FOOTER
+    hidden = "\n" + write_state(state._replace(results=everything)) + "\n"
     if len(text) + len(hidden) > BODY_LIMIT:
-        hidden = ""  # too much to carry: the next request describes only itself, but the body fits
+        hidden = "\n" + write_state(state._replace(results=[])) + "\n"  # the next request describes only itself
     return truncate(text, BODY_LIMIT - len(hidden)) + hidden
 
 
-def title_for(earlier: list[PortResult], results: list[PortResult]) -> str:
-    """`maple: port <scripts> to <clusters>`, on one line and within GitHub's 256 characters."""
+def title_for(earlier: list[PortResult], results: list[PortResult], prefix: str = "maple:") -> str:
+    """`<prefix> port <scripts> to <clusters>`, on one line and within GitHub's 256 characters."""
     everything = merged(earlier, results)
     sources = ", ".join(sorted({" ".join(r["source"].split()) for r in everything}))
     clusters = ", ".join(dict.fromkeys(c["cluster"] for r in everything for c in r["clusters"]))
-    head, tail = "maple: port ", f" to {clusters}"
+    head, tail = f"{prefix} port ".lstrip(), f" to {clusters}"
     room = TITLE_LIMIT - len(head) - len(tail)
     return head + (sources if len(sources) <= room else sources[: room - 1] + "…") + tail
 
@@ -89,7 +77,7 @@ def render_pr_body(results: list[PortResult]) -> str:
         if result.get("provenance"):
             source = result["provenance"]
             parts += [f"Ported from {code(source['repository'])} at {code(source['commit'])}, "
-                      f"requested in {code(source['request'])}.", ""]
+                      f"requested in {request_link(source['request'])}.", ""]
         parts += [
             "| Cluster | Script | Template | Static checks | Verification | Log |",
             "|---|---|---|---|---|---|",
@@ -110,6 +98,44 @@ def render_pr_body(results: list[PortResult]) -> str:
         if intent.get("missing"):
             parts += [f"**Not found in the script:** {plain(', '.join(map(str, intent['missing'])))}; defaults were used.", ""]
     return "\n".join(parts)
+
+
+# Per cluster in the reply to a request: a mark and what happened.
+REPLY_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️", "pending": "⏳"}
+
+
+def reply_for(url: str, results: list[PortResult]) -> str:
+    """The reply in the thread: the PR, then per script and cluster what happened, failures first."""
+    rows = [(r, c) for r in results for c in r["clusters"]]
+    rows.sort(key=lambda rc: rc[1]["verification"] not in ("failed", "error"))
+    lines = [f"Ported in {url}"] + [f"- {_outcome(r, c)}" for r, c in rows]
+    lines += [f"- {plain(note)}" for r in results for note in r.get("notes", [])]
+    return "\n".join(lines)
+
+
+def _outcome(result: PortResult, c) -> str:
+    what = c["verification"]
+    if c.get("fixed") and not c["suggestions"]:
+        what = "passed with the debug agent's fix, committed to the PR"
+    elif what in ("failed", "error") and c["log_url"]:
+        what += f" ({_link('log', c['log_url'])})"
+    if c["suggestions"]:
+        what += "; a fix is suggested in the PR's review"
+    failing = [k["name"] for k in c["checks"] if not k["ok"] and k.get("level", "failure") == "failure"]
+    if failing:
+        what += f"; static checks failed: {plain(', '.join(failing))}"
+    return f"{REPLY_MARKS.get(c['verification'], '')} {c['cluster']} ({code(c['path'])}): {what}"
+
+
+def _link(label: str, url: str) -> str:
+    return f"[{label}]({url})" if _REQUEST_URL.fullmatch(url) or _LOG_URL.fullmatch(url) else code(url)
+
+
+def request_link(request: str) -> str:
+    """Where the port was asked for: a link to GitHub's page of it, else the text as a code span."""
+    if not _REQUEST_URL.fullmatch(request):
+        return code(request)
+    return f"[{'this comment' if '#issuecomment-' in request else 'this commit'}]({request})"
 
 
 def _show(value: Any) -> str:

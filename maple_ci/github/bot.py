@@ -16,6 +16,7 @@ import re
 import secrets
 import sys
 import traceback
+from dataclasses import replace
 from datetime import datetime
 from typing import Callable, NamedTuple, Optional
 
@@ -26,26 +27,26 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.approval import Provenance, approve, approver, permission, stamp, stamped, trailers, waiting_note
-from maple_ci.github.body import describe, previous_results, render_pr_body, title_for
-from maple_ci.github.checks import verified, verify_with_check_runs
+from maple_ci.github.approval import Provenance, approve, approver, permission, stamped, waiting_note
+from maple_ci.github.body import render_pr_body
+from maple_ci.github.checks import conclusion, verify_with_check_runs
 from maple_ci.github.commands import Command, authorize, refusal
-from maple_ci.github.config import Schedule
+from maple_ci.github.config import Config, Schedule
 from maple_ci.github.delivery import (
     BODY_LIMIT,
+    BRANCH_PREFIX,
     PortResult,
-    deliver,
-    edit_pr,
     log_annotations,
     open_pr,
-    post_review,
     react,
     truncate,
     write_job_summary,
 )
 from maple_ci.github.events import Plan
-from maple_ci.github.markdown import log_safe
-from maple_ci.github.report import sync_report
+from maple_ci.github.markdown import code, log_safe
+from maple_ci.github.publish import AUTOMATIC, publish, set_ignored
+from maple_ci.github.report import report_error, sync_report
+from maple_ci.github.state import read_state
 
 PortFn = Callable[[Command, tuple[str, ...], str], list[PortResult]]
 # verify(command, results, commit, skip, progress): progress(result, cluster result) as each run starts and ends
@@ -64,13 +65,19 @@ def results_as_given(command: Command, results: list[PortResult], commit: str, s
 
 
 def run_plan(repo: Repository, plan: Plan, port: PortFn, verify: VerifyFn = results_as_given,
-             report: Schedule | None = None) -> Done:
-    """Do what the plan says. `report`: where the nightly report issue goes (plans with `report` set).
+             report: Schedule | None = None, settings: Config | None = None) -> Done:
+    """Do what the plan says. `report`: where the nightly report issue goes (plans with `report` set),
+    by default the settings' (.github/maple.yml); push and nightly errors are posted there too.
 
     Whatever fails (a MapleError, GitHub answering 5xx, a bug) is answered where the request came
     from, with the comment reacted "confused" and a link to the run, then raised as a MapleError."""
     print(f"maple: {log_safe(plan.reason)}", flush=True)
+    settings = settings or Config()
+    report = report if report is not None else settings.schedule
     if plan.command is None and plan.reply is None:
+        return Done([])
+    if plan.trigger == "push" and not settings.refresh_on_push:
+        print("maple: refresh_on_push is off in .github/maple.yml; the push is left alone", flush=True)
         return Done([])
     comment = repo.get_issue(plan.issue_number).get_comment(plan.comment_id) if plan.comment_id else None  # lazy: no request
     try:
@@ -84,64 +91,130 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, verify: VerifyFn = resu
             _reply(repo, plan, plan.reply)
             return Done([])
         assert plan.command is not None
-        return _run(repo, plan, plan.command, comment, port, verify, report)
+        return _run(repo, plan, plan.command, comment, port, verify, report, settings)
     except Exception as error:
-        failure = _failed(repo, plan, comment, error)
+        failure = _failed(repo, plan, comment, error, report)
         if failure is error:
             raise
         raise failure from error
 
 
+class Target(NamedTuple):
+    """What a request acts on: the bot's branch maple/port-<key> into `base`, ported from `ref`."""
+
+    key: str
+    base: str
+    ref: str
+    sources: tuple[str, ...]
+    origin: str  # the repository the scripts come from (a fork's for a fork's PR)
+    fork_head: str | None  # a fork PR's head commit
+
+
 def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, verify: VerifyFn,
-         report: Schedule | None) -> Done:
+         report: Schedule | None, settings: Config) -> Done:
     if command.name == "approve":
         assert command.sha is not None
-        message = approve(repo, command.sha, plan.actor or os.environ.get("GITHUB_ACTOR", ""))
-        if comment is not None:
-            react(comment, "rocket")
-        _reply(repo, plan, message)
-        return Done([])
-    base, ref, sources = plan.base, plan.ref, plan.sources
+        return _answered(repo, plan, comment, approve(repo, command.sha, plan.actor or os.environ.get("GITHUB_ACTOR", "")))
+    target = _target(repo, plan, command)
+    if command.name in ("ignore", "unignore"):
+        return _answered(repo, plan, comment, set_ignored(repo, target.key, target.base, command))
+    command, sources, left_out = _narrowed(repo, command, target, settings)
     skip = None if command.verify else "`--no-verify` was given"
-    origin, fork_head = repo.full_name, None
-    if plan.pull_number is not None:
-        pr = repo.get_pull(plan.pull_number)
-        ref = _pinned_head(repo, pr, command, plan.requested_at)
-        # Propose the ports into the PR's own branch, so merging both lands them together; a fork's
-        # branch cannot take a PR from here, so then the PR's base takes it.
-        same_repo = pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
-        base = pr.head.ref if same_repo else pr.base.ref
-        if not same_repo:
-            origin, fork_head = (pr.head.repo.full_name if pr.head.repo else "unknown/deleted-fork"), ref
-        if command.name == "port" and command.source is None:
-            # What the PR changes is what to port; the pipeline keeps the launch scripts among them.
-            sources = tuple(f.filename for f in pr.get_files() if f.status != "removed")
-    assert base is not None and ref is not None
     gha.start_group(f"maple {command.name} {' '.join(command.clusters)}".rstrip())
     try:
-        results = port(command, sources, ref)
-        source = Provenance(origin, commit_sha(repo, ref), plan.request or plan.reason) if command.name == "port" else None
+        results = port(command, sources, target.ref)
         approvals: dict[str, str | None] = {}
 
         def gated(found: list[PortResult], sha: str) -> list[PortResult]:
             return verify_with_check_runs(repo, sha, found, lambda found, progress: _verify_approved(
-                repo, found, skip, fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
+                repo, found, skip, target.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
 
-        results, message, pr = _publish(repo, plan, command, results, base, ref, source, fork_head is not None, gated)
+        if command.name == "port":
+            source = Provenance(target.origin, commit_sha(repo, target.ref), plan.request or plan.reason)
+            results, message, pr = publish(repo, replace(plan, key=target.key), command, results, target.base, source,
+                                           target.fork_head is not None, gated, settings)
+        else:
+            results = gated(results, commit_sha(repo, target.ref))
+            message, pr = render_pr_body(results), None
         if plan.report and report is not None:
-            sync_report(repo, report, results, commit_sha(repo, ref))
+            sync_report(repo, report, results, commit_sha(repo, target.ref))
     finally:
         gha.end_group()  # also on failure: the error must not be folded away in the log
     waiting = sorted({sha for sha, who in approvals.items() if who is None})
     if waiting:
         message += "\n\n" + "\n".join(f"**{waiting_note(sha)}**" for sha in waiting)
+    if left_out:
+        message += f"\n\nNot ported, ignored here: {', '.join(map(code, left_out))} ({code('/maple unignore ' + ' '.join(left_out))} undoes it)."
     log_annotations(results)
     if comment is not None:
-        react(comment, "rocket")
+        react(comment, "confused" if any(conclusion(c) == "failure" for r in results for c in r["clusters"]) else "rocket")
     if plan.issue_number is not None:
         _reply(repo, plan, message)
     write_job_summary(render_pr_body(results))
     return Done(results, pr)
+
+
+def _answered(repo: Repository, plan: Plan, comment, message: str) -> Done:
+    """A request done without porting (approve, ignore): rocket, and the reply."""
+    if comment is not None:
+        react(comment, "rocket")
+    _reply(repo, plan, message)
+    return Done([])
+
+
+def _target(repo: Repository, plan: Plan, command: Command) -> Target:
+    """The request's branch, base and source. On a PR: its head, and its branch as the base (a fork's
+    branch cannot take a PR from here: then the PR's base). A comment on the bot's own PR acts on
+    the request that made it."""
+    assert plan.key is not None and plan.base is not None or plan.pull_number is not None
+    key, base, ref, sources = plan.key or "", plan.base or "", plan.ref or "", plan.sources
+    if plan.pull_number is None:
+        return Target(key, base, ref, sources, repo.full_name, None)
+    pr = repo.get_pull(plan.pull_number)
+    own = _bot_key(repo, pr) if command.name != "verify" else None  # verify: the bot PR's head holds the ports
+    if own is not None:
+        key = own
+        if not own.startswith("pr-"):
+            return Target(key, pr.base.ref, pr.base.ref, sources, repo.full_name, None)
+        pr = repo.get_pull(int(own.removeprefix("pr-")))
+    ref = _pinned_head(repo, pr, command, plan.requested_at)
+    same_repo = pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
+    origin = repo.full_name if same_repo else (pr.head.repo.full_name if pr.head.repo else "unknown/deleted-fork")
+    if command.name == "port" and command.source is None:
+        # What the PR changes is what to port; the pipeline keeps the launch scripts among them.
+        sources = tuple(f.filename for f in pr.get_files() if f.status != "removed")
+    return Target(key, pr.head.ref if same_repo else pr.base.ref, ref, sources, origin, None if same_repo else ref)
+
+
+def _bot_key(repo: Repository, pr: PullRequest) -> str | None:
+    """The request key of one of the bot's own PRs (branch maple/port-<key> in this repository)."""
+    head = pr.head
+    if head.repo is None or head.repo.full_name != repo.full_name or not head.ref.startswith(BRANCH_PREFIX):
+        return None
+    key = head.ref.removeprefix(BRANCH_PREFIX)
+    return key if re.fullmatch(r"pr-[0-9]+|(issue|branch)-[A-Za-z0-9_-]+", key) else None
+
+
+def _narrowed(repo: Repository, command: Command, target: Target, settings: Config,
+              ) -> tuple[Command, tuple[str, ...], tuple[str, ...]]:
+    """The command and sources without what is ignored (settings, `/maple ignore`), and what was
+    left out; `/maple recreate` without clusters takes the PR's, and its scripts when none is named."""
+    if command.name != "port":
+        return command, target.sources, ()
+    existing = open_pr(repo, target.key, target.base)
+    state = read_state(existing.body if existing else None)
+    clusters, sources = command.clusters, target.sources
+    if command.recreate:
+        clusters = clusters or tuple(dict.fromkeys(c["cluster"] for r in state.results for c in r["clusters"]))
+        sources = sources or tuple(r["source"] for r in state.results)
+        if not clusters:
+            raise MapleError("Nothing to recreate here: name the clusters, e.g. `/maple recreate perlmutter`.", exit_code=2)
+    skip = set(settings.ignore) | set(state.ignore)
+    if command.source in skip or not set(clusters) - skip:
+        raise MapleError(f"Everything asked for is ignored here ({', '.join(map(code, sorted(skip)))}): "
+                         "`/maple unignore` undoes it.", exit_code=2)
+    command = replace(command, clusters=tuple(c for c in clusters if c not in skip))
+    return command, tuple(s for s in sources if s not in skip), tuple(c for c in clusters if c in skip)
 
 
 def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_at: str | None) -> str:
@@ -196,45 +269,15 @@ def _fork_commit(repo: Repository, result: PortResult) -> str | None:
     return None
 
 
-def _publish(repo: Repository, plan: Plan, command: Command, results: list[PortResult], base: str, ref: str,
-             source: Provenance | None, from_fork: bool, verify: Callable[[list[PortResult], str], list[PortResult]],
-             ) -> tuple[list[PortResult], str, PullRequest | None]:
-    """Deliver a port (PR, verification, review, check runs) or verify ported scripts; the results and the reply.
-    `verify(results, commit)` verifies with check runs on `commit`."""
-    if command.name != "port":
-        results = verify(results, commit_sha(repo, ref))
-        return results, render_pr_body(results), None
-    assert plan.key is not None and source is not None
-    for result in results:
-        result["provenance"] = source._asdict()
-        if from_fork:  # what verification reads back, wherever the file goes
-            for c in result["clusters"]:
-                c["content"] = stamp(c["content"], source)
-    files = {c["path"]: c["content"] for r in results for c in r["clusters"]}
-    existing = open_pr(repo, plan.key, base)
-    earlier = previous_results(existing.body if existing else None)
-    title = title_for(earlier, results)
-    delivered = deliver(repo, plan.key, files, base, title, describe(earlier, results), trailers(source))
-    if delivered.pr is None:
-        return results, f"The ported scripts are already on `{base}`; no PR needed.", None
-    if not delivered.committed and verified(repo, delivered.sha):
-        # The branch already holds these files, verified, with their review and check runs.
-        return results, f"Ported in {delivered.pr.html_url} (unchanged)", delivered.pr
-    results = verify(results, delivered.sha)
-    edit_pr(delivered.pr, title, describe(earlier, results))
-    post_review(delivered.pr, delivered.sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
-    return results, f"Ported in {delivered.pr.html_url}", delivered.pr
-
-
 def commit_sha(repo: Repository, ref: str) -> str:
     if re.fullmatch(r"[0-9a-f]{40}", ref):
         return ref
     return repo.get_git_ref(f"heads/{ref}").object.sha
 
 
-def _failed(repo: Repository, plan: Plan, comment, error: Exception) -> MapleError:
-    """Say in the thread (or the job summary) that the request failed and why, with the run's log;
-    the error to end the job with. Reporting is best effort: GitHub may be what failed."""
+def _failed(repo: Repository, plan: Plan, comment, error: Exception, report: Schedule | None) -> MapleError:
+    """Say in the thread (a push's or nightly's: the report issue) that the request failed and why,
+    with the run's log; the error to end the job with. Reporting is best effort: GitHub may be what failed."""
     if isinstance(error, MapleError):
         reason, code = str(error), error.exit_code
     else:
@@ -256,6 +299,8 @@ def _failed(repo: Repository, plan: Plan, comment, error: Exception) -> MapleErr
     try:
         if comment is not None:
             react(comment, "confused")
+        if plan.issue_number is None and plan.trigger in AUTOMATIC and report is not None:
+            report_error(repo, report, f"On {plan.trigger} ({plan.request or plan.reason}): {text}")
         _reply(repo, plan, text)
     except Exception as again:  # noqa: BLE001 - the original error is the one to report
         print(f"maple: could not report the failure in the thread: {log_safe(again)}", flush=True)

@@ -6,6 +6,7 @@ leaves this module has been checked against a fixed set or a strict pattern.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -42,7 +43,7 @@ _VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes", "--entrypoint"
 class Command:
     """What a comment asked for. `clusters` empty on `verify` means every ported cluster."""
 
-    name: str  # "port" | "verify" | "approve" | "help"
+    name: str  # "port" | "verify" | "approve" | "help" | "ignore" | "unignore"
     clusters: tuple[str, ...] = ()
     source: str | None = None  # --from: the launch script to port, relative to the repo root
     framework: str | None = None
@@ -55,6 +56,8 @@ class Command:
     queue: str | None = None
     walltime: str | None = None
     sha: str | None = None  # port: `@<sha>`, the PR head the maintainer saw; approve: the commit approved
+    recreate: bool = False  # `/maple recreate`: a port that discards others' commits on the bot's branch
+    files: tuple[str, ...] = ()  # ignore/unignore: launch scripts (clusters go in `clusters`)
 
     def overrides(self) -> dict:
         """The JobIntent fields this command sets, for port.apply_overrides (as the CLI's options)."""
@@ -63,12 +66,24 @@ class Command:
                 "queue": self.queue, "walltime": self.walltime}
 
 
+COMMANDS = ("port", "verify", "recreate", "ignore", "unignore", "approve", "help")
+FLAGS = (*_VALUE_FLAGS, "--no-verify")
+
+
 class CommandError(MapleError):
-    """A `/maple` line that cannot be run; the message is the whole reply, help included."""
+    """A `/maple` line that cannot be run; the message is the whole reply: the problem and where
+    the full usage is (a typo deserves one line back, not the whole manual)."""
 
     def __init__(self, problem: str, known_clusters: Iterable[str]):
-        super().__init__(f"{problem}\n\n{help_text(known_clusters)}", exit_code=2)
+        super().__init__(f"{problem}\n\n`/maple help` lists every command, option and cluster.", exit_code=2)
         self.problem = problem
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`: did you mean `x`?` for the closest choice (difflib), else `. Known: ...` (ends the sentence)."""
+    choices = tuple(choices)
+    close = difflib.get_close_matches(word.lower(), choices, n=1, cutoff=0.6)
+    return f": did you mean {code(close[0])}?" if close else f". Known: {', '.join(sorted(choices))}."
 
 
 def help_text(known_clusters: Iterable[str]) -> str:
@@ -79,6 +94,9 @@ def help_text(known_clusters: Iterable[str]) -> str:
         "/maple port <cluster>... [--from PATH] [--framework F] [--strategy S] [--nodes N] [--entrypoint PROGRAM]\n"
         "            [--gpus-per-node G] [--account A] [--queue Q] [--walltime HH:MM:SS] [--no-verify] [@SHA]\n"
         "/maple verify [cluster...]\n"
+        "/maple recreate [cluster...]       (discard others' commits on the bot's branch, port again)\n"
+        "/maple ignore <cluster|file>...    (stop porting them in this PR; unignore undoes, no argument: all)\n"
+        "/maple unignore [cluster|file...]\n"
         "/maple approve <40-hex SHA of a fork's commit>\n"
         "/maple help\n"
         "```\n"
@@ -121,6 +139,13 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
         if len(args) != 1 or not SHA.fullmatch(args[0]):
             raise CommandError("`/maple approve` takes the full 40-character SHA of the commit to approve.", known)
         return Command("approve", sha=args[0])
+    if name in ("ignore", "unignore"):
+        return _ignore(name, args, known)
+    if name == "recreate":
+        clusters, options = _split_args(args, known)
+        if options:
+            raise CommandError(f"`/maple recreate` takes only cluster names, not {code(next(iter(options)))}.", known)
+        return Command("port", clusters, recreate=True)
     if name == "verify":
         clusters, options = _split_args(args, known)
         if options:
@@ -145,7 +170,16 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
             walltime=_matching(options, "--walltime", _WALLTIME, "HH:MM:SS", known),
             sha=options.get("@"),
         )
-    raise CommandError(f"Unknown command {code(words[0])}.", known)
+    raise CommandError(f"Unknown command {code(words[0])}{did_you_mean(name, COMMANDS)}", known)
+
+
+def _ignore(name: str, args: list[str], known: tuple[str, ...]) -> Command:
+    """`/maple ignore <cluster|file>...` (at least one) and `/maple unignore [cluster|file...]`."""
+    if name == "ignore" and not args:
+        raise CommandError("`/maple ignore` needs a cluster or a launch script, e.g. `/maple ignore aurora`.", known)
+    clusters = tuple(dict.fromkeys(a.lower() for a in args if a.lower() in known))
+    files = tuple(dict.fromkeys(_repo_path(a, known) for a in args if a.lower() not in known))
+    return Command(name, clusters, files=files)
 
 
 def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -163,7 +197,7 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
         if not word.startswith("--"):
             cluster = word.lower()
             if cluster not in known:
-                raise CommandError(f"Unknown cluster {code(word)}.", known)
+                raise CommandError(f"Unknown cluster {code(word)}{did_you_mean(cluster, known)}", known)
             if cluster not in clusters:
                 clusters.append(cluster)
             continue
@@ -179,7 +213,7 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
                 raise CommandError(f"`{flag}` is given twice.", known)
             options[flag] = value
         else:
-            raise CommandError(f"Unknown option {code(word)}.", known)
+            raise CommandError(f"Unknown option {code(word)}{did_you_mean(flag, FLAGS)}", known)
     return tuple(clusters), options
 
 

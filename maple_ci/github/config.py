@@ -9,6 +9,15 @@
     schedule:
       report_issue_title: Portability report
       labels: [maple-ci]
+    pull_requests:                         # the bot's PRs
+      labels: [hpc]                        # added when a PR is opened
+      reviewers: [mona]                    # logins asked for a review
+      assignees: [hubot]
+      title_prefix: "maple:"               # PR titles: "<prefix> port <scripts> to <clusters>"
+      commit_prefix: "maple:"              # the bot's commit messages, likewise
+    fixes: commit                          # a debug-agent fix whose re-run passed: commit | suggest
+    refresh_on_push: true                  # a push to a tracked script refreshes the bot's PR
+    ignore: [polaris]                      # clusters never ported to, whatever a command or push asks
 
 A missing file means the defaults. MAPLE_TARGETS and MAPLE_BACKEND (the action's inputs) override
 `targets` and `verification.default`, as DESIGN.md orders settings: variable over file.
@@ -17,10 +26,10 @@ A missing file means the defaults. MAPLE_TARGETS and MAPLE_BACKEND (the action's
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Literal, Mapping
+from typing import Annotated, Iterable, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from maple_ci.errors import MapleError
 
@@ -38,6 +47,20 @@ class Schedule(_Strict):
     labels: list[str] = Field(default_factory=lambda: ["maple-ci"])
 
 
+# Allowlists: a GitHub login (letters, digits, single dashes, at most 39) and a plain label or prefix.
+Login = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9](?:-?[A-Za-z0-9]){0,38}$")]
+Label = Annotated[str, StringConstraints(pattern=r"^[\w .:/()-]{1,50}$")]
+Prefix = Annotated[str, StringConstraints(pattern=r"^[\w .:/()\[\]-]{0,40}$")]
+
+
+class PullRequests(_Strict):
+    labels: list[Label] = Field(default_factory=list)
+    reviewers: list[Login] = Field(default_factory=list)
+    assignees: list[Login] = Field(default_factory=list)
+    title_prefix: Prefix = "maple:"
+    commit_prefix: Prefix = "maple:"
+
+
 def _inside_repo(value: str) -> str:
     path = PurePosixPath(value)
     if path.is_absolute() or ".." in path.parts or "\\" in value:
@@ -52,6 +75,10 @@ class Config(_Strict):
     # `default` applies to every cluster not named; other keys are cluster names.
     verification: dict[str, Backend] = Field(default_factory=lambda: {"default": "none"})
     schedule: Schedule = Field(default_factory=Schedule)
+    pull_requests: PullRequests = Field(default_factory=PullRequests)
+    fixes: Literal["commit", "suggest"] = "commit"
+    refresh_on_push: bool = True
+    ignore: list[str] = Field(default_factory=list)  # cluster names
 
     @field_validator("sources")
     @classmethod
@@ -90,8 +117,9 @@ def load_config(path: str | Path, known_clusters: Iterable[str], env: Mapping[st
         problems = [f"  `{'.'.join(map(str, e['loc'])) or '(top level)'}`: {e['msg']}" for e in error.errors()]
         raise MapleError(f"{path} is invalid:\n" + "\n".join(problems)) from error
     known = set(known_clusters)
-    unknown = [c for c in config.targets + [k for k in config.verification if k != "default"] if c not in known]
+    named = config.targets + config.ignore + [k for k in config.verification if k != "default"]
+    unknown = [c for c in named if c not in known]
     if unknown:
-        raise MapleError(f"{path}: unknown cluster(s) {', '.join(sorted(set(unknown)))} in `targets` or `verification`; "
+        raise MapleError(f"{path}: unknown cluster(s) {', '.join(sorted(set(unknown)))} in `targets`, `ignore` or `verification`; "
                          f"known: {', '.join(sorted(known))}")
     return config

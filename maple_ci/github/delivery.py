@@ -6,12 +6,14 @@ the test fake work like github.com. Results come from the port pipeline in the s
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from typing import Any, NamedTuple, TypedDict
 
 import github_action_toolkit as gha
-from github import Auth, Github, GithubRetry, InputGitTreeElement, UnknownObjectException
+from github import Auth, Github, GithubRetry, InputGitAuthor, InputGitTreeElement, UnknownObjectException
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
@@ -19,6 +21,12 @@ from maple_ci.errors import MapleError
 from maple_ci.github.markdown import code
 
 BRANCH_PREFIX = "maple/port-"
+# The author of the bot's commits; a commit on its branch by anyone else is a person's work, which
+# the bot never builds over (Renovate stops updating a branch someone else committed to).
+BOT_NAME = "maple-ci"
+BOT_AUTHOR = InputGitAuthor(BOT_NAME, "maple-ci@users.noreply.github.com")
+FOREIGN_WALK_LIMIT = 50  # commits looked at from the branch head for the bot's last one
+REVIEW_PREFIX = "<!-- maple-ci review "  # then the suggestions' digest, or "superseded", and " -->"
 REACTIONS = ("eyes", "rocket", "confused")
 TITLE_LIMIT = 256  # characters in a PR title
 BODY_LIMIT = 65536  # characters in a PR body or a comment
@@ -51,6 +59,7 @@ class Check(_CheckOptional):
 
 class _ClusterOptional(TypedDict, total=False):
     note: str  # one sentence for the PR: why verification was skipped, what failed, what the debug agent found
+    fixed: str  # the script with the debug agent's fix, whose re-run passed
 
 
 class ClusterResult(_ClusterOptional):
@@ -79,6 +88,8 @@ class Delivered(NamedTuple):
     pr: PullRequest | None  # None: the base branch already holds these files, nothing to propose
     sha: str  # head of the bot's branch (or of the base when pr is None)
     committed: bool  # whether this call made a new commit
+    foreign: tuple[str, ...] = ()  # commits by others on the branch: nothing was changed
+    opened: bool = False  # whether this call opened the PR
 
 
 def connect(
@@ -113,9 +124,13 @@ def open_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest
 
 
 def deliver(repo: Repository, request_key: str, files: dict[str, str], base_branch: str, title: str, body: str,
-            trailers: str = "") -> Delivered:
+            trailers: str = "", commit_title: str | None = None, recreate: bool = False) -> Delivered:
     """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR.
-    `trailers` end the commit message (where the port came from, approval.trailers).
+    `trailers` end the commit message (where the port came from, approval.trailers); `commit_title`
+    is its first line (default: the title).
+
+    A commit by anyone else on the open PR's branch stops it: nothing is committed and the
+    commits are returned in `foreign`, unless `recreate`, which starts the branch again from the base.
 
     Idempotent: the same request again finds the open PR, builds the same tree, and makes no
     commit, no new PR and no edit (the PR already describes that tree). A branch this call
@@ -125,7 +140,12 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     ref = _find_ref(repo, f"heads/{branch}")
     # Build on the open PR's branch (keeping any commit a person added there); without an open PR
     # the branch is stale (merged or closed) and starts again from the base.
-    base_ref = ref if pr is not None and ref is not None else _find_ref(repo, f"heads/{base_branch}")
+    if pr is not None and ref is not None and not recreate:
+        foreign = foreign_commits(repo, ref.object.sha, request_key)
+        if foreign:
+            return Delivered(pr, ref.object.sha, False, foreign)
+    keep = pr is not None and ref is not None and not recreate
+    base_ref = ref if keep else _find_ref(repo, f"heads/{base_branch}")
     if base_ref is None:
         raise MapleError(f"Branch {code(base_branch)} does not exist any more (deleted after the request?); "
                          "nothing was ported.")
@@ -138,15 +158,15 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     tree = repo.create_git_tree(elements, base_tree=parent.tree)
     if tree.sha == parent.tree.sha:
         return Delivered(pr, parent_sha, False)
-    message = f"{_one_line(title)}\n\nmaple-ci request {request_key}" + (f"\n\n{trailers}" if trailers else "")
-    commit = repo.create_git_commit(message, tree, [parent])
+    message = f"{_one_line(commit_title or title)}\n\n{_request_line(request_key)}" + (f"\n\n{trailers}" if trailers else "")
+    commit = repo.create_git_commit(message, tree, [parent], author=BOT_AUTHOR)
     created = None
     if ref is None:
         created = repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
     else:
         # A stale branch is reset onto the base; an open PR's branch only fast-forwards, so a
         # commit pushed there meanwhile makes this fail rather than vanish.
-        ref.edit(commit.sha, force=pr is None)
+        ref.edit(commit.sha, force=not keep)
     if pr is None:
         try:
             pr = repo.create_pull(base=base_branch, head=branch, title=_one_line(title)[:TITLE_LIMIT],
@@ -155,9 +175,35 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
             if created is not None:
                 created.delete()
             raise
-    else:
-        edit_pr(pr, title, body)
+        return Delivered(pr, commit.sha, True, opened=True)
+    edit_pr(pr, title, body)
     return Delivered(pr, commit.sha, True)
+
+
+def _request_line(request_key: str) -> str:
+    return f"maple-ci request {request_key}"
+
+
+def foreign_commits(repo: Repository, head: str, request_key: str) -> tuple[str, ...]:
+    """The commits on top of the bot's last commit on its branch, newest first: a person's (a
+    suggestion applied, a fix pushed, "Update branch"). The bot's own carry its author and request line."""
+    found, sha = [], head
+    for _ in range(FOREIGN_WALK_LIMIT):
+        commit = repo.get_git_commit(sha)
+        if commit.author.name == BOT_NAME and _request_line(request_key) in commit.message.splitlines():
+            return tuple(found)
+        found.append(sha)
+        if not commit.parents:
+            break
+        sha = commit.parents[0].sha
+    return tuple(found)
+
+
+def closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
+    """The newest PR of the bot's branch that someone closed without merging, if any."""
+    found = repo.get_pulls(state="closed", head=f"{repo.owner.login}:{BRANCH_PREFIX}{request_key}", base=base_branch,
+                           sort="created", direction="desc")
+    return next((pr for pr in found if not pr.merged), None)
 
 
 def _one_line(text: str) -> str:
@@ -187,15 +233,26 @@ def react(comment, content: str) -> None:
 
 
 def post_review(pr: PullRequest, commit_sha: str, suggestions: list[Suggestion]):
-    """All suggestions as ONE review (one notification, one "apply batch") that only comments."""
-    if not suggestions:
-        return None
+    """All suggestions as ONE review (one notification, one "apply batch") that only comments.
+
+    One review per PR: a refresh with the same suggestions posts nothing; new ones replace the
+    bot's earlier reviews, whose text then says they are superseded (GitHub cannot dismiss a comment review)."""
     comments = [review_comment(s) for s in suggestions]
+    marker = f"{REVIEW_PREFIX}{hashlib.sha256(json.dumps(comments, sort_keys=True).encode()).hexdigest()[:16]} -->"
+    earlier = [r for r in pr.get_reviews() if REVIEW_PREFIX in (r.body or "")]
+    if any(marker in r.body for r in earlier):
+        return None
+    for review in earlier:
+        if f"{REVIEW_PREFIX}superseded" not in review.body:
+            review.edit("maple-ci's earlier suggestions are superseded: the ported scripts changed since."
+                        f"\n{REVIEW_PREFIX}superseded -->")
+    if not comments:
+        return None
     # Pinned to the commit the suggestions were computed on; lazy, so this makes no request.
     commit = pr.base.repo.get_commit(commit_sha)
     return pr.create_review(
         commit=commit,
-        body=f"maple-ci has {len(comments)} suggestion(s) for the ported scripts.",
+        body=f"maple-ci has {len(comments)} suggestion(s) for the ported scripts.\n{marker}",
         event="COMMENT",
         comments=comments,
     )

@@ -45,6 +45,7 @@ class Plan:
     exit_code: int = 0  # 2: the event carried an invalid command (the CLI's usage-error code)
     requested_at: str | None = None  # the comment's created_at: a PR head committed later was not what was seen
     request: str | None = None  # where the request came from, for the port's trailer (the comment's URL)
+    trigger: str = "comment"  # "comment" | "push" | "schedule" | "dispatch": push and schedule are the bot's own
 
 
 def plan_event(
@@ -142,6 +143,7 @@ def plan_push(payload: dict[str, Any], tracked: Iterable[str], targets: Iterable
         ref=payload["after"],
         sources=sources,
         request=(payload.get("head_commit") or {}).get("url") or f"push of {payload['after']}",
+        trigger="push",
     )
 
 
@@ -163,7 +165,7 @@ def plan_schedule(payload: dict[str, Any], targets: Iterable[str]) -> Plan:
         return Plan(reason="no target clusters configured")
     default = payload["repository"]["default_branch"]
     return Plan(reason="scheduled verification", command=Command("verify", targets), key=branch_key(default), base=default,
-                ref=default, report=True)
+                ref=default, report=True, trigger="schedule")
 
 
 def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str], targets: Iterable[str]) -> Plan:
@@ -182,7 +184,8 @@ def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str
     if command.name == "help":
         return Plan(reason="help", reply=help_text(known_clusters))
     branch = payload["ref"].removeprefix("refs/heads/")
-    return Plan(reason=f"{command.name} dispatched", command=command, key=branch_key(branch), base=branch, ref=branch)
+    return Plan(reason=f"{command.name} dispatched", command=command, key=branch_key(branch), base=branch, ref=branch,
+                trigger="dispatch")
 
 
 def branch_key(branch: str) -> str:

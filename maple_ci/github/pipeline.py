@@ -27,6 +27,8 @@ from maple_ci.files import inside, read_inside
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
+from maple_ci.github.markdown import code
+from maple_ci.intent import REQUIRED_FOR_PORT
 from maple_ci.verify import miniapp_for, run_verification
 from maple_ci.verify.cancel import run_all
 
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 Checkout = Callable[[str], ContextManager[Path]]
 LAUNCH_SUFFIXES = (".sh", ".sbatch", ".slurm", ".pbs", ".qsub", ".job")
+PLACEHOLDERS = {"entrypoint": "PROGRAM"}  # what a retry command asks the person to fill in
 
 
 class Outcome(NamedTuple):
@@ -100,7 +103,7 @@ class Pipeline:
             if not names:
                 raise MapleError("No launch script to port: name one with `--from PATH`, or list the tracked scripts "
                                  "under `sources` in .github/maple.yml.", exit_code=2)
-            return [self._port_one(root, name, command) for name in names]
+            return _each(names, lambda name: self._port_one(root, name, command))
 
     def _is_launch_script(self, name: str) -> bool:
         """A tracked script (a `sources` glob), or without globs one named like a batch script;
@@ -123,6 +126,12 @@ class Pipeline:
         text = read_inside(root, name, name)
         intent = extract(text, name, base_dir=(root / name).parent)
         intent = apply_overrides(intent, **command.overrides())
+        missing = [fact for fact in REQUIRED_FOR_PORT if getattr(intent, fact) is None]
+        if missing:  # the refusal carries the request to copy, with what to fill in
+            retry = " ".join(["/maple port", *command.clusters, "--from", name,
+                              *(f"--{fact.replace('_', '-')} {PLACEHOLDERS.get(fact, fact.upper())}" for fact in missing)])
+            raise MapleError(f"{name}: cannot port without {', '.join(missing)} (not found in the script); "
+                             f"ask again with {code(retry)}", exit_code=2)
         notes, clusters = [], []
         for r in port_intent(intent, list(command.clusters), name, Path(self.config.output)):
             if r.status == "unsupported":
@@ -207,13 +216,33 @@ class Pipeline:
         c.update(verification="passed" if first.ok else "failed", log_url=first.log_url)
         if not first.ok:
             with self._analysis:
-                c["suggestions"], advice = _debug(c, first, run_unlocked, rerun=backend != "jacamar", model=self.model)
+                c["suggestions"], advice, fixed = _debug(c, first, run_unlocked, rerun=backend != "jacamar", model=self.model)
+            if fixed is not None:
+                c["fixed"] = fixed
             c["note"] = f"Verification failed: {first.message.rstrip('.')}. Debug agent: {advice}"
 
 
+def _each(names: list[str], port_one: Callable[[str], PortResult]) -> list[PortResult]:
+    """Every script that can be ported; those that cannot are named in the first result's notes.
+    Only when none can is it an error (one script: its own)."""
+    ported, refused = [], []
+    for name in names:
+        try:
+            ported.append(port_one(name))
+        except MapleError as error:
+            if len(names) == 1:
+                raise
+            refused.append(f"not ported: {error}")
+    if not ported:
+        raise MapleError("\n".join(refused), exit_code=2)
+    ported[0]["notes"] = ported[0].get("notes", []) + refused
+    return ported
+
+
 def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome], rerun: bool,
-           model: llm.Backend | None) -> tuple[list[Suggestion], str]:
-    """Review suggestions from the debug agent's fixes, and what it concluded."""
+           model: llm.Backend | None) -> tuple[list[Suggestion], str, str | None]:
+    """Review suggestions from the debug agent's fixes, what it concluded, and the fixed script
+    when a re-run of it passed."""
     from maple_ci.debug import RunOutcome, debug_loop, suggestions
 
     runs = iter([first])
@@ -226,15 +255,15 @@ def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome]
 
     report = debug_loop(c["content"], attempt, c["cluster"], max_iter=5 if rerun else 1, path=c["path"], llm=model)
     if not report.attempts:
-        return [], report.message
+        return [], report.message, None
     why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))
     found = [Suggestion(path=s.path, start_line=s.start_line, line=s.line, body=s.body, message=why)
              for s in suggestions(c["content"], report.script, c["path"])]
     if report.ok:
-        return found, f"the run passed with the suggested fix ({why})."
+        return found, f"the run passed with the suggested fix ({why}).", report.script
     if not rerun:
-        return found, f"suggested a fix ({why}), not re-run: this backend runs committed scripts only."
-    return found, f"suggested fix(es) ({why}); then: {report.message}."
+        return found, f"suggested a fix ({why}), not re-run: this backend runs committed scripts only.", None
+    return found, f"suggested fix(es) ({why}); then: {report.message}.", None
 
 
 def _cluster(cluster: str, path: str, content: str, template: str, checks) -> ClusterResult:

@@ -10,7 +10,7 @@ from github.Repository import Repository
 
 from maple_ci.github.config import Schedule
 from maple_ci.github.checks import conclusion
-from maple_ci.github.delivery import PortResult
+from maple_ci.github.delivery import BODY_LIMIT, PortResult, truncate
 from maple_ci.github.markdown import cell, code, plain
 
 # Finds the bot's own issue again whatever account the token belongs to; people do not write it.
@@ -42,11 +42,23 @@ def failing(results: list[PortResult]) -> bool:
     return any(conclusion(c) == "failure" for r in results for c in r["clusters"])
 
 
+def _open_report(repo: Repository, settings: Schedule):
+    return next((i for i in repo.get_issues(state="open", labels=settings.labels)
+                 if i.title == settings.report_issue_title and MARKER in (i.body or "")), None)
+
+
+def report_error(repo: Repository, settings: Schedule, text: str) -> None:
+    """A push's or nightly run's failure, as a comment on the report issue (opened for it if none
+    is): no thread asked, and a job summary is read by nobody."""
+    issue = _open_report(repo, settings) or repo.create_issue(
+        settings.report_issue_title, body=f"{MARKER}\nmaple-ci's runs on push and nightly report here.", labels=settings.labels)
+    issue.create_comment(truncate(text, BODY_LIMIT))
+
+
 def sync_report(repo: Repository, settings: Schedule, results: list[PortResult], commit: str):
     """Open, update or close the report issue; the issue touched, or None when all pass and none is open."""
     body = render_report(results, f"{repo.html_url}/blob", commit)
-    issue = next((i for i in repo.get_issues(state="open", labels=settings.labels)
-                  if i.title == settings.report_issue_title and MARKER in (i.body or "")), None)
+    issue = _open_report(repo, settings)
     if issue is None:
         return repo.create_issue(settings.report_issue_title, body=body, labels=settings.labels) if failing(results) else None
     if not failing(results):

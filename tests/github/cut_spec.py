@@ -24,7 +24,11 @@ OPERATIONS = {
     "/repos/{owner}/{repo}/pulls": ["get", "post"],
     "/repos/{owner}/{repo}/pulls/{pull_number}": ["get", "patch"],
     "/repos/{owner}/{repo}/pulls/{pull_number}/files": ["get"],
-    "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": ["post"],
+    "/repos/{owner}/{repo}/pulls/{pull_number}/reviews": ["get", "post"],
+    "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}": ["put"],
+    "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers": ["post"],
+    "/repos/{owner}/{repo}/issues/{issue_number}/labels": ["post"],
+    "/repos/{owner}/{repo}/issues/{issue_number}/assignees": ["post"],
     "/repos/{owner}/{repo}/issues": ["get", "post"],
     "/repos/{owner}/{repo}/issues/{issue_number}": ["patch"],
     "/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions": ["post"],
@@ -57,6 +61,10 @@ def cut(spec: dict) -> dict:
             pending.extend(node.values())
         elif isinstance(node, list):
             pending.extend(node)
+    if "link" in components.get("headers", {}):
+        # The canned Link header names a next page ("/resource?page=2") that Prism does not serve;
+        # PyGithub follows it. One page is what the examples hold.
+        components["headers"]["link"] = {**components["headers"]["link"], "example": '<https://api.github.com/resource?page=1>; rel="first"'}
     return {"openapi": spec["openapi"], "info": spec["info"], "servers": [{"url": "/"}], "paths": paths, "components": components}
 
 

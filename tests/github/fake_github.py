@@ -47,19 +47,19 @@ class FakeGitHub:
 
     # --- helpers for tests to set up state directly ---
     def commit_files(self, files: dict[str, str], parents: list[str], message: str,
-                     date: str = "2011-04-14T16:00:49Z") -> str:
+                     date: str = "2011-04-14T16:00:49Z", author: str = "Monalisa Octocat") -> str:
         base = dict(self.trees[self.commits[parents[0]]["tree"]]) if parents else {}
         for path, content in files.items():
             self.blobs[blob := _sha("blob", content)] = content
             base[path] = {"mode": "100644", "sha": blob}
         tree = self._store_tree(base)
-        commit = {"tree": tree, "parents": parents, "message": message, "date": date}
+        commit = {"tree": tree, "parents": parents, "message": message, "date": date, "author": author}
         self.commits[sha := _sha("commit", commit)] = commit
         return sha
 
     def open_pull(self, head: str, base: str, title: str = "source PR", body: str = "") -> dict:
         pull = {"number": self._next_number(), "head": head, "base": base, "title": title, "body": body, "state": "open",
-                "head_sha": self.refs[f"heads/{head}"]}  # what GitHub still shows once the branch is deleted
+                "head_sha": self.refs[f"heads/{head}"], "labels": [], "reviewers": [], "assignees": [], "merged": False}  # what GitHub still shows once the branch is deleted
         self.pulls.append(pull)
         return pull
 
@@ -89,6 +89,7 @@ class FakeGitHub:
     def pull_json(self, p: dict) -> dict:
         n = p["number"]
         return {"number": n, "state": p["state"], "title": p["title"], "body": p["body"], "url": self.url(f"/pulls/{n}"),
+                "merged": p.get("merged", False),
                 "issue_url": self.url(f"/issues/{n}"), "html_url": f"http://github.test/{self.owner}/{self.name}/pull/{n}",
                 "head": {"ref": p["head"], "sha": self.refs.get(f"heads/{p['head']}", p["head_sha"]),
                          "repo": p["head_repo"] if "head_repo" in p else self.repo_json()},
@@ -107,7 +108,8 @@ class FakeGitHub:
     def commit_json(self, sha: str) -> dict:
         c = self.commits[sha]
         person = {"name": "Monalisa Octocat", "email": "mona@github.test", "date": c.get("date", "2011-04-14T16:00:49Z")}
-        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"], "author": person, "committer": person,
+        author = {**person, **c.get("author_json", {"name": c.get("author", person["name"])})}
+        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"], "author": author, "committer": person,
                 "tree": {"sha": c["tree"], "url": self.url(f"/git/trees/{c['tree']}")},
                 "parents": [{"sha": p, "url": self.url(f"/git/commits/{p}")} for p in c["parents"]]}
 
@@ -177,6 +179,8 @@ class FakeGitHub:
         if body["tree"] not in self.trees or any(p not in self.commits for p in body["parents"]):
             return 422, {"message": "tree or parent missing"}
         commit = {"tree": body["tree"], "parents": body["parents"], "message": body["message"], "date": "2030-01-01T00:00:00Z"}
+        if "author" in body:  # GitHub records the author given; without one, the token's user
+            commit["author_json"] = {k: body["author"][k] for k in ("name", "email")}
         self.commits[sha := _sha("commit", commit)] = commit
         return 201, self.commit_json(sha)
 
@@ -234,6 +238,33 @@ class FakeGitHub:
                 return 422, {"message": f"line {c} could not be resolved"}
         self.reviews.append({"pull": int(n), **body})
         return 200, {"id": len(self.reviews), "state": "COMMENTED", "body": body.get("body"), "commit_id": body.get("commit_id")}
+
+    def list_reviews(self, body, query, n):
+        found = [{"id": i + 1, "state": "COMMENTED", "body": r.get("body"), "commit_id": r.get("commit_id"),
+                  "user": {"login": "github-actions[bot]", "type": "Bot"}, "pull_request_url": self.url(f"/pulls/{n}")}
+                 for i, r in enumerate(self.reviews) if r["pull"] == int(n)]
+        return 200, found
+
+    def update_review(self, body, query, n, review_id):
+        review = self.reviews[int(review_id) - 1]
+        review["body"] = body["body"]
+        return 200, {"id": int(review_id), "state": "COMMENTED", "body": body["body"], "commit_id": review.get("commit_id")}
+
+    def add_labels(self, body, query, n):
+        target = next((p for p in self.pulls if p["number"] == int(n)), None) or \
+            next(i for i in self.issues if i["number"] == int(n))
+        target["labels"] = list(dict.fromkeys(target["labels"] + body["labels"]))  # the documented object form
+        return 200, [{"name": name} for name in target["labels"]]
+
+    def add_assignees(self, body, query, n):
+        pull = self.pull(n)
+        pull["assignees"] = list(dict.fromkeys(pull["assignees"] + body["assignees"]))
+        return 201, self.pull_json(pull) | {"assignees": [{"login": a} for a in pull["assignees"]]}
+
+    def request_reviewers(self, body, query, n):
+        pull = self.pull(n)
+        pull["reviewers"] = list(dict.fromkeys(pull["reviewers"] + body.get("reviewers", [])))
+        return 201, self.pull_json(pull)
 
     def list_issues(self, body, query):
         labels = set(query.get("labels", [""])[0].split(",")) - {""}
@@ -326,6 +357,11 @@ class FakeGitHub:
         (r"PATCH /pulls/(\d+)", edit_pull),
         (r"GET /pulls/(\d+)/files", list_pull_files),
         (r"POST /pulls/(\d+)/reviews", create_review),
+        (r"GET /pulls/(\d+)/reviews", list_reviews),
+        (r"PUT /pulls/(\d+)/reviews/(\d+)", update_review),
+        (r"POST /pulls/(\d+)/requested_reviewers", request_reviewers),
+        (r"POST /issues/(\d+)/labels", add_labels),
+        (r"POST /issues/(\d+)/assignees", add_assignees),
         (r"GET /issues", list_issues),
         (r"POST /issues", create_issue),
         (r"PATCH /issues/(\d+)", edit_issue),
@@ -359,7 +395,7 @@ class FakeGitHub:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = _serve
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
             def log_message(self, *args):  # keep pytest output clean
                 pass

@@ -50,13 +50,27 @@ def test_verify_and_help():
     ("/maple verify aurora --nodes 2", "only cluster names"),
     ("/maple help me", "no arguments"),
 ])
-def test_invalid_commands_explain_and_list_clusters(line, problem):
+def test_invalid_commands_explain_in_short_and_point_to_help(line, problem):
     with pytest.raises(CommandError) as info:
         parse(line)
     assert problem in info.value.problem
     reply = str(info.value)
-    assert "/maple port <cluster>" in reply and "aurora, perlmutter, polaris" in reply
+    assert reply.endswith("`/maple help` lists every command, option and cluster.") and reply.count("\n") == 2
     assert info.value.exit_code == 2
+
+
+def test_an_unknown_word_with_no_close_match_lists_what_is_known():
+    with pytest.raises(CommandError) as info:
+        parse("/maple port frontier")
+    assert "Unknown cluster `frontier`. Known: aurora, perlmutter, polaris." in str(info.value)
+
+
+def test_recreate_ignore_and_unignore():
+    assert parse("/maple recreate") == Command("port", recreate=True)
+    assert parse("/maple ignore aurora jobs/a.sh") == Command("ignore", ("aurora",), files=("jobs/a.sh",))
+    assert parse("/maple unignore") == Command("unignore")
+    with pytest.raises(CommandError, match="needs a cluster or a launch script"):
+        parse("/maple ignore")
 
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../secrets", "a/../../b", "a\\b", "a\x00b", "~/x", ".git/config", ".", "a\x1b[2Jb"])

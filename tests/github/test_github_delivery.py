@@ -56,7 +56,9 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
     assert (len(aurora["annotations"]), aurora["requests"], aurora["conclusion"]) == (120, 3, "success")
 
     assert [r["content"] for r in fake.reactions] == ["eyes", "rocket"] and {r["comment_id"] for r in fake.reactions} == {comment_id}
-    assert fake.comments == [{"issue": 1, "body": f"Ported in http://github.test/octo/ports/pull/{port_pr['number']}"}]
+    assert fake.comments == [{"issue": 1, "body": f"Ported in http://github.test/octo/ports/pull/{port_pr['number']}\n"
+                              "- ✅ perlmutter (`scripts/perlmutter/train.sh`): passed; a fix is suggested in the PR's review\n"
+                              "- ✅ aurora (`scripts/aurora/train.sh`): passed; a fix is suggested in the PR's review"}]
     assert "### `jobs/train.sh`" in (tmp_path / "summary.md").read_text()
 
     # The same request again changes nothing: no commit, branch, PR, review or check run.
@@ -126,7 +128,7 @@ def test_branch_of_a_closed_pr_starts_again_from_the_base(fake, repo):
 
 def test_nothing_to_propose_when_the_base_has_the_files(fake, repo):
     delivered = deliver(repo, "k", {"README.md": "hello\n"}, "main", "port", "b")
-    assert delivered == (None, fake.refs["heads/main"], False) and "heads/maple/port-k" not in fake.refs
+    assert delivered[:3] == (None, fake.refs["heads/main"], False) and "heads/maple/port-k" not in fake.refs
 
 
 def test_server_errors_and_secondary_rate_limits_are_retried(fake, repo):

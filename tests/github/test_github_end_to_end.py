@@ -57,13 +57,14 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
         return nullcontext(checkout)
 
     cluster = Cluster()
-    config = Config(targets=["perlmutter", "aurora"], verification={"default": "none", "perlmutter": "slurm"})
+    # Fixes as review suggestions (test_a_passing_fix_lands_as_a_commit has the default, committed).
+    config = Config(targets=["perlmutter", "aurora"], verification={"default": "none", "perlmutter": "slurm"}, fixes="suggest")
     pipeline = Pipeline(config, at, env={}, backend=cluster)
     action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"]))
 
     def run():
         return run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False,
-                          verify=pipeline.verify, report=config.schedule)
+                          verify=pipeline.verify, settings=config)
 
     assert run() == 1  # verification failed on perlmutter
 
@@ -106,10 +107,41 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
     outputs = read_outputs(tmp_path / "output")
     assert outputs["pr-number"] == str(pr["number"]) and outputs["pr-url"].endswith(f"/pull/{pr['number']}")
     assert json.loads(outputs["status"]) == {"aurora": "neutral", "perlmutter": "failure"}
-    assert fake.comments[-1]["body"] == f"Ported in http://github.test/octo/ports/pull/{pr['number']}"
+    assert fake.comments[-1]["body"] == (
+        f"Ported in http://github.test/octo/ports/pull/{pr['number']}\n"
+        "- ❌ perlmutter (`scripts/perlmutter/train.sbatch`): failed ([log](https://ci.example/perlmutter/1)); "
+        "a fix is suggested in the PR's review\n- ⏭️ aurora (`scripts/aurora/train.pbs`): skipped")
 
     # The same comment again: nothing more (no commit, PR, review, check run, verification).
     state = (dict(fake.refs), len(fake.commits), len(fake.pulls), pr["body"], len(fake.reviews), len(fake.check_runs), len(cluster.runs))
     run()
     assert state == (dict(fake.refs), len(fake.commits), len(fake.pulls), pr["body"], len(fake.reviews), len(fake.check_runs), len(cluster.runs))
+    assert fake.comments[-1]["body"].endswith("(unchanged)")
+
+
+def test_a_passing_fix_lands_as_a_commit(fake, webhook, checkout, tmp_path, monkeypatch):
+    """The default `fixes: commit`: the debug agent's fix, whose re-run passed, is committed on the
+    bot's branch (as pre-commit.ci commits its fixes), with passing check runs on that commit and no review."""
+    fake.refs["heads/feature"] = head = fake.commit_files({"jobs/train.sbatch": EXAMPLE.read_text()},
+                                                          [fake.refs["heads/main"]], "add train.sbatch")
+    fake.permissions["Codertocat"] = "write"
+    source_pr = fake.open_pull("feature", "main")
+    config = Config(targets=["perlmutter"], verification={"default": "slurm"})
+    pipeline = Pipeline(config, lambda ref: nullcontext(checkout), env={}, backend=(cluster := Cluster()))
+    action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port perlmutter"))
+    assert run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config) == 0
+
+    fixed = fake.refs["heads/maple/port-pr-1"]
+    [generated] = fake.commits[fixed]["parents"]
+    assert fake.commits[generated]["parents"] == [head]
+    assert fake.files_at(fixed)["scripts/perlmutter/train.sbatch"] == cluster.runs[1]["script"]
+    assert "export NCCL_DEBUG=INFO" in cluster.runs[1]["script"] and fake.reviews == []
+    assert [(r["head_sha"], r["conclusion"]) for r in fake.check_runs if r["head_sha"] == fixed] == [(fixed, "success")]
+    assert "passed with the debug agent's fix, committed" in fake.comments[-1]["body"]
+    assert [r["content"] for r in fake.reactions] == ["eyes", "rocket"]
+
+    # Asked again: the fix is kept (the same generated script is not committed over it), nothing runs.
+    runs = len(cluster.runs)
+    run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config)
+    assert fake.refs["heads/maple/port-pr-1"] == fixed and len(cluster.runs) == runs
     assert fake.comments[-1]["body"].endswith("(unchanged)")

@@ -19,11 +19,11 @@ import requests
 from fake_github import FakeGitHub
 from npm_modules import HERE, node_module
 from github import GithubException
-from scenarios import comment_plan, nightly, port_results
+from scenarios import SCRIPT, comment_plan, nightly, port_results
 
 from maple_ci.github.approval import approve, approver
 from maple_ci.github.bot import permission, run_plan
-from maple_ci.github.config import Schedule
+from maple_ci.github.config import Config, Schedule
 from maple_ci.github.checks import check_runs
 from maple_ci.github.delivery import connect, deliver, post_review
 
@@ -80,6 +80,11 @@ def test_every_request_of_the_bot_flows_matches_the_description(prism, fake, rep
     run_plan(repo, plan, lambda *args: port_results())  # creates branch, commit, PR, review, check runs
     run_plan(repo, plan, lambda *args: port_results())  # finds them again, changes nothing
     deliver(repo, "pr-1", {"scripts/aurora/train.sh": "changed\n"}, "feature", "new title", "new body")  # fast-forward, PR edit
+    post_review(repo.get_pull(fake.pulls[1]["number"]), fake.refs["heads/maple/port-pr-1"], [])  # the review is superseded
+    fake.refs["heads/other"] = fake.commit_files({"jobs/other.sh": SCRIPT}, [fake.refs["heads/main"]], "other")
+    dressed = Config(pull_requests={"labels": ["hpc"], "reviewers": ["mona"], "assignees": ["hubot"]})
+    run_plan(repo, comment_plan(webhook, fake.open_pull("other", "main")["number"])[0], lambda *args: port_results(),
+             settings=dressed)  # a new PR gets the configured labels, reviewers and assignees
     for aurora in ("failed", "failed", "passed"):  # nightly: report issue opened, updated, closed
         nightly(fake, repo, {"aurora": aurora}, Schedule())
     approve(repo, fake.refs["heads/feature"], "Codertocat")  # a commit status, read back as the combined status
@@ -98,7 +103,7 @@ def test_every_request_of_the_bot_flows_matches_the_description(prism, fake, rep
         # GitHub accepts the escaped form as well. Accept is JSON because PyGithub asks for the
         # reactions preview, which GitHub answers with JSON but Prism cannot serialize.
         path = re.sub(r"(/git/refs?/)(.+)", lambda m: m[1] + quote(m[2], safe=""), r["path"])
-        body = json.dumps(r["body"]) if r["method"] in ("POST", "PATCH") else None
+        body = json.dumps(r["body"]) if r["method"] in ("POST", "PATCH", "PUT") else None
         answer = requests.request(r["method"], prism + path, params=r["query"], data=body,
                                   headers={"Content-Type": "application/json", "Accept": "application/json"}, timeout=10)
         assert answer.status_code < 400, f"{route}: {answer.status_code} {answer.headers.get('sl-violations') or answer.text}"

@@ -1,0 +1,136 @@
+"""A port on the bot's PR, as maintainers expect of Dependabot and Renovate: a person's commit on
+the branch stops the bot (never overwritten), a PR closed without merging stays closed for push
+and nightly runs, a fix whose re-run passed is committed (`fixes: commit`), one review per PR,
+and `/maple ignore` remembered in the PR's state (state.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from github.PullRequest import PullRequest
+from github.Repository import Repository
+
+from maple_ci.github.approval import Provenance, stamp, trailers
+from maple_ci.github.body import STOPPED, describe, reply_for, title_for
+from maple_ci.github.checks import check_runs, verified
+from maple_ci.github.commands import Command
+from maple_ci.github.config import Config, PullRequests
+from maple_ci.github.delivery import PortResult, closed_pr, deliver, edit_pr, open_pr, post_review
+from maple_ci.github.events import Plan
+from maple_ci.github.markdown import code
+from maple_ci.github.state import State, digest, read_state, write_state
+
+AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
+_STATE = re.compile(r"<!-- maple-ci state [A-Za-z0-9_=-]+ -->")
+
+Published = tuple[list[PortResult], str, PullRequest | None]
+
+
+def publish(repo: Repository, plan: Plan, command: Command, results: list[PortResult], base: str,
+            source: Provenance, from_fork: bool, verify: Callable[[list[PortResult], str], list[PortResult]],
+            settings: Config) -> Published:
+    """Deliver a port (PR, verification, fixes, review, check runs); the results, the reply and the PR.
+    `verify(results, commit)` verifies with check runs on `commit`."""
+    assert plan.key is not None
+    for result in results:
+        result["provenance"] = source._asdict()
+        if from_fork:  # what verification reads back, wherever the file goes
+            for c in result["clusters"]:
+                c["content"] = stamp(c["content"], source)
+    existing = open_pr(repo, plan.key, base)
+    if existing is None and plan.trigger in AUTOMATIC:
+        closed = closed_pr(repo, plan.key, base)
+        if closed is not None:
+            return results, (f"maple-ci leaves #{closed.number} closed: it was closed without merging. "
+                             "Reopen it to let maple-ci refresh it again."), None
+    state = read_state(existing.body) if existing else State()
+    if command.recreate:
+        state = state._replace(fixes={})
+    files = {c["path"]: c["content"] for r in results for c in r["clusters"]}
+    # A generated script whose passing fix is committed is left as the branch has it (with the fix).
+    files = {path: text for path, text in files.items() if state.fixes.get(path) != digest(text)}
+    prefixes = settings.pull_requests
+    title = title_for(list(state.results), results, prefixes.title_prefix)
+    delivered = deliver(repo, plan.key, files, base, title, describe(state, results), trailers(source),
+                        title_for(list(state.results), results, prefixes.commit_prefix), command.recreate)
+    if delivered.pr is None:
+        return results, f"The ported scripts are already on {code(base)}; no PR needed.", None
+    pr = delivered.pr
+    if delivered.foreign:
+        return results, _stopped(pr, delivered.foreign, state), pr
+    if delivered.opened:
+        _dress(pr, prefixes)
+    if not delivered.committed and verified(repo, delivered.sha):
+        # The branch already holds these files, verified, with their review and check runs.
+        return results, f"Ported in {pr.html_url} (unchanged)", pr
+    results = verify(results, delivered.sha)
+    sha = delivered.sha
+    if settings.fixes == "commit":
+        sha, state = _commit_fixes(repo, plan.key, base, results, state, prefixes.commit_prefix, (sha, title))
+    edit_pr(pr, title, describe(state, results))
+    post_review(pr, sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
+    return results, reply_for(pr.html_url, results), pr
+
+
+def _commit_fixes(repo: Repository, key: str, base: str, results: list[PortResult], state: State, prefix: str,
+                  head: tuple[str, str]) -> tuple[str, State]:
+    """Commit the debug agent's fixes whose re-run passed (as pre-commit.ci commits its fixes), with
+    check runs on that commit; the new head and the state that keeps the fixes at the next refresh."""
+    sha, title = head
+    fixed = [c for r in results for c in r["clusters"] if c.get("fixed")]
+    if not fixed:
+        return sha, state
+    clusters = ", ".join(dict.fromkeys(c["cluster"] for c in fixed))
+    delivered = deliver(repo, key, {c["path"]: c["fixed"] for c in fixed}, base, title, describe(state, results),
+                        commit_title=f"{prefix} apply the debug agent's fix that passed on {clusters}".lstrip())
+    fixes = dict(state.fixes)
+    for c in fixed:
+        fixes[c["path"]] = digest(c["content"])
+        why = "; ".join(dict.fromkeys(s.get("message", "") for s in c["suggestions"] if s.get("message")))
+        c.update(content=c["fixed"], verification="passed", suggestions=[],
+                 note=f"The first run failed; the debug agent's fix ({why or 'see the commit'}) passed when run "
+                      f"again and is committed in {delivered.sha[:12]}.")
+    check_runs(repo, delivered.sha, results)
+    return delivered.sha, state._replace(fixes=fixes)
+
+
+def _stopped(pr: PullRequest, foreign: tuple[str, ...], state: State) -> str:
+    """Say, once, in the PR that the bot stopped updating its branch and how to resume; the reply."""
+    shown = ", ".join(code(sha[:12]) for sha in foreign[:5]) + (" and more" if len(foreign) > 5 else "")
+    banner = (f"**maple-ci has stopped updating this branch**: commit(s) {shown} are not its own, and it never "
+              "overwrites your work. Comment `/maple recreate` here to discard them and port again.")
+    if STOPPED not in (pr.body or ""):
+        edit_pr(pr, pr.title, describe(state, [], banner))
+        pr.create_issue_comment(banner)
+    return f"Not updated: {pr.html_url} has commits by others.\n\n{banner}"
+
+
+def _dress(pr: PullRequest, settings: PullRequests) -> None:
+    """Labels, reviewers and assignees from `.github/maple.yml`, on a PR just opened."""
+    if settings.labels:
+        # The documented body ({"labels": [...]}); PyGithub's add_to_labels sends the bare array form.
+        pr.requester.requestJsonAndCheck("POST", f"{pr.issue_url}/labels", input={"labels": settings.labels})
+    if settings.reviewers:
+        pr.create_review_request(reviewers=settings.reviewers)
+    if settings.assignees:
+        pr.add_to_assignees(*settings.assignees)
+
+
+def set_ignored(repo: Repository, key: str, base: str, command: Command) -> str:
+    """`/maple ignore` / `/maple unignore`: the ignored clusters and files, kept in the PR's state; the reply."""
+    pr = open_pr(repo, key, base)
+    names = command.clusters + command.files
+    if pr is None:
+        return "There is no open maple-ci PR for this request: nothing to ignore or unignore yet."
+    state = read_state(pr.body)
+    if command.name == "ignore":
+        ignore = tuple(dict.fromkeys(state.ignore + names))
+        reply = (f"Ignored {', '.join(map(code, names))} in {pr.html_url}: maple-ci does not port them there any more. "
+                 f"{code('/maple unignore ' + ' '.join(names))} undoes it.")
+    else:
+        ignore = tuple(n for n in state.ignore if names and n not in names)
+        reply = f"maple-ci ports {', '.join(map(code, names)) if names else 'everything'} again in {pr.html_url}."
+    pr.edit(body=_STATE.sub("", pr.body or "").rstrip() + "\n" + write_state(state._replace(ignore=ignore)) + "\n")
+    return reply
+

@@ -1,0 +1,87 @@
+"""What the bot remembers about one of its PRs, in a small hidden marker at the end of the PR body.
+
+The bot has no database: like Renovate, it keeps its memory in the PR. The marker holds what
+earlier requests reported (so one PR describes every script and cluster on the branch), the
+clusters and files `/maple ignore` named, and the generated scripts whose fix was committed (so a
+refresh that generates the same script again keeps the fix). It is compact JSON, compressed: the
+scripts, the extracted intent and the check messages stay out of it. Anyone with write access can
+edit the body, so everything read back is checked, and a damaged marker reads as empty.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+import zlib
+from typing import NamedTuple
+
+from maple_ci.github.delivery import PortResult
+
+_MARKER = re.compile(r"<!-- maple-ci state ([A-Za-z0-9_=-]+) -->")
+_KEPT = ("cluster", "path", "template", "verification", "log_url", "note")
+NOTE_LIMIT = 300  # characters of a cluster's note kept for the next request's table
+MARKER_LIMIT = 60000  # what the bot reads back at most (a PR body holds 65536 characters)
+
+
+class State(NamedTuple):
+    results: list[PortResult] = []  # earlier requests' rows: no content, intent or check messages
+    ignore: tuple[str, ...] = ()  # clusters and files not to port here
+    fixes: dict[str, str] = {}  # path -> digest of the generated script whose passing fix is committed
+
+
+def digest(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()[:16]
+
+
+def read_state(body: str | None) -> State:
+    """The state in a PR body; empty when there is none or it is damaged."""
+    found = _MARKER.findall(body or "")
+    if not found or len(found[-1]) > MARKER_LIMIT:
+        return State()
+    try:
+        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(found[-1]), bufsize=MARKER_LIMIT))
+    except (binascii.Error, ValueError, zlib.error):
+        return State()
+    if not (isinstance(data, dict) and _strings(data.get("ignore", []))
+            and isinstance(data.get("fixes", {}), dict) and _strings(list(data.get("fixes", {}).values()))
+            and isinstance(data.get("results", []), list) and all(_result_ok(r) for r in data.get("results", []))):
+        return State()
+    results = [{**r, "intent": {}, "clusters": [{"log_url": None, **c, "content": "", "suggestions": []} for c in r["clusters"]]}
+               for r in data.get("results", [])]
+    return State(results, tuple(data.get("ignore", [])), dict(data.get("fixes", {})))
+
+
+def write_state(state: State) -> str:
+    """The hidden marker for `state`."""
+    results = [{"source": r["source"], **({"provenance": r["provenance"]} if r.get("provenance") else {}),
+                "clusters": [_compact(c) for c in r["clusters"]]} for r in state.results]
+    data = {"results": results, "ignore": list(state.ignore), "fixes": state.fixes}
+    packed = base64.urlsafe_b64encode(zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 9)).decode()
+    return f"<!-- maple-ci state {packed} -->"
+
+
+def _compact(c) -> dict:
+    kept = {k: c[k] for k in _KEPT if c.get(k) is not None}
+    if "note" in kept:
+        kept["note"] = kept["note"][:NOTE_LIMIT]
+    kept["checks"] = [{"name": k["name"], "ok": k["ok"], "message": ""} | ({"level": k["level"]} if "level" in k else {})
+                      for k in c["checks"]]
+    return kept
+
+
+def _strings(values) -> bool:
+    return isinstance(values, list) and all(isinstance(v, str) for v in values)
+
+
+def _result_ok(r) -> bool:
+    return (isinstance(r, dict) and isinstance(r.get("source"), str) and isinstance(r.get("clusters"), list)
+            and all(_cluster_ok(c) for c in r["clusters"]))
+
+
+def _cluster_ok(c) -> bool:
+    return (isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("cluster", "path", "template", "verification"))
+            and isinstance(c.get("checks"), list) and all(isinstance(k, dict) and isinstance(k.get("ok"), bool)
+                                                         and isinstance(k.get("name"), str) for k in c["checks"]))
