@@ -6,6 +6,7 @@ among its ranked candidates, a wrong edit offered first, and advice of the right
 """
 
 import re
+import shlex
 from datetime import date
 from pathlib import Path
 from typing import Callable, Literal, Optional
@@ -14,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .debug import EditOp, load_kb
-from .debug.edits import canonical_option
+from .debug.edits import apply_fix, canonical_option
 from .errors import MapleError
 from .paths import bundled
 
@@ -114,6 +115,15 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
+def _unquoted(value: str) -> str:
+    """A value as the shell reads it: 'AWS Libfabric' and "AWS Libfabric" are AWS Libfabric."""
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return value
+    return words[0] if len(words) == 1 else value
+
+
 def _op_meets(expected: dict, op: dict) -> bool:
     if expected["op"] != op["op"]:
         return False
@@ -125,12 +135,22 @@ def _op_meets(expected: dict, op: dict) -> bool:
         new_ok = expected["new"] == "*" or all(w in op["new"].split() for w in expected["new"].split())
         return old_ok and new_ok
     want = expected.get("value", "")
-    return want == "*" or want == op.get("value", "")
+    return want == "*" or _unquoted(want) == _unquoted(op.get("value", ""))
 
 
-def meets(expected: list[dict], ops: list[dict]) -> bool:
-    """Every expected edit is met by one of the candidate's ops."""
-    return bool(expected) and all(any(_op_meets(e, op) for op in ops) for e in expected)
+def meets(expected: list[dict], ops: list[dict], script: str = "", patched: Optional[str] = None) -> bool:
+    """Every expected edit is met by one of the candidate's ops, or (an equivalent) the candidate
+    turns the script into what the expected edits make of it."""
+    if not expected:
+        return False
+    if all(any(_op_meets(e, op) for op in ops) for e in expected):
+        return True
+    if not script or patched is None or any("*" in e.values() for e in expected):
+        return False
+    try:
+        return apply_fix(script, TypeAdapter(list[EditOp]).validate_python(expected)) == patched
+    except MapleError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -149,10 +169,10 @@ def score_case(case: DebugCase, diagnosis, classes: dict) -> dict:
         classified = bool(failure) and failure.category == row["category"]
     ranked = [[op.model_dump() for op in c.ops] for c in diagnosis.candidates]
     edits, advice_kind = case.expected.edits, case.expected.advice_kind
-    hit = [meets(edits, ops) for ops in ranked[:TOP_K]]
+    hit = [meets(edits, ops, case.script or "", c.script) for ops, c in zip(ranked[:TOP_K], diagnosis.candidates)]
     advice = None if advice_kind is None else diagnosis.advice.kind == advice_kind
-    if advice and advice_kind == "site_value":  # the placeholder edit, and how to find its value
-        advice = hit[0] and bool(diagnosis.candidates[0].find)
+    if advice_kind == "site_value":  # the edit with a placeholder and how to find it, or the value itself
+        advice = bool(hit) and hit[0] and diagnosis.advice.kind in ("site_value", "fix")
     located = bool(line.strip()) and (case.first_error.strip() in line or line.strip() in case.first_error)
     return {
         "case": case.id, "fix_kind": case.fix_kind, "got_line": line.strip(), "entry": first_entry,

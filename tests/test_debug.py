@@ -12,6 +12,7 @@ import yaml
 from pydantic import TypeAdapter
 
 from maple_ci import debug
+from maple_ci.debug.candidates import SITE_VALUES
 from maple_ci.errors import MapleError
 from maple_ci.paths import templates_dir
 from maple_ci.profiles import get_profile, load_profiles
@@ -177,15 +178,18 @@ def test_every_example_is_located_and_matches_its_own_entry_first():
 
 
 def test_every_value_a_fix_names_is_captured_or_known():
-    # What a fix may name: its patterns' named groups, facts of some cluster profile, or the
-    # account the caller supplies. A typo here would only show up on a real failure.
+    # What a fix may name: its patterns' and precondition's named groups, facts of some cluster
+    # profile, or a site value a person can look up (SITE_VALUES, with the command that finds it).
+    # A typo here would only show up on a real failure.
     profile_facts = set().union(*(debug.fix_context(name) for name in load_profiles()))
     for entry in debug.load_kb():
         groups = set().union(*(r.groupindex for r in entry.regexes))
-        for op in entry.fix:
-            for value in op.model_dump().values():
-                names = set(re.findall(r"(?<!\$)\{([A-Za-z_]\w*)\}", str(value)))
-                assert names <= groups | profile_facts | {"account"}, (entry.id, names)
+        for fix in entry.alternatives:
+            captured = groups.union(*(re.compile(p).groupindex for p in fix.requires))
+            for op in fix.ops:
+                for value in op.model_dump().values():
+                    names = set(re.findall(r"(?<!\$)\{([A-Za-z_]\w*)\}", str(value)))
+                    assert names <= captured | profile_facts | set(SITE_VALUES), (entry.id, names)
 
 
 def test_match_puts_exact_hits_first_with_captured_groups():

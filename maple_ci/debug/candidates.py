@@ -18,7 +18,7 @@ from .logs import Failure
 # Site values a fix may need and how to find them: Slurm's own commands (sacctmgr, sinfo and
 # scontrol man pages, https://slurm.schedmd.com/, read 2026-11-25) and PBS Pro's (qstat -Q,
 # https://help.altair.com/2022.1.0/PBS%20Professional/PBSReferenceGuide2022.1.pdf, read 2026-11-25).
-_FIND = {
+SITE_VALUES = {
     "account": {"slurm": "sacctmgr show assoc user=$USER format=account%30,partition,qos%40",
                 "pbs": "sbank-list-allocations (ALCF; other PBS sites: the allocation's web page, unconfirmed)"},
     "qos": {"slurm": "sacctmgr show assoc user=$USER format=account%30,qos%60"},
@@ -30,6 +30,8 @@ _FIND = {
     "devices_per_node": {"slurm": 'sinfo -o "%P %G"', "pbs": "pbsnodes -a | grep ngpus"},
     "constraint": {"slurm": 'sinfo -o "%P %f"'},
     "framework_module": {"slurm": "module spider pytorch", "pbs": "module spider pytorch"},
+    "mem": {"slurm": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS"},
+    "gpus": {"slurm": "the GPUs the program uses (one per process); per node: sinfo -o \"%P %G\""},
 }  # fmt: skip
 
 
@@ -59,7 +61,7 @@ def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dic
     """values with a <name> placeholder for each site value the fix needs and nobody gave; the
     commands that find them; and the names of other missing values (the fix cannot be offered)."""
     missing = sorted({name for op in fix.ops for name in fields_of(op)} - values.keys())
-    find = {n: _FIND[n][scheduler] for n in missing if scheduler in _FIND.get(n, {})}
+    find = {n: SITE_VALUES[n][scheduler] for n in missing if scheduler in SITE_VALUES.get(n, {})}
     unknown = [n for n in missing if n not in find]
     return values | {n: f"<{n}>" for n in find}, find, unknown
 
@@ -133,10 +135,10 @@ def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons
     """What to do: the kind an exact case names first, else a fix or a value to fill in."""
     first = exact[0].entry if exact else None
     kind = first.advice_kind if first else None
-    if failure.category == "infrastructure" or kind == "infrastructure":
-        return Advice(kind="infrastructure", text=_infrastructure(exact))
     if first and first.outcome and found and found[0].workaround:  # the edit avoids a cause elsewhere
         return Advice(kind=first.outcome, text=f"{first.explanation} A workaround is suggested: {found[0].explanation}")
+    if failure.category == "infrastructure" or kind == "infrastructure":
+        return Advice(kind="infrastructure", text=_infrastructure(exact))
     if found:
         top = found[0]
         if top.find:

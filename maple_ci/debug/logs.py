@@ -41,7 +41,9 @@ _ERROR_PATTERNS = [
     r"Cassini Event Queue overflow",
     r"No VNIs available",
     r"failed to acquire job resources",
-    r"No active allocation found",  # ALCF's submit filter (sbank), printed without a qsub: prefix
+    r"No active allocation found",
+    r"Unable to allocate resources|Batch job submission failed",  # srun/salloc refusals without a prefix
+    r"cannot find name for (?:user|group) ID",  # id(1) on a node missing the user  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
     r"Unexpected page fault from GPU",
@@ -51,6 +53,7 @@ _ERROR_PATTERNS = [
 _BENIGN_PATTERNS = [
     r"errno: 97 - Address family not supported",  # c10d IPv6 fallback (OLCF pytorch_frontier)
     r"srun: error: ioctl\(TIOCGWINSZ\)",  # srun without a terminal
+    r'spank: x11\.so: Plugin file not found|Ignoring conflicting option "x11" in plugin "x11"',  # a site's X11 plugin
     r"from LD_PRELOAD cannot be preloaded .*: ignored",
     r"PMIX ERROR: PMIX_ERR(?:OR|_NOT_FOUND) in file dstore_base\.c",  # single-node runs (Aurora known issues)
     r"\b(?:User|Future|Deprecation|Runtime)Warning\b",
@@ -69,7 +72,8 @@ _KEYWORDS = (
     "can't open file", "Permission denied", "Segmentation fault", "core dumped", "Aborted", "oom",
     "Out Of Memory", "NODE_FAIL", "NODE FAILURE", "CANCELLED AT", "Uncorrectable", "fallen off the bus",
     "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
-    "page fault", "socket", "[E", "No active allocation",
+    "page fault", "socket", "[E", "No active allocation", "Unable to allocate", "Batch job submission",
+    "cannot find name",
 )  # fmt: skip
 
 
