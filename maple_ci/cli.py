@@ -70,6 +70,7 @@ def port(args) -> int:
     """Port SOURCE to each target cluster: writes scripts/<cluster>/<name>.<sbatch|pbs>."""
     from .extract import slurm_walltime
     from .port import port as run_port
+    from .python_env import parse_python_envs
     from .profiles import load_profiles
 
     targets = [name for item in args.to for name in item.replace(",", " ").split()]
@@ -84,7 +85,7 @@ def port(args) -> int:
     intent, results = run_port(args.source, targets, args.out_dir, progress=_progress(args.json_output),
                                framework=args.framework, strategy=args.strategy, nodes=args.nodes,
                                entrypoint=args.entrypoint, gpus_per_node=args.gpus_per_node, account=args.account,
-                               queue=args.queue, walltime=walltime)
+                               queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env))
     if args.json_output:
         _print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
     else:
@@ -308,7 +309,7 @@ def action(args) -> int:
         config, config_error = Config(), str(error)
     pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
     return run_action(pipeline.port, known, config.sources, config.targets,
-                      verify=pipeline.verify, settings=config, config_error=config_error)
+                      verify=pipeline.verify, report=config.schedule, config_error=config_error)
 
 
 def _at_least(minimum: int):
@@ -358,6 +359,9 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--account", help="The allocation to charge on the targets.")
     command.add_argument("--queue", help="The queue, partition or QOS to ask for on the targets.")
     command.add_argument("--walltime", help="The time limit: HH:MM:SS, or as Slurm writes it (90, 1-12:00:00).")
+    command.add_argument("--python-env", action="append", default=[], metavar="[CLUSTER=]PATH",
+                         help="Your conda env or venv on targets whose center provides no PyTorch (Frontier, "
+                              "Lonestar6, Stampede3, Anvil, Bridges-2); CLUSTER=PATH for one target. Repeatable.")
 
     templates = commands.add_parser("templates", help="Browse the launch-template library.",
                                     description="Browse the launch-template library.")

@@ -6,7 +6,7 @@ so a bad input or an unknown cluster changes nothing on disk.
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from pydantic import BaseModel, Field
 
@@ -14,8 +14,10 @@ from .errors import MapleError
 from .extract import extract, load_source
 from .intent import JobIntent
 from .profiles import get_profile
+from .python_env import ALL, with_python_env
 from .retrieve import best_template
 from .synthesize import output_path, render, require_port_facts
+from .vendors import vendor_note
 from .verify.static import Check, checks_ok, static_checks
 
 
@@ -34,28 +36,49 @@ def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
     given = {key: value for key, value in overrides.items() if value is not None}
     if not given:
         return intent
+    # A size the user chose is theirs: the header says the change was asked for, not made by the port.
+    asked = [f"--{key.replace('_', '-')} {given[key]} (the script: {getattr(intent, key) or 'not set'})"
+             for key in ("nodes", "gpus_per_node") if key in given and given[key] != getattr(intent, key)]
+    if asked:
+        given["notes"] = [*intent.notes, f"the job size is what you asked for: {', '.join(asked)}"]
     if "nodes" in given or "gpus_per_node" in given:
         given["world_size"] = None  # recomputed from nodes * gpus_per_node
     intent = replace(intent, **given)  # checks the given values as JobIntent does
     return replace(intent, missing=[name for name in intent.missing if getattr(intent, name) is None]).with_defaults()
 
 
+def _target_notes(intent: JobIntent, profile, python_envs: Mapping[str, str]):
+    """(the profile with the user's Python environment applied, the intent with the header notes
+    that depend on this target: that environment, and what the program's code must change when it
+    moves to another GPU vendor)."""
+    profile, env_note = with_python_env(profile, python_envs)
+    notes = [note for note in (env_note if intent.container is None else None,
+                               vendor_note(intent.source_cluster, profile)) if note]
+    return profile, replace(intent, notes=[*intent.notes, *notes]) if notes else intent
+
+
 def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir: Path,
-                progress: Callable[[str], None] = lambda message: None) -> list[PortResult]:
+                progress: Callable[[str], None] = lambda message: None,
+                python_envs: Mapping[str, str] = {}) -> list[PortResult]:
+    """python_envs: the user's Python environment by cluster name (or "default" for every target),
+    activated where the center provides none (python_env.py)."""
     profiles = [get_profile(name) for name in targets]  # unknown clusters fail before any work
     if not profiles:
         raise MapleError("no target cluster given; name at least one with --to")
+    for name in set(python_envs) - {ALL}:
+        get_profile(name)  # a misspelt cluster in --python-env CLUSTER=PATH must not pass silently
     require_port_facts(intent, source_name)  # before any target: a refusal changes nothing
     results = []
     for profile in profiles:
+        profile, target_intent = _target_notes(intent, profile, python_envs)
         progress(f"{profile.name}: retrieving a template")
-        template = best_template(intent, profile.name)
+        template = best_template(target_intent, profile.name)
         if not template.supported:
             results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=template.reason))
             continue
         progress(f"{profile.name}: rendering {template.id} and checking it")
-        script = render(intent, profile, template, source_name, out_dir)
-        checks = static_checks(script, intent, profile)
+        script = render(target_intent, profile, template, source_name, out_dir)
+        checks = static_checks(script, target_intent, profile)
         results.append(PortResult(
             cluster=profile.name,
             status="ok" if checks_ok(checks) else "failed",
@@ -77,10 +100,10 @@ def write_results(results: list[PortResult]) -> None:
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
-         **overrides) -> tuple[JobIntent, list[PortResult]]:
+         python_envs: Mapping[str, str] = {}, **overrides) -> tuple[JobIntent, list[PortResult]]:
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
-    results = port_intent(intent, targets, name, out_dir, progress)
+    results = port_intent(intent, targets, name, out_dir, progress, python_envs)
     write_results(results)
     return intent, results

@@ -37,6 +37,8 @@ class Queue(BaseModel):
     max_nodes: int = Field(ge=1)
     min_nodes: int = Field(default=1, ge=1)
     default: bool = False
+    # Jobs here may be killed for others (ALCF `preemptable`): the header says so when a job lands here.
+    preemptable: bool = False
     note: str = ""
     # Some queues allow less time to small jobs than to big ones (Frontier `batch`: 1-91 nodes 2 h;
     # ALCF `prod` routing: 10-24 nodes 3 h). Bins sorted by max_nodes; the first bin whose
@@ -59,6 +61,11 @@ class FrameworkSetup(BaseModel):
     modules: list[str] = Field(default_factory=list)
     setup: list[str] = Field(default_factory=list)  # shell lines, e.g. "conda activate"
     env: dict[str, str] = Field(default_factory=dict)
+    # Set where the center provides no environment with this framework: the job activates the
+    # user's own (a conda env or a venv), named at port time (--python-env); without one the job
+    # stops before the program could run without torch (python_env.py).
+    user_env: Optional[Literal["conda", "venv"]] = None
+    user_env_docs: str = ""  # the center's page on building that environment
 
 
 class ContainerRuntime(BaseModel):
@@ -78,6 +85,9 @@ class ContainerRuntime(BaseModel):
     # Bind mounts for the file systems the runtime does not mount itself (Apptainer mounts $HOME,
     # /tmp and the working directory; Shifter mounts home, scratch and CFS).
     binds: list[str] = Field(default_factory=list)
+    # Profile env settings a container job must not get: they name host software the image lacks
+    # (Polaris' NCCL_NET="AWS Libfabric" needs the host's OFI plugin, or NCCL aborts at init).
+    drop_env: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)  # the center's pages these facts come from
     unconfirmed: list[str] = Field(default_factory=list)  # which facts above no source we read confirmed
 
@@ -126,6 +136,10 @@ class ClusterProfile(BaseModel):
     # Network/collective settings for every job. Values are literal strings (no $VAR expansion);
     # anything that must expand (LD_LIBRARY_PATH prepends) belongs in a FrameworkSetup.setup line.
     env: dict[str, str] = Field(default_factory=dict)
+    # The device order that puts local rank i's GPU on the NUMA domain of the cores a launcher binds
+    # rank i to, where the board numbers them the other way (Polaris, Delta A100: GPU0 sits on the
+    # last cores); exported as the visibility variable when the job holds every device of the node.
+    device_order: Optional[str] = Field(default=None, pattern=r"^\d+(,\d+)*$")
     container: ContainerRuntime
     # Regexes that mark a script as written for this cluster. extract searches them with re.I and
     # picks the profile with the most hits; use (?-i:...) where case matters (Bridges-2 "GPU").

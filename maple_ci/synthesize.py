@@ -167,11 +167,11 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
     source_world = intent.world_size or (intent.gpus_per_node and intent.nodes and intent.nodes * intent.gpus_per_node)
     if intent.nodes is None and intent.gpus_per_node and intent.gpus_per_node != gpus:
-        notes.append(f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node); "
-                     "check batch size and learning rate")
+        notes.append(f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
+                     "node shape, one rank per device); check batch size and learning rate")
     elif intent.nodes is not None and source_world and source_world != world_size:
-        notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} "
-                     f"{unit}); check batch size and learning rate")
+        notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} {unit}: "
+                     f"the target's node shape, one rank per device); check batch size and learning rate")
     if intent.account and intent.source_cluster not in (None, profile.name):
         notes.append(f"account {intent.account!r} comes from the {intent.source_cluster} script; "
                      f"check it exists on {profile.name} (accounts there look like {profile.account_example})")

@@ -276,7 +276,9 @@ def test_small_jobs_never_land_in_alcf_prod(profiles):
     for name in ("polaris", "aurora"):
         for hours in ("01:00:00", "06:00:00", "20:00:00"):
             assert pick_queue(profiles[name], 2, hours).name != "prod"
-    assert pick_queue(profiles["polaris"], 2, "06:00:00").name == "preemptable"
+    # ALCF: preemptable jobs "can be killed at any time"; capacity (1-4 nodes, 168 h) is not.
+    assert pick_queue(profiles["polaris"], 2, "06:00:00").name == "capacity"
+    assert pick_queue(profiles["polaris"], 6, "06:00:00").name == "preemptable"  # nothing else takes 5-10 nodes
     assert pick_queue(profiles["aurora"], 2, "06:00:00").name == "capacity"
     assert pick_queue(profiles["aurora"], 1, "00:30:00").name == "debug"  # debug-scaling starts at 2
 

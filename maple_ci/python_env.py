@@ -1,0 +1,72 @@
+"""The user's Python environment on a target whose center provides none with the framework
+(FrameworkSetup.user_env: OLCF Frontier, TACC Lonestar6 and Stampede3, Purdue Anvil, PSC Bridges-2).
+
+`maple port --python-env PATH` (or CLUSTER=PATH for one target; the bot's `python_env` config key)
+names it. A port to such a target activates it in the job; without one the job stops at once with
+a message saying what to give, so a program never runs on without torch. A center's own
+environment (a module) needs nothing: the option is ignored there.
+"""
+
+import re
+from typing import Mapping, Optional
+
+from .errors import MapleError
+from .profiles import ClusterProfile, FrameworkSetup
+from .synthesize import shell_word
+
+# Allowlist: a path or a conda env name, optionally under ~ or one variable ($SCRATCH/envs/torch).
+_ENV_PATH = re.compile(r"(?:~/|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/?)?[A-Za-z0-9_.+@%=:/-]*")
+ALL = "default"  # the key for every target
+
+
+def parse_python_envs(values: list[str]) -> dict[str, str]:
+    """--python-env values: PATH for every target, CLUSTER=PATH for one. MapleError on bad input."""
+    envs = {}
+    for value in values:
+        cluster, sep, path = value.partition("=")
+        if not sep or "/" in cluster or not re.fullmatch(r"[a-z0-9_-]+", cluster):
+            cluster, path = ALL, value
+        envs[cluster] = check_env_path(path)
+    return envs
+
+
+def check_env_path(path: str) -> str:
+    if not path or ".." in path.split("/") or not _ENV_PATH.fullmatch(path):
+        raise MapleError(f"--python-env {path!r}: give a path or conda env name of letters, digits and "
+                         "_.+@%=:/- (it may start with ~/ or one $VARIABLE)")
+    return path
+
+
+def activation(kind: str, path: str) -> str:
+    if kind == "conda":
+        return f"conda activate {shell_word(path)}"
+    return f"source {shell_word(path.rstrip('/') + '/bin/activate')}"
+
+
+def _stop_line(profile: ClusterProfile, setup: FrameworkSetup) -> str:
+    what = "conda environment" if setup.user_env == "conda" else "virtual environment (venv)"
+    message = (f"maple-ci: {profile.display_name} provides no PyTorch environment; port this job again with "
+               f"--python-env PATH naming your {what} there ({setup.user_env_docs}). Stopping before the "
+               "program runs without torch.")
+    return f"echo {shell_word(message)} >&2; exit 1"
+
+
+def with_python_env(profile: ClusterProfile, envs: Mapping[str, str]) -> tuple[ClusterProfile, Optional[str]]:
+    """(the profile whose framework set-ups activate the user's environment or stop the job, the
+    header note), or (the profile unchanged, None) where the center provides the environment."""
+    path = envs.get(profile.name) or envs.get(ALL)
+    frameworks, kinds = {}, set()
+    for name, setup in profile.frameworks.items():
+        if setup.user_env:
+            kinds.add(setup.user_env)
+            line = activation(setup.user_env, path) if path else _stop_line(profile, setup)
+            setup = setup.model_copy(update={"setup": [*setup.setup, line]})
+        frameworks[name] = setup
+    if not kinds:
+        return profile, None
+    if path:
+        note = f"{profile.name} provides no PyTorch environment: the job activates yours, {path}"
+    else:
+        note = (f"{profile.name} provides no PyTorch environment: port again with --python-env PATH (your "
+                f"{' or '.join(sorted(kinds))} environment there); as written the job stops at once")
+    return profile.model_copy(update={"frameworks": frameworks}), note

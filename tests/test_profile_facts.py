@@ -1,0 +1,119 @@
+"""Issue 16, item 5: the profile facts the domain review (shared/research/domain-review-2026-11-25.md)
+found wrong, outdated or missing, each checked in the ports that carry it. Every fact names its
+center page in templates/clusters/<name>.yaml, read 2026-11-25; the test says which one.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from maple_ci.extract import extract
+from maple_ci.port import port_intent
+from maple_ci.profiles import get_profile, load_profiles, pick_queue
+from maple_ci.retrieve import best_template
+from maple_ci.synthesize import render
+
+# A two-node DDP job in a style the corpus lacks: srun one task per GPU, no cluster markers.
+DDP = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t {walltime}\n"
+       "#SBATCH -A acct\nexport MASTER_ADDR=$(scontrol show hostnames $SLURM_JOB_NODELIST | head -n 1)\n"
+       "srun python train.py --epochs 3\n")
+IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3@sha256:" + "0" * 64
+CONTAINER = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:30:00\n"
+             f"#SBATCH -A acct\nsrun apptainer exec --nv docker://{IMAGE} python train.py\n")
+
+
+def port(cluster: str, tmp_path: Path, text: str = DDP, walltime: str = "00:30:00", **intent_updates):
+    intent = extract(text.format(walltime=walltime), "job.sh")
+    for key, value in intent_updates.items():
+        intent = intent.__class__(**{**intent.__dict__, key: value})
+    [result] = port_intent(intent, [cluster], "job.sh", tmp_path)
+    assert result.status in ("ok", "failed"), result
+    return result.script
+
+
+def port_in_image(cluster: str, text: str = CONTAINER, **intent_updates) -> str:
+    """The port of a container job to `cluster`, with its (digest-pinned) image among the ones the
+    site allows, so the port runs the program in it."""
+    intent = extract(text, "job.sh")
+    intent = intent.__class__(**{**intent.__dict__, **intent_updates})
+    profile = get_profile(cluster)
+    allowed = profile.container.model_copy(update={"allowed_images": [IMAGE]})
+    profile = profile.model_copy(update={"container": allowed})
+    return render(intent, profile, best_template(intent, cluster), "job.sh")
+
+
+def before_launch(script: str) -> str:
+    return script[: script.index("export MASTER_PORT=")]
+
+
+@pytest.mark.parametrize("framework, strategy", [("pytorch", "ddp"), ("deepspeed", "zero3"), ("accelerate", "ddp")])
+def test_polaris_nccl_jobs_put_alcfs_ofi_plugin_and_hwloc_on_the_library_path(tmp_path, framework, strategy):
+    # polaris/.../libraries/nccl.md: the default conda module no longer sets them; NCCL_NET without
+    # the plugin stops NCCL at init.
+    script = before_launch(port("polaris", tmp_path, framework=framework, strategy=strategy))
+    assert "export NCCL_NET='AWS Libfabric'" in script
+    assert "export LD_LIBRARY_PATH=/soft/libraries/aws-ofi-nccl/v1.9.1-aws/lib:$LD_LIBRARY_PATH" in script
+    assert "export LD_LIBRARY_PATH=/soft/libraries/hwloc/lib/:$LD_LIBRARY_PATH" in script
+
+
+def test_a_polaris_container_job_gets_no_nccl_net_and_alcfs_current_apptainer_modules():
+    script = port_in_image("polaris")
+    assert "apptainer exec" in script
+    assert not re.search(r"NCCL_NET=", script)  # the OFI plugin is on the host, not in the image
+    assert "module use /soft/modulefiles\nmodule load spack-pe-base" in script and "module load apptainer" in script
+    assert "0.6.1" not in script
+
+
+def test_a_sophia_container_job_uses_the_spack_module_path_of_sophias_container_page():
+    script = port_in_image("sophia")
+    assert "module use /soft/spack/base/0.7.1/install/modulefiles/Core/\nmodule load apptainer" in script
+
+
+def test_stampede3_loads_tacc_python_module(tmp_path):
+    # 3stampede/python.md: "Load python like so: module load python"; an unknown module aborts under set -e.
+    assert re.search(r"^module load python$", port("stampede3", tmp_path), re.M)
+
+
+def test_polaris_puts_long_small_jobs_in_capacity_and_says_when_a_job_is_preemptable(tmp_path):
+    polaris = load_profiles()["polaris"]
+    assert pick_queue(polaris, 2, "02:00:00").name == "capacity"
+    assert "preemptable" not in port("polaris", tmp_path, walltime="02:00:00").split("#PBS")[0]
+    six = DDP.replace("-N 2", "-N 6")
+    script = port("polaris", tmp_path, six, walltime="02:00:00")
+    assert "#PBS -q preemptable" in script
+    assert re.search(r"^# Note: queue preemptable is preemptable: jobs here can be killed", script, re.M)
+
+
+def test_perlmutter_gives_each_of_four_ranks_32_of_the_128_cpus_slurm_counts(tmp_path):
+    # docs.nersc.gov/machinelearning/launchers: 4 tasks x --cpus-per-task=32.
+    script = port("perlmutter", tmp_path)
+    assert "#SBATCH --cpus-per-task=32" in script and "--ntasks-per-node=4 --cpus-per-task=32" in script
+
+
+def test_a_perlmutter_to_perlmutter_port_keeps_32_cpus_per_rank(tmp_path):
+    text = DDP.replace("#SBATCH -A acct", "#SBATCH -A m1_g\n#SBATCH -C gpu\n#SBATCH -c 32")
+    script = port("perlmutter", tmp_path, text)
+    assert "--cpus-per-task=32" in script and "--cpus-per-task=16" not in script
+
+
+def test_delta_loads_ncsas_nccl_with_the_slingshot_plugin(tmp_path):
+    # running_jobs.rst "PyTorch Multi-Node": module load nccl; missing, it only slows the job (reported).
+    assert re.search(r"^module load nccl \|\| echo .*TCP sockets", before_launch(port("delta", tmp_path)), re.M)
+
+
+def test_frontier_container_jobs_load_olcfs_container_tools():
+    script = port_in_image("frontier", CONTAINER.replace("--nv", "--rocm"), source_cluster="frontier")
+    assert "module load olcf-container-tools\nmodule load apptainer-enable-mpi\nmodule load apptainer-enable-gpu" in script
+
+
+@pytest.mark.parametrize("cluster", ["polaris", "delta"])
+def test_a100_nodes_numbered_against_numa_order_give_rank_i_the_gpu_next_to_its_cores(tmp_path, cluster):
+    # polaris/index.md and Delta architecture.rst: GPU0 sits on the last cores, GPU3 on the first.
+    assert "export CUDA_VISIBLE_DEVICES=3,2,1,0" in port(cluster, tmp_path)
+    one_gpu = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus=1\n#SBATCH -t 00:30:00\npython train.py\n"
+    assert "3,2,1,0" not in port(cluster, tmp_path, one_gpu)  # one device: no order to fix
+
+
+def test_perlmutter_keeps_its_own_gpu_order():
+    assert load_profiles()["perlmutter"].device_order is None  # NERSC documents no reversal
