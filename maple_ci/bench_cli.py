@@ -14,10 +14,17 @@ from .errors import MapleError
 
 
 def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
-    """The report of one suite: accuracy, real, latency or verified (on a Slurm cluster)."""
-    if suite not in ("accuracy", "real", "latency", "verified", "debug"):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, latency, verified or debug")
-    if suite == "debug":
+    """The report of one suite: accuracy, real, golden, latency or verified (on a Slurm cluster)."""
+    if suite not in ("accuracy", "real", "golden", "latency", "verified", "debug"):
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, latency, verified or debug")
+    if suite == "golden":
+        from .bench_golden import load_golden, run_golden
+
+        cases = load_golden()
+        out_dir = Path(tempfile.mkdtemp(prefix="maple-golden-"))
+        report = _with_bar(progress, quiet, f"{len(cases)} published scripts", len(cases),
+                           lambda step: run_golden(cases, out_dir, step))
+    elif suite == "debug":
         from .bench_debug import load_debug_cases, run_debug
 
         cases = load_debug_cases()
@@ -49,6 +56,8 @@ def print_report(suite: str, report: dict, out: Console) -> None:
         _print_latency(report, out)
     elif suite == "real":
         _print_real(report, out)
+    elif suite == "golden":
+        _print_golden(report, out)
     elif suite == "debug":
         from .bench_debug import print_debug
 
@@ -77,6 +86,24 @@ def _print_real(report: dict, out: Console) -> None:
         wrong = "; ".join(f"{f} {v['got']!r} != {v['expected']!r}" if isinstance(v, dict) else f"{f}: {v}"
                           for f, v in failure["wrong"].items())
         out.print(f"[red]{failure['case']}[/]: {wrong} {' | '.join(failure['port'])}", highlight=False)
+
+
+def _print_golden(report: dict, out: Console) -> None:
+    table = Table("source", "target", "verdict", "facts", "gate", title=f"{report['ports']} ports of "
+                  f"{report['scripts']} published scripts ({', '.join(report['clusters'])})")
+    for row in report["rows"]:
+        gate = "-" if row["gate_ok"] is None else ("pass" if row["gate_ok"] else "FAIL")
+        table.add_row(row["source"], row["target"], row["verdict"], f"{row['facts']['present']}/{row['facts']['total']}", gate)
+    out.print(table)
+    verdicts, facts, gate = report["verdicts"], report["facts"], report["gate"]
+    out.print(f"[bold]verdicts[/]: {', '.join(f'{v} {n}' for v, n in verdicts.items())}; run as is or after an edit "
+              f"the header asks for: {report['runs']:.1%}")
+    out.print(f"[bold]target facts present[/]: {facts['present']}/{facts['total']} ({facts['ratio']:.1%}); "
+              f"[bold]read-back gate[/]: {gate['passed']}/{gate['total']} written ports pass; maple's checks said ok "
+              f"for {report['maple_ok']}; [bold]silent wrong ports[/] (gate fails, checks ok): {report['silent']}")
+    for row in report["rows"]:
+        for failure in row["gate_failures"]:
+            out.print(f"[red]{row['source']} -> {row['target']}[/]: {failure}", highlight=False)
 
 
 def _print_accuracy(report: dict, out: Console) -> None:

@@ -1,0 +1,180 @@
+"""`maple bench --suite golden`: the centers' own published launch scripts as acceptance tests.
+
+benchmarks/golden/<cluster>/ holds each script verbatim beside a YAML naming its source, the date it
+was read, its workload kind and the center's launch facts it shows (README there). Each script is
+ported to every other cluster that has a published script of the same kind, and each port scored:
+
+  facts    the target center's facts for that kind (from its own scripts) present in the port
+  gate     the read-back gate (verify/readback.py) passes: same program, arguments, process model,
+           ranks and rendezvous variables as the source, after the port's deliberate decisions
+  silent   the gate fails yet maple's own checks said "ok": a confident, wrong port
+  verdict  refused  no script was written (maple said why)
+           wrong    the gate fails, a fact the center marks needed is missing (unless a header note
+                    asks for it: the fact's `remedy`, e.g. --python-env), or bash -n fails
+           edit     otherwise, when the port asks for an edit: a placeholder (<ACCOUNT>) in a live
+                    line, a header note that asks (fill in, give, check, ... yourself), or a
+                    failed static check
+           as-is    otherwise
+"""
+
+import re
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+
+from .errors import MapleError
+from .extract import extract
+from .files import read_text
+from .paths import bundled
+from .port import PortResult, port_intent, write_results
+from .profiles import get_profile
+from .retrieve import best_template
+from .verify.readback import readback_checks
+
+VERDICTS = ("as-is", "edit", "wrong", "refused")
+# A header note that asks the user to change or confirm something before the job runs.
+_ASKS = re.compile(r"\b(?:fill in|yourself|give (?:the|it|them|its|a)|replace|check|must|put (?:the|it|them))\b", re.I)
+_PLACEHOLDER = re.compile(r"<[A-Za-z_][\w -]*>")
+_DIRECTIVE = re.compile(r"^\s*#(?:SBATCH|PBS)\s")
+
+
+def golden_dir() -> Path:
+    return bundled("benchmarks") / "golden"
+
+
+def load_golden(root: Optional[Path] = None) -> list[dict]:
+    """Every golden case: its YAML with the script's path and text."""
+    root = root or golden_dir()
+    if not root.is_dir():
+        raise MapleError(f"no golden scripts at {root}; run from a maple-ci source checkout")
+    cases = []
+    for meta in sorted(root.glob("*/*.yaml")):
+        case = yaml.safe_load(meta.read_text())
+        path = meta.parent / case["script"]
+        cases.append({**case, "path": path, "name": f"{meta.parent.name}/{case['script']}",
+                      "text": read_text(path, str(path))})
+    return cases
+
+
+def live_text(script: str) -> str:
+    """What the job runs or the scheduler reads: directives and commands, not comments."""
+    return "\n".join(line for line in script.splitlines()
+                     if _DIRECTIVE.match(line) or not line.lstrip().startswith("#"))
+
+
+def fact_present(fact: dict, script: str) -> bool:
+    return re.search(fact["pattern"], live_text(script), re.M) is not None
+
+
+def facts_not_shown(cases: list[dict]) -> list[str]:
+    """Facts a case lists that its own script does not show (unless marked as read from the page)."""
+    return [f"{case['name']}: {fact['id']}" for case in cases for fact in case["facts"]
+            if fact.get("in_script", True) and not fact_present(fact, case["text"])]
+
+
+def target_facts(cases: list[dict], cluster: str, kind: str, container: bool) -> list[dict]:
+    """The center's facts for a kind of workload: every fact its scripts of that kind show, once.
+    A fact is needed (its absence makes a port wrong) only where the center marks it so and every
+    one of its scripts of that kind shows it: those in a container when the port's source is in
+    one, the others when it is not (an image brings its own Python), all when it has no such script."""
+    same = [case for case in cases if case["cluster"] == cluster and case["kind"] == kind]
+    pool = [case for case in same if case.get("container", False) == container] or same
+    facts = {}
+    for case in same:
+        for fact in case["facts"]:
+            if fact.get("when") != "container" or container:
+                facts.setdefault(fact["id"], dict(fact))
+    for fact in facts.values():
+        fact["needed"] = bool(fact.get("needed")) and all(
+            any(f["id"] == fact["id"] for f in case["facts"]) for case in pool)
+    return list(facts.values())
+
+
+def header_notes(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.startswith("# Note:") or line.startswith("# maple-ci:")]
+
+
+def asks_for_edit(result: PortResult) -> bool:
+    return (any(_ASKS.search(note) for note in header_notes(result.script)) or _PLACEHOLDER.search(live_text(result.script)) is not None
+            or any(not c.ok and c.severity == "error" and not c.name.startswith("readback:") for c in result.checks))
+
+
+def verdict(result: Optional[PortResult], gate_failures: list[str], missing_needed: list[str]) -> str:
+    if result is None or not result.script:
+        return "refused"
+    syntax = next((c for c in result.checks if c.name == "bash-syntax"), None)
+    if gate_failures or missing_needed or (syntax is not None and not syntax.ok):
+        return "wrong"
+    return "edit" if asks_for_edit(result) else "as-is"
+
+
+def _score_port(case: dict, intent, result: PortResult, facts: list[dict]) -> dict:
+    present = [f["id"] for f in facts if fact_present(f, result.script)]
+    notes = "\n".join(header_notes(result.script))
+    missing_needed = [f["id"] for f in facts if f.get("needed") and f["id"] not in present
+                      and not (f.get("remedy") and re.search(f["remedy"], notes))]
+    gate = readback_checks(result.script, intent, get_profile(result.cluster),
+                           best_template(intent, result.cluster), case["text"])
+    failures = [f"{c.name}: {c.message}" for c in gate if not c.ok and c.severity == "error"]
+    maple_ok = result.status == "ok"
+    return {"source": case["name"], "target": result.cluster, "verdict": verdict(result, failures, missing_needed),
+            "maple_ok": maple_ok, "gate_ok": not failures, "silent": maple_ok and bool(failures),
+            "facts": {"present": len(present), "total": len(facts)},
+            "missing_facts": [f["id"] for f in facts if f["id"] not in present], "gate_failures": failures}
+
+
+def _refused(case: dict, target: str, why: str) -> dict:
+    return {"source": case["name"], "target": target, "verdict": "refused", "maple_ok": False, "gate_ok": None,
+            "silent": False, "facts": {"present": 0, "total": 0}, "missing_facts": [], "gate_failures": [], "reason": why}
+
+
+def _port_case(case: dict, cases: list[dict], targets: list[str], out_dir: Path) -> list[dict]:
+    try:
+        intent = extract(case["text"], case["name"], case["path"].parent, case["path"].parent)
+        results = port_intent(intent, targets, case["name"], out_dir)
+    except MapleError as exc:
+        return [_refused(case, target, str(exc)) for target in targets]
+    write_results(results)  # under the report's folder, to read a verdict against the port
+    rows = []
+    for result in results:
+        if result.status == "unsupported":
+            rows.append(_refused(case, result.cluster, result.reason))
+            continue
+        facts = target_facts(cases, result.cluster, case["kind"], intent.container is not None)
+        rows.append(_score_port(case, intent, result, facts))
+    return rows
+
+
+def port_targets(case: dict, cases: list[dict]) -> list[str]:
+    """Every other cluster with a published script of the same kind of workload."""
+    return sorted({c["cluster"] for c in cases if c["kind"] == case["kind"] and c["cluster"] != case["cluster"]})
+
+
+def _ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def run_golden(cases: list[dict], out_dir: Path, progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
+    rows = []
+    for number, case in enumerate(cases, 1):
+        progress(number, len(cases))
+        if targets := port_targets(case, cases):
+            rows += _port_case(case, cases, targets, out_dir / case["name"].replace("/", "_"))
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    present = sum(r["facts"]["present"] for r in rows)
+    total = sum(r["facts"]["total"] for r in rows)
+    written = [r for r in rows if r["verdict"] != "refused"]
+    return {
+        "scripts": len(cases),
+        "clusters": sorted({c["cluster"] for c in cases}),
+        "ports": len(rows),
+        "verdicts": counts,
+        "runs": _ratio(counts["as-is"] + counts["edit"], len(rows)),
+        "facts": {"present": present, "total": total, "ratio": _ratio(present, total)},
+        "gate": {"passed": sum(bool(r["gate_ok"]) for r in written), "total": len(written)},
+        "maple_ok": sum(r["maple_ok"] for r in rows),
+        "silent": sum(r["silent"] for r in rows),
+        "ports_dir": str(out_dir),
+        "rows": rows,
+    }

@@ -1,0 +1,128 @@
+"""The read-back gate: a port must run what its source ran.
+
+The generated script is read by the same reader that read the source (maple_ci.extract) and
+compared with the source's intent after the port's deliberate decisions, which come from the
+synthesizer's own rule (synthesize.resolve_job: ranks per node, world size, one node for one
+process) and the template it used. What is compared:
+
+  program        the entrypoint the launch line runs
+  arguments      the program's arguments, word for word
+  process model  one process / one launcher per node / one rank per device, as the source started it
+  ranks          ranks per node and ranks per device, as the port's rule decided
+  world size     the ranks the launch line starts against the ranks the port asked for
+  environment    the rendezvous variables the source gave its program (MASTER_ADDR, RANK, ...)
+
+Any other difference is a failing check that names it: a port never says "ok" while its launch
+line runs something else. A port whose size cannot be read back gets a warning, not a pass.
+"""
+
+import re
+from typing import Optional
+
+from ..extract import RENDEZVOUS_VARS, extract_script
+from ..intent import PER_DEVICE_LAUNCHERS, JobIntent
+from ..library import TemplateMeta
+from ..profiles import ClusterProfile
+from ..synthesize import resolve_job
+from .static import Check
+
+ONE_PROCESS, PER_NODE, PER_DEVICE = "one process", "one launcher per node", "one rank per device"
+# Launchers that give every worker all the rendezvous variables themselves (torchrun's contract).
+_SETS_RENDEZVOUS = frozenset({"torchrun", "deepspeed", "accelerate"})
+
+
+def process_model(intent: JobIntent) -> str:
+    """How the launch starts the program: once, once per node (forking per device), or once per device."""
+    if intent.launcher == "python" or intent.world_size == 1:
+        return ONE_PROCESS
+    return PER_DEVICE if intent.launcher in PER_DEVICE_LAUNCHERS else PER_NODE
+
+
+def rendezvous_given(script: str, intent: JobIntent) -> set[str]:
+    """Rendezvous variables the job hands its program: all of them under a launcher that sets them,
+    else those the script assigns (NAME=..., export NAME=..., --env NAME=..., -x NAME, --export=...NAME)."""
+    if intent.launcher in _SETS_RENDEZVOUS:
+        return {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
+    code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+    return {name for name in RENDEZVOUS_VARS
+            if re.search(rf"(?:^|[\s;'\"(,=]){name}=|(?:-x|--env|-env|--genv|-genv)\s+{name}\b", code)}
+
+
+def _ranks_per_device(intent: JobIntent) -> float:
+    """More than 1 only where the launch starts more ranks than the devices it binds them to."""
+    if intent.world_size and intent.nodes and intent.gpus_per_node:
+        return max(1.0, intent.world_size / (intent.nodes * intent.gpus_per_node))
+    return 1.0
+
+
+def _check(name: str, problem: Optional[str], fine: str, severity: str = "error") -> Check:
+    if problem:
+        return Check(name=f"readback:{name}", ok=False, severity=severity, message=problem)
+    return Check(name=f"readback:{name}", ok=True, message=fine)
+
+
+def _program(back: JobIntent, intent: JobIntent) -> Check:
+    problem = None if back.entrypoint == intent.entrypoint else (
+        f"the port runs {back.entrypoint!r}, the source runs {intent.entrypoint!r}")
+    return _check("program", problem, f"runs {intent.entrypoint}")
+
+
+def _arguments(back: JobIntent, intent: JobIntent) -> Check:
+    want, got = intent.script_args, back.script_args
+    problem = None
+    if got != want:
+        index = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+        source = repr(want[index]) if index < len(want) else "nothing"
+        port = repr(got[index]) if index < len(got) else "nothing"
+        problem = (f"the program's arguments differ from the source's at argument {index + 1}: the source passes "
+                   f"{source}, the port {port} (source: {want}, port: {got})")
+    return _check("arguments", problem, f"the source's {len(want)} argument(s), word for word")
+
+
+def _model(back: JobIntent, intent: JobIntent) -> Check:
+    want, got = process_model(intent), process_model(back)
+    problem = None if want == got else (
+        f"process model changed: the source starts {want} ({intent.launcher}), the port {got} ({back.launcher})")
+    return _check("process-model", problem, f"{want}, as the source")
+
+
+def _size(back: JobIntent, intent: JobIntent, per_node: int, world: Optional[int]) -> list[Check]:
+    """Ranks per node, ranks per device and world size against what the port's rule decided;
+    world is None when the size comes from the allocation at submit time."""
+    if back.gpus_per_node is None:
+        return [_check("ranks", "cannot read the ranks per node back from the launch line", "", "warning")]
+    checks = [_check("ranks", None if back.gpus_per_node == per_node else (
+        f"the launch line starts {back.gpus_per_node} ranks per node, the port decided {per_node}"),
+        f"{per_node} ranks per node")]
+    source_rpd, port_rpd = _ranks_per_device(intent), _ranks_per_device(back)
+    if source_rpd != port_rpd:
+        checks.append(_check("ranks-per-device", f"the source runs {source_rpd:g} rank(s) per device, the port "
+                                                 f"{port_rpd:g}", ""))
+    if world is not None:
+        checks.append(_check("world-size", None if back.world_size == world else (
+            f"the launch line starts {back.world_size} ranks in all, the port asked for {world}"),
+            f"{world} ranks in all, as asked"))
+    return checks
+
+
+def _environment(script: str, back: JobIntent, source_text: Optional[str], intent: JobIntent) -> Optional[Check]:
+    if source_text is None:
+        return None
+    missing = sorted(rendezvous_given(source_text, intent) - rendezvous_given(script, back))
+    problem = (f"the source gives its program {', '.join(missing)}; the port does not set "
+               f"{'it' if len(missing) == 1 else 'them'}") if missing else None
+    return _check("environment", problem, "the program gets the rendezvous variables the source gave it")
+
+
+def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, template: TemplateMeta,
+                    source_text: Optional[str] = None) -> list[Check]:
+    """The gate's checks of `script`, ported from `intent` with `template`; source_text (the source
+    script, when there is one) adds the environment check."""
+    back = extract_script(script)
+    job = resolve_job(intent, profile, template)
+    world = None if job.from_allocation else job.world_size
+    checks = [_program(back, intent), _arguments(back, intent), _model(back, intent),
+              *_size(back, intent, job.gpus_per_node, world)]
+    if env := _environment(script, back, source_text, intent):
+        checks.append(env)
+    return checks
