@@ -86,7 +86,7 @@ def render_pr_body(results: list[PortResult]) -> str:
             checks = f"{'✅' if all(check['ok'] for check in c['checks']) else '❌'} {checks_passed(c)}"
             verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
             log = f"[log]({c['log_url']})" if c["log_url"] else "—"
-            parts.append(f"| {c['cluster']} | {cell(code(c['path']))} | {cell(code(c['template']))} | {checks} | "
+            parts.append(f"| {c['cluster']} | {cell(code(c['path']))} | {cell(code(c['template'])) if c['template'].strip() else '—'} | {checks} | "
                          f"{verification} | {log} |")
         notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
         if notes:
@@ -118,7 +118,7 @@ def _outcome(result: PortResult, c) -> str:
     if c.get("fixed") and not c["suggestions"]:
         what = "passed with the debug agent's fix, committed to the PR"
     elif what in ("failed", "error") and c["log_url"]:
-        what += f" ({_link('log', c['log_url'])})"
+        what += f" ({link('log', c['log_url'])})"
     if c["suggestions"]:
         what += "; a fix is suggested in the PR's review"
     failing = [k["name"] for k in c["checks"] if not k["ok"] and k.get("level", "failure") == "failure"]
@@ -127,8 +127,9 @@ def _outcome(result: PortResult, c) -> str:
     return f"{REPLY_MARKS.get(c['verification'], '')} {c['cluster']} ({code(c['path'])}): {what}"
 
 
-def _link(label: str, url: str) -> str:
-    return f"[{label}]({url})" if _REQUEST_URL.fullmatch(url) or _LOG_URL.fullmatch(url) else code(url)
+def link(label: str, url: str) -> str:
+    """A Markdown link to a URL of the allowlisted shape (a backend's job page), else the URL as text."""
+    return f"[{label}]({url})" if _LOG_URL.fullmatch(url) else code(url)
 
 
 def request_link(request: str) -> str:

@@ -44,7 +44,7 @@ from maple_ci.github.delivery import (
 )
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, log_safe
-from maple_ci.github.publish import AUTOMATIC, publish, set_ignored
+from maple_ci.github.publish import AUTOMATIC, propose_fixes, publish, set_ignored
 from maple_ci.github.report import report_error, sync_report
 from maple_ci.github.state import read_state
 
@@ -136,6 +136,8 @@ def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, 
         else:
             results = gated(results, commit_sha(repo, target.ref))
             message, pr = render_pr_body(results), None
+            if plan.report:
+                propose_fixes(repo, target.base, results, settings)
         if plan.report and report is not None:
             sync_report(repo, report, results, commit_sha(repo, target.ref))
     finally:

@@ -129,8 +129,9 @@ def _verdict(c: ClusterResult) -> str:
 
 
 def _check_summary(c: ClusterResult) -> str:
-    lines = [f"Template {code(c['template'])} → {code(c['path'])}", "", "| Check | Result | Message |", "|---|---|---|"]
-    for check in c["checks"]:
+    made = f"Template {code(c['template'])} → {code(c['path'])}" if c["template"].strip() else code(c["path"])
+    lines = [made, "", "| Check | Result | Message |", "|---|---|---|"]
+    for check in sorted(c["checks"], key=lambda check: check["ok"]):  # what failed leads
         where = f" (line {check['line']})" if check.get("line") else ""
         mark = "✅" if check["ok"] else "❌"
         lines.append(f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |")

@@ -60,6 +60,7 @@ class Check(_CheckOptional):
 class _ClusterOptional(TypedDict, total=False):
     note: str  # one sentence for the PR: why verification was skipped, what failed, what the debug agent found
     fixed: str  # the script with the debug agent's fix, whose re-run passed
+    fix_pr: str  # nightly: the PR proposing that fix (publish.propose_fixes)
 
 
 class ClusterResult(_ClusterOptional):

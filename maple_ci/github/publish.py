@@ -12,13 +12,13 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.github.approval import Provenance, stamp, trailers
-from maple_ci.github.body import STOPPED, describe, reply_for, title_for
+from maple_ci.github.body import STOPPED, describe, link, reply_for, title_for
 from maple_ci.github.checks import check_runs, verified
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config, PullRequests
 from maple_ci.github.delivery import PortResult, closed_pr, deliver, edit_pr, open_pr, post_review
 from maple_ci.github.events import Plan
-from maple_ci.github.markdown import code
+from maple_ci.github.markdown import code, plain
 from maple_ci.github.state import State, digest, read_state, write_state
 
 AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
@@ -70,7 +70,16 @@ def publish(repo: Repository, plan: Plan, command: Command, results: list[PortRe
         sha, state = _commit_fixes(repo, plan.key, base, results, state, prefixes.commit_prefix, (sha, title))
     edit_pr(pr, title, describe(state, results))
     post_review(pr, sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
-    return results, reply_for(pr.html_url, results), pr
+    on_source_pr = plan.pull_number is not None and plan.key == f"pr-{plan.pull_number}"
+    if on_source_pr and not from_fork:  # the verdicts where the contributor looks too: their PR's head
+        check_runs(repo, source.commit, results)
+    return results, reply_for(pr.html_url, results) + (_into(base, from_fork) if on_source_pr else ""), pr
+
+
+def _into(base: str, from_fork: bool) -> str:
+    if from_fork:
+        return f"\n\nIt targets {code(base)}: a fork's branch cannot take a PR from this repository."
+    return f"\n\nIt targets {code(base)}, this PR's branch: merging it adds the ported scripts to this PR."
 
 
 def _commit_fixes(repo: Repository, key: str, base: str, results: list[PortResult], state: State, prefix: str,
@@ -87,12 +96,37 @@ def _commit_fixes(repo: Repository, key: str, base: str, results: list[PortResul
     fixes = dict(state.fixes)
     for c in fixed:
         fixes[c["path"]] = digest(c["content"])
-        why = "; ".join(dict.fromkeys(s.get("message", "") for s in c["suggestions"] if s.get("message")))
-        c.update(content=c["fixed"], verification="passed", suggestions=[],
-                 note=f"The first run failed; the debug agent's fix ({why or 'see the commit'}) passed when run "
-                      f"again and is committed in {delivered.sha[:12]}.")
+        c.update(note=f"The first run failed; the debug agent's fix ({_why(c)}) passed when run again and is "
+                      f"committed in {delivered.sha[:12]}.")
+        c.update(content=c["fixed"], verification="passed", suggestions=[])
     check_runs(repo, delivered.sha, results)
     return delivered.sha, state._replace(fixes=fixes)
+
+
+def propose_fixes(repo: Repository, base: str, results: list[PortResult], settings: Config) -> None:
+    """Nightly: one PR per cluster with the debug agent's fixes whose re-run passed (opened, or
+    updated; one closed without merging is not proposed again); each fixed script's result links it."""
+    by_cluster: dict[str, list] = {}
+    for c in (c for r in results for c in r["clusters"] if c.get("fixed")):
+        by_cluster.setdefault(c["cluster"], []).append(c)
+    for cluster, fixed in by_cluster.items():
+        key = f"fix-{cluster}"
+        if open_pr(repo, key, base) is None and closed_pr(repo, key, base) is not None:
+            continue
+        lines = [f"The nightly verification failed on {cluster}; the debug agent's fix passed when run again.", ""]
+        lines += [f"- {code(c['path'])}: {plain(_why(c))}" + (f" ({link('log of the failing run', c['log_url'])})"
+                                                                if c["log_url"] else "") for c in fixed]
+        lines += ["", "Close this PR to decline the fix: maple-ci does not propose it again."]
+        title = f"{settings.pull_requests.title_prefix} fix {', '.join(c['path'] for c in fixed)} on {cluster}".lstrip()
+        delivered = deliver(repo, key, {c["path"]: c["fixed"] for c in fixed}, base, title, "\n".join(lines),
+                            commit_title=f"{settings.pull_requests.commit_prefix} fix {cluster}".lstrip())
+        for c in fixed:
+            if delivered.pr is not None:
+                c["fix_pr"] = delivered.pr.html_url
+
+
+def _why(c) -> str:
+    return "; ".join(dict.fromkeys(s["message"] for s in c["suggestions"] if s.get("message"))) or "see the diff"
 
 
 def _stopped(pr: PullRequest, foreign: tuple[str, ...], state: State) -> str:

@@ -29,6 +29,8 @@ def render_report(results: list[PortResult], blob_url: str, commit: str) -> str:
             shown = f"[{CELLS[conclusion(c)]}]({blob_url}/{commit}/{quote(c['path'])})"
             if c["log_url"]:
                 shown += f" · [log]({c['log_url']})"
+            if c.get("fix_pr"):
+                shown += f" · [fix]({c['fix_pr']})"
             cells.setdefault(PurePosixPath(c["path"]).stem, {})[c["cluster"]] = shown
     clusters = sorted({cluster for row in cells.values() for cluster in row})
     lines = [MARKER, f"Nightly verification of the ported scripts at {commit[:12]}.", "",

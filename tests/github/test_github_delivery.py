@@ -49,16 +49,20 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
     assert (multi["start_line"], multi["line"], multi["start_side"], multi["side"]) == (3, 4, "RIGHT", "RIGHT")
     assert multi["body"] == "```suggestion\nmodule load pytorch/2.3\nsrun --gpu-bind=none python train.py\n```"
 
-    runs = {run["name"]: run for run in fake.check_runs}
+    runs = {run["name"]: run for run in fake.check_runs if run["head_sha"] == head}
     assert set(runs) == {"maple / perlmutter / jobs/train.sh", "maple / aurora / jobs/train.sh"}
-    assert all(run["head_sha"] == head and run["status"] == "completed" for run in runs.values())
+    assert all(run["status"] == "completed" for run in runs.values())
+    # The same verdicts on the contributor's PR head, where they look.
+    assert {run["name"]: run["conclusion"] for run in fake.check_runs if run["head_sha"] == feature_head} == \
+        {name: run["conclusion"] for name, run in runs.items()}
     aurora = runs["maple / aurora / jobs/train.sh"]
     assert (len(aurora["annotations"]), aurora["requests"], aurora["conclusion"]) == (120, 3, "success")
 
     assert [r["content"] for r in fake.reactions] == ["eyes", "rocket"] and {r["comment_id"] for r in fake.reactions} == {comment_id}
     assert fake.comments == [{"issue": 1, "body": f"Ported in http://github.test/octo/ports/pull/{port_pr['number']}\n"
                               "- ✅ perlmutter (`scripts/perlmutter/train.sh`): passed; a fix is suggested in the PR's review\n"
-                              "- ✅ aurora (`scripts/aurora/train.sh`): passed; a fix is suggested in the PR's review"}]
+                              "- ✅ aurora (`scripts/aurora/train.sh`): passed; a fix is suggested in the PR's review\n\n"
+                              "It targets `feature`, this PR's branch: merging it adds the ported scripts to this PR."}]
     assert "### `jobs/train.sh`" in (tmp_path / "summary.md").read_text()
 
     # The same request again changes nothing: no commit, branch, PR, review or check run.

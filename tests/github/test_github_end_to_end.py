@@ -102,7 +102,7 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
     assert "".join(lines) == cluster.runs[1]["script"] and "NCCL_DEBUG=INFO" in comment["body"]
     assert comment["body"].startswith("A system call inside NCCL failed")
 
-    conclusions = {run["name"]: run["conclusion"] for run in fake.check_runs}
+    conclusions = {run["name"]: run["conclusion"] for run in fake.check_runs if run["head_sha"] == branch}
     assert conclusions == {"maple / perlmutter / jobs/train.sbatch": "failure", "maple / aurora / jobs/train.sbatch": "neutral"}
     outputs = read_outputs(tmp_path / "output")
     assert outputs["pr-number"] == str(pr["number"]) and outputs["pr-url"].endswith(f"/pull/{pr['number']}")
@@ -110,7 +110,8 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
     assert fake.comments[-1]["body"] == (
         f"Ported in http://github.test/octo/ports/pull/{pr['number']}\n"
         "- ❌ perlmutter (`scripts/perlmutter/train.sbatch`): failed ([log](https://ci.example/perlmutter/1)); "
-        "a fix is suggested in the PR's review\n- ⏭️ aurora (`scripts/aurora/train.pbs`): skipped")
+        "a fix is suggested in the PR's review\n- ⏭️ aurora (`scripts/aurora/train.pbs`): skipped\n\n"
+        "It targets `feature`, this PR's branch: merging it adds the ported scripts to this PR.")
 
     # The same comment again: nothing more (no commit, PR, review, check run, verification).
     state = (dict(fake.refs), len(fake.commits), len(fake.pulls), pr["body"], len(fake.reviews), len(fake.check_runs), len(cluster.runs))
@@ -136,7 +137,8 @@ def test_a_passing_fix_lands_as_a_commit(fake, webhook, checkout, tmp_path, monk
     assert fake.commits[generated]["parents"] == [head]
     assert fake.files_at(fixed)["scripts/perlmutter/train.sbatch"] == cluster.runs[1]["script"]
     assert "export NCCL_DEBUG=INFO" in cluster.runs[1]["script"] and fake.reviews == []
-    assert [(r["head_sha"], r["conclusion"]) for r in fake.check_runs if r["head_sha"] == fixed] == [(fixed, "success")]
+    assert [(r["head_sha"], r["conclusion"]) for r in fake.check_runs if r["head_sha"] in (fixed, head)] == \
+        [(fixed, "success"), (head, "success")]  # on the fix, and on the contributor's head
     assert "passed with the debug agent's fix, committed" in fake.comments[-1]["body"]
     assert [r["content"] for r in fake.reactions] == ["eyes", "rocket"]
 

@@ -100,6 +100,28 @@ def test_a_fix_whose_rerun_passed_lands_as_a_commit(fake, repo, webhook, source_
         assert "NCCL_DEBUG" not in ported and len(fake.reviews) == 1
 
 
+def test_the_nightly_proposes_a_passing_fix_in_a_pr_linked_from_the_report(fake, repo):
+    pipeline = fix_pipeline()
+    broken = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"
+    fake.refs["heads/main"] = main = fake.commit_files({"scripts/perlmutter/train.sh": broken}, [fake.refs["heads/main"]], "ports")
+    plan = plan_event("schedule", {"repository": {"default_branch": "main"}}, KNOWN, targets=("perlmutter",))
+
+    def collected(*args):
+        return [{"source": "scripts/perlmutter/train.sh", "intent": {"framework": "pytorch"},
+                 "clusters": [cluster_result("perlmutter") | {"content": broken, "verification": "pending"}]}]
+
+    for night in range(2):  # the second night finds the same fix proposed: nothing new
+        run_plan(repo, plan, collected, pipeline.verify, settings=pipeline.config)
+    [pr] = bot_pulls(fake)
+    assert (pr["head"], pr["base"]) == ("maple/port-fix-perlmutter", "main")
+    head = fake.refs["heads/maple/port-fix-perlmutter"]
+    assert fake.commits[head]["parents"] == [main]
+    assert "export NCCL_DEBUG=INFO" in fake.files_at(head)["scripts/perlmutter/train.sh"]
+    assert "[log of the failing run](https://ci.example/perlmutter)" in pr["body"]
+    [issue] = fake.issues
+    assert f"[fix](http://github.test/octo/ports/pull/{pr['number']})" in issue["body"]
+
+
 def test_a_second_push_posts_no_duplicate_review(fake, repo, webhook):
     suggestion = [{"path": "scripts/perlmutter/train.sh", "start_line": 3, "line": 3, "body": "module load pytorch/2.3"}]
     run_plan(repo, push(webhook, fake), lambda *a: results("1", suggestions=suggestion))
@@ -161,6 +183,9 @@ def test_the_reply_says_what_happened_per_cluster_and_the_reaction_matches(fake,
     reply = fake.comments[-1]["body"]
     assert re.search(r"perlmutter.*passed", reply) and re.search(r"aurora.*failed.*\(https://ci\.example/aurora/9\)", reply)
     assert [r["content"] for r in fake.reactions] == ["eyes", "confused"]
+    assert "It targets `feature`, this PR's branch" in reply
+    on_head = {r["name"]: r["conclusion"] for r in fake.check_runs if r["head_sha"] == fake.refs["heads/feature"]}
+    assert on_head == {"maple / perlmutter / jobs/train.sh": "success", "maple / aurora / jobs/train.sh": "failure"}
 
 
 def test_a_push_error_reaches_the_report_issue(fake, repo, webhook):
