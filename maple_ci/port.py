@@ -4,6 +4,7 @@ Everything is computed in memory first; files are written only when every target
 so a bad input or an unknown cluster changes nothing on disk.
 """
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Mapping, Optional
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field
 from .errors import MapleError
 from .extract import extract, load_source
 from .intent import JobIntent
-from .profiles import get_profile
+from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, with_python_env
 from .retrieve import best_template
 from .synthesize import output_path, render, require_port_facts
@@ -47,12 +48,29 @@ def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
     return replace(intent, missing=[name for name in intent.missing if getattr(intent, name) is None]).with_defaults()
 
 
-def _target_notes(intent: JobIntent, profile, python_envs: Mapping[str, str]):
-    """(the profile with the user's Python environment applied, the intent with the header notes
-    that depend on this target: that environment, and what the program's code must change when it
-    moves to another GPU vendor)."""
+# Slurm node-feature expressions (gpu&hbm80g, [a|b]*2): allowlisted, as they are written into a directive.
+_CONSTRAINT = re.compile(r"[A-Za-z0-9_&|,:*\[\]!.-]+")
+
+
+def _own_constraint(intent: JobIntent, profile: ClusterProfile) -> tuple[ClusterProfile, Optional[str]]:
+    """On the source's own Slurm cluster, the source's node features (Perlmutter's gpu&hbm80g for
+    the 80 GB nodes) replace the profile's --constraint: the center's own tuning stays."""
+    if not intent.constraint or intent.source_cluster != profile.name or profile.scheduler != "slurm":
+        return profile, None
+    if not _CONSTRAINT.fullmatch(intent.constraint):
+        return profile, f"the source's constraint {intent.constraint!r} is not a plain feature expression; not kept"
+    kept = [d for d in profile.directives if not d.startswith("--constraint=")]
+    directives = [*kept, f"--constraint={intent.constraint}"]
+    return profile.model_copy(update={"directives": directives}), None
+
+
+def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping[str, str]):
+    """(the profile with what this port adds to it: the user's Python environment, the source's own
+    constraint on its own cluster; the intent with the header notes that depend on this target,
+    among them what the program's code must change when it moves to another GPU vendor)."""
     profile, env_note = with_python_env(profile, python_envs)
-    notes = [note for note in (env_note if intent.container is None else None,
+    profile, constraint_note = _own_constraint(intent, profile)
+    notes = [note for note in (env_note if intent.container is None else None, constraint_note,
                                vendor_note(intent.source_cluster, profile)) if note]
     return profile, replace(intent, notes=[*intent.notes, *notes]) if notes else intent
 
@@ -70,7 +88,7 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
     require_port_facts(intent, source_name)  # before any target: a refusal changes nothing
     results = []
     for profile in profiles:
-        profile, target_intent = _target_notes(intent, profile, python_envs)
+        profile, target_intent = _for_target(intent, profile, python_envs)
         progress(f"{profile.name}: retrieving a template")
         template = best_template(target_intent, profile.name)
         if not template.supported:
