@@ -51,6 +51,7 @@ class JobIntent:
     walltime: Optional[str] = None  # HH:MM:SS
     account: Optional[str] = None
     queue: Optional[str] = None
+    constraint: Optional[str] = None  # Slurm node features (-C), as written; kept only on the source's own cluster
     modules: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     python_env: Optional[str] = None

@@ -117,3 +117,27 @@ def test_a100_nodes_numbered_against_numa_order_give_rank_i_the_gpu_next_to_its_
 
 def test_perlmutter_keeps_its_own_gpu_order():
     assert load_profiles()["perlmutter"].device_order is None  # NERSC documents no reversal
+
+
+# --- item 6: a port to the source's own cluster keeps the center's own tuning ---
+
+SAME = ("#!/bin/bash\n#SBATCH -A m1234_g\n#SBATCH -C 'gpu&hbm80g'\n#SBATCH -q regular\n#SBATCH -N 2\n"
+        "#SBATCH --ntasks-per-node=4\n#SBATCH -c 32\n#SBATCH --gpus-per-node=4\n#SBATCH -t 02:00:00\n"
+        "export CUDA_VISIBLE_DEVICES=3,2,1,0\nsrun python train.py\n")
+
+
+def test_a_perlmutter_script_ported_to_perlmutter_keeps_its_80gb_constraint_and_cpus(tmp_path):
+    script = port("perlmutter", tmp_path, SAME)
+    assert "#SBATCH --constraint=gpu&hbm80g" in script
+    assert "#SBATCH --constraint=gpu\n" not in script  # one constraint: the source's
+    assert "--ntasks-per-node=4 --cpus-per-task=32" in script
+
+
+def test_another_clusters_constraint_is_not_carried(tmp_path):
+    assert "hbm80g" not in port("delta", tmp_path, SAME)
+
+
+def test_a_constraint_that_is_not_a_feature_expression_is_not_kept(tmp_path):
+    script = port("perlmutter", tmp_path, SAME.replace("'gpu&hbm80g'", "'gpu;x'"))
+    assert "#SBATCH --constraint=gpu\n" in script and not re.search(r"^#SBATCH.*gpu;x", script, re.M)
+    assert "constraint 'gpu;x' is not a plain feature expression; not kept" in script

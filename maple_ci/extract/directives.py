@@ -72,6 +72,7 @@ class Directives:
     walltime: Optional[str] = None
     account: Optional[str] = None
     queue: Optional[str] = None
+    constraint: Optional[str] = None  # -C as written (gpu&hbm80g): the source's own cluster keeps it
     image: Optional[str] = None  # Shifter's `#SBATCH --image=docker:...`, used by `srun shifter python ...`
     dropped: list = field(default_factory=list)  # directives a port does not translate, as written
     notes: list = field(default_factory=list)
@@ -158,6 +159,8 @@ def _slurm_directives(found: list, d: Directives) -> None:
                 qos = value
             elif name == "image":
                 d.image = value
+            elif name == "constraint":
+                d.constraint = value
             elif name in _SLURM_NOT_PORTED:
                 d.dropped.append(f"--{name.replace('_', '-')}" + (f"={value}" if value else ""))
             elif name == "partition":

@@ -212,6 +212,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
         walltime=d.walltime,
         account=d.account,
         queue=d.queue,
+        constraint=d.constraint,
         modules=shell.modules,
         env=env,
         python_env=shell.python_env,
