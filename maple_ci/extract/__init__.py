@@ -65,11 +65,13 @@ def _check_text(text: str, what: str) -> None:
 
 
 _LAUNCH_LINE = re.compile(
-    r"^\s*(?:\w+=\S*\s+)*(?:srun|mpiexec|mpirun|ibrun|torchrun|deepspeed|accelerate\s+launch|python[\d.]*)\s"
+    r"^[ \t]*(?:\w+=\S*[ \t]+)*(?:srun|mpiexec|mpirun|ibrun|torchrun|deepspeed|accelerate[ \t]+launch|python[\d.]*)[ \t]"
     r"(?=.*(?:\s-|\.py\b))",
     re.M,
 )
-_SCRIPT_HINT = re.compile(r"\A#!|^\s*#(?:SBATCH|PBS)\s", re.M)
+# Under re.M, `^\s*` would run on over every blank line below each line start (quadratic): the
+# blanks at a line's start are [ \t]*.
+_SCRIPT_HINT = re.compile(r"\A#!|^[ \t]*#(?:SBATCH|PBS)\s", re.M)
 # "accelerate launch train.py on two nodes": a command quoted inside a sentence is a request
 _PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
                     r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)

@@ -15,18 +15,37 @@ or print (wc -l, echo, expr, basename), and otherwise stays as written.
 from __future__ import annotations
 
 import ast
-import fnmatch
-import operator
 import re
 from typing import Callable, Optional
 
+from .budget import Budget, trim
 from .shell import closing
 
 Lookup = Callable[[str], Optional[object]]  # a name's value: str, list (array), or None when unknown
 
-_ARITH_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-              ast.Div: operator.floordiv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-              ast.Pow: operator.pow}
+_WORD = 1 << 64  # bash's arithmetic is on signed 64-bit integers and wraps around
+
+
+def _wrap(value: int) -> int:
+    value %= _WORD
+    return value - _WORD if value >= _WORD >> 1 else value
+
+
+def _divide(left: int, right: int) -> int:  # C's division: truncated toward zero
+    quotient = abs(left) // abs(right)
+    return quotient if (left < 0) == (right < 0) else -quotient
+
+
+def _power(left: int, right: int) -> int:
+    if right < 0:
+        raise ValueError("exponent less than 0")  # bash refuses it too
+    return pow(left, right, _WORD)  # modular: 9**9**9 takes microseconds, as in bash
+
+
+_ARITH_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+              ast.FloorDiv: _divide, ast.Mod: lambda a, b: a - _divide(a, b) * b, ast.Pow: _power,
+              ast.LShift: lambda a, b: a << (b & 63), ast.RShift: lambda a, b: a >> (b & 63),
+              ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
 # Names whose value comes from the scheduler or launcher: a default written beside them is what
 # bash gives outside a job, not what the job sees, so it never stands in for the value.
 RUNTIME_NAME = re.compile(r"(?:SLURM|PBS|PALS|PMI|PMIX|OMPI|MPI|FLUX|LSB|COBALT)_\w*|CUDA_VISIBLE_DEVICES")
@@ -54,15 +73,17 @@ def arith(expr: str, lookup: Lookup) -> Optional[int]:
     if unknown:
         return None
 
-    def evaluate(node):
+    def evaluate(node):  # every intermediate value wrapped to 64 bits, as bash computes it
         if isinstance(node, ast.Expression):
             return evaluate(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return node.value
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            return -evaluate(node.operand) if isinstance(node.op, ast.USub) else evaluate(node.operand)
+            return _wrap(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+            operand = evaluate(node.operand)
+            return _wrap(-operand if isinstance(node.op, ast.USub) else ~operand if isinstance(node.op, ast.Invert)
+                         else operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
-            return _ARITH_OPS[type(node.op)](evaluate(node.left), evaluate(node.right))
+            return _wrap(_ARITH_OPS[type(node.op)](evaluate(node.left), evaluate(node.right)))
         raise ValueError("unsupported")
 
     try:
@@ -74,9 +95,10 @@ def arith(expr: str, lookup: Lookup) -> Optional[int]:
 class Expander:
     """Expands words against `lookup`; unknown parts are kept as written."""
 
-    def __init__(self, lookup: Lookup, runtime: bool = False):
+    def __init__(self, lookup: Lookup, runtime: bool = False, budget: Optional[Budget] = None):
         self.lookup = lookup
         self.runtime = runtime  # resolving counts: scheduler names are looked up, never defaulted
+        self.budget = budget or Budget()  # what expanding may produce (a script's walk shares one)
 
     # -- whole words ----------------------------------------------------------------------------
 
@@ -92,6 +114,7 @@ class Expander:
         i, quoted = 0, False
 
         def add(text: str, split: bool):
+            self.budget.spend(len(text))
             if not split:
                 fields[-1].append(text)
                 has_content[-1] = has_content[-1] or bool(text) or quoted
@@ -241,20 +264,14 @@ class Expander:
             return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
         if not isinstance(value, str):
             return None
-        if trim := re.fullmatch(r"(%%|%|##|#)(.*)", rest, re.S):
-            kind, pattern = trim.group(1), self.string(trim.group(2))
-            cuts = range(len(value) + 1) if kind in ("#", "%%") else range(len(value), -1, -1)
-            for cut in cuts:  # shortest match first for # and %, longest for ## and %%
-                if kind.startswith("#") and fnmatch.fnmatchcase(value[:cut], pattern):
-                    return value[cut:]
-                if kind.startswith("%") and fnmatch.fnmatchcase(value[cut:], pattern):
-                    return value[:cut]
-            return value
+        if removal := re.fullmatch(r"(%%|%|##|#)(.*)", rest, re.S):
+            return trim(value, removal.group(1), self.string(removal.group(2)))
         if sub := re.fullmatch(r":(-?\d+)(?::(\d+))?", rest):
             start = int(sub.group(1))
             return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
         if replace := re.fullmatch(r"(//?)([^/]*)/?(.*)", rest, re.S):
             old, new = self.string(replace.group(2)), self.string(replace.group(3))
+            self.budget.spend(value.count(old) * len(new) if old else 0)  # charged before it is built
             return value.replace(old, new) if replace.group(1) == "//" else value.replace(old, new, 1)
         return None
 
@@ -293,6 +310,8 @@ class Expander:
 def _split(text: str) -> list[str]:
     """`text` split at blanks as bash splits an unquoted expansion, except inside what is left
     unexpanded ($(...), `...`, ${...}): that stands for one unknown value, not for its words."""
+    if "`" not in text and "$(" not in text and "${" not in text:  # the common case, at C speed
+        return [part for part in re.split(r"[ \t\n]+", text) if part] or [""]
     parts, start, depth, i = [], 0, 0, 0
     while i < len(text):
         char = text[i]

@@ -64,7 +64,7 @@ def _strategy_word(value: Optional[str]) -> Optional[str]:
 
 _MEGATRON_ENTRY = re.compile(r"(?i)(?:.*/)?(?:pretrain_(?:gpt|bert|t5|mamba|retro|ict|vlm|vision|llama|mixtral|mistral)\w*\.py"
                              r"|.*megatron.*)")
-_LIGHTNING = re.compile(r"^\s*(?:import|from)\s+(?:lightning|pytorch_lightning|nemo)\b", re.M)
+_LIGHTNING = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:lightning|pytorch_lightning|nemo)\b", re.M)
 _FSDP = re.compile(r"(?i)\bfsdp\b|fully_shard|full_shard|shard_grad_op|hybrid_shard|FullyShardedDataParallel|"
                    r"data_parallel_shard_degree")
 _TP_PP = ("tensor-model-parallel-size", "pipeline-model-parallel-size")
@@ -85,7 +85,7 @@ def _parallel_sizes(args: list[str], resolve) -> list[Optional[int]]:
 # Model-parallel degrees as config files write them: nanotron's `tp: 2`, torchtitan's
 # `tensor_parallel_degree = 2`, DeepSpeed/HF `tensor_parallel_size: 2`, picotron's JSON
 # `"tp_size": 2`, Megatron's `tensor_model_parallel_size: 2` (a key quoted or not).
-_CONFIG_DEGREE = {kind: re.compile(rf"(?m)(?:^|[{{,])\s*([\"']?)(?:{short}(?:_size|_degree)?|{long}(?:_model)?_parallel_(?:size|degree))"
+_CONFIG_DEGREE = {kind: re.compile(rf"(?m)(?:^|[{{,])[ \t]*([\"']?)(?:{short}(?:_size|_degree)?|{long}(?:_model)?_parallel_(?:size|degree))"
                                    rf"\1\s*[:=]\s*(\d+)\b")
                   for kind, short, long in (("tp", "tp", "tensor"), ("pp", "pp", "pipeline"))}
 # A program that shards its layers over the ranks with PyTorch's tensor-parallel API

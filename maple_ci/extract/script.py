@@ -111,9 +111,14 @@ def _launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> _C
     counts.nodes = counts.nodes or outer_nodes
     return counts
 
+
+_BLANK_LINES = re.compile(r"\n[ \t\r\n]*\n")
+
+
 def _source_cluster(text: str) -> Optional[str]:
     """The profile whose signatures match the script most; None when none match or two tie."""
     scores = {}
+    text = _BLANK_LINES.sub("\n", text)  # a signature's `^\s*` runs over blank lines from every line start
     for name, profile in cluster_data().items():
         hits = sum(1 for pattern in profile.get("signatures", ()) if re.search(pattern, text, re.I))  # see ClusterProfile
         if hits:
@@ -158,7 +163,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
             d.nodes = 1  # what sbatch and qsub allocate when nothing asks for more
     slots = d.ntasks_per_node if d.scheduler == "pbs" else None
     shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots), arguments_known=False)
-    shell.run(parse(text))
+    shell.run(parse(text, shell.budget))
     launch = best(shell.launches)
 
     scheduler = d.scheduler

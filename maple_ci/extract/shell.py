@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+from .budget import Budget
+
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECT = re.compile(r"(\d*|&)(<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
 _ARRAY_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
@@ -110,8 +112,8 @@ def _quote_end(text: str, i: int) -> int:
 class _Lexer:
     """Tokens: ("word", raw), ("op", operator or newline), ("redirect", (operator, target, heredoc))."""
 
-    def __init__(self, text: str):
-        self.text, self.i, self.line = text, 0, 1
+    def __init__(self, text: str, budget: Budget):
+        self.text, self.i, self.line, self.budget = text, 0, 1, budget
         self.pending: list[list] = []  # here-documents waiting for the end of the line: [delimiter, strip, quoted, token]
 
     def tokens(self):
@@ -144,6 +146,7 @@ class _Lexer:
                 yield "op", op, self.line, self.i - len(op)
             else:
                 start_line, start = self.line, self.i
+                self.budget.step()
                 word = self._word()
                 yield "word", word, start_line, start
 
@@ -199,9 +202,10 @@ class _Lexer:
         self.pending = []
 
 
-def parse(text: str) -> list[Node]:
-    """The commands of `text`, in order, with function bodies kept apart as Function nodes."""
-    nodes, _ = _parse(list(_Lexer(text).tokens()), 0, None)
+def parse(text: str, budget: Optional[Budget] = None) -> list[Node]:
+    """The commands of `text`, in order, with function bodies kept apart as Function nodes; each
+    word read is a step of `budget` (the script's, shared with what it evals and sources)."""
+    nodes, _ = _parse(list(_Lexer(text, budget or Budget()).tokens()), 0, None)
     return nodes
 
 

@@ -9,7 +9,6 @@ the `source` line itself (the file would run at the center).
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Optional
 
 from ..errors import MapleError
 from ..files import inside, read_inside
+from .budget import Budget, matches
 from .evaluate import NODEFILE_LINES, NODES, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
 
@@ -24,7 +24,7 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 # A value that is only a command's output or arithmetic not worked out here: `$(hostname)`, $((N * 4)).
 _UNKNOWN_OUTPUT = re.compile(r"\s*(?:\$\(.*\)|`.*`)\s*", re.S)
-MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / function calls followed
+MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / source / function calls followed
 # The value of a variable that branches the script cannot decide between set differently, one of
 # them from what only the job knows: it reads like a command's output (`lookup` keeps `$NAME` as
 # written, counts stay unknown).
@@ -50,8 +50,10 @@ class Shell:
     python_env: Optional[str] = None
     launches: list = field(default_factory=list)
     notes: list = field(default_factory=list)
-    depth: int = 0
+    depth: int = 0  # wrapper scripts, bash -c strings and function calls this shell is inside
     commands: list = field(default_factory=list)  # the script's own other commands: (line, words, launch)
+    nested: int = 0  # eval and source levels: they count toward MAX_DEPTH with `depth`
+    budget: Budget = field(default_factory=Budget)  # shared by every shell of one extraction
 
     def lookup(self, name: str):
         if not self.arguments_known and name in ("@", "*"):
@@ -74,7 +76,7 @@ class Shell:
 
     @property
     def expand(self) -> Expander:
-        return Expander(self.lookup)
+        return Expander(self.lookup, budget=self.budget)
 
     def resolve(self, raw: Optional[str]) -> Optional[str]:
         """A field's value with the scheduler's known variables put in; None if still unknown."""
@@ -90,7 +92,7 @@ class Shell:
                 busy.discard(name)
             return value
 
-        expander = Expander(lookup, runtime=True)
+        expander = Expander(lookup, runtime=True, budget=self.budget)
         return expander.value(raw)
 
     def child(self, positional: list[str], name: str = "bash") -> "Shell":
@@ -99,7 +101,7 @@ class Shell:
         arguments, and shares what the port collects."""
         return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
                      list(positional), name, True, self.env, self.modules, self.python_env, [], self.notes,
-                     self.depth + 1)
+                     self.depth + 1, nested=self.nested, budget=self.budget)
 
     # -- reading files the script names ---------------------------------------------------------
 
@@ -138,6 +140,7 @@ class Shell:
 
     def run(self, nodes: list[Node]) -> None:
         for node in nodes:
+            self.budget.step()
             if isinstance(node, Function):
                 self.functions[node.name] = node.body
             elif isinstance(node, Case):  # an If to the other walkers, which take every branch
@@ -174,7 +177,7 @@ class Shell:
         word = fields[0] if len(fields) == 1 else None
         if word is not None and "$" not in word and "`" not in word:
             for patterns, (_, body) in zip(node.patterns, node.branches):
-                if any(fnmatch.fnmatchcase(word, self.expand.string(p)) for p in patterns):
+                if any(matches(word, self.expand.string(p)) for p in patterns):
                     self.run(body)
                     return
             return
@@ -227,8 +230,13 @@ class Shell:
         return _evaluate_test(values)
 
     def run_text(self, text: str) -> None:
-        if self.depth < MAX_DEPTH:
-            self.run(parse(text))
+        """An eval'd string or a sourced file: one level deeper (`eval "$a"` may run itself)."""
+        if self.depth + self.nested < MAX_DEPTH:
+            self.nested += 1
+            try:
+                self.run(parse(text, self.budget))
+            finally:
+                self.nested -= 1
 
     def command(self, cmd: Command) -> None:
         from .launch import chain  # launch reads wrappers through this module's Shell
@@ -273,7 +281,7 @@ class Shell:
             self._source(rest[0], rest[1:])
         elif head == "eval":
             self.run_text(" ".join(rest))
-        elif head in self.functions and self.depth < MAX_DEPTH:
+        elif head in self.functions and self.depth + self.nested < MAX_DEPTH:
             saved = self.positional, self.arguments_known
             self.positional, self.arguments_known = rest, True
             self.depth += 1
@@ -310,7 +318,7 @@ class Shell:
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
         if value.startswith("(") and value.endswith(")") and index is None:
-            items = [f for node in parse(value[1:-1]) if isinstance(node, Command)
+            items = [f for node in parse(value[1:-1], self.budget) if isinstance(node, Command)
                      for w in node.words for f in self.expand.fields(w)]
             old = self.vars.get(name) if append else None
             self.vars[name] = (old if isinstance(old, list) else [old] if old else []) + items
