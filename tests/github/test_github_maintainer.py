@@ -63,6 +63,15 @@ def test_a_maintainers_commit_on_the_bot_branch_survives_a_push(fake, repo, webh
     run_plan(repo, push(webhook, fake), lambda *a: results("3"))  # said once, not at every push
     assert len([c for c in fake.comments if c["issue"] == pr["number"]]) == 1 and fake.refs[branch] == mine
 
+    # `/maple recreate`, commented on the bot's PR as its banner says: the branch starts again from main.
+    fake.permissions["Codertocat"] = "write"
+    asked = []
+    run_plan(repo, comment_plan(webhook, pr["number"], "/maple recreate")[0],
+             lambda command, sources, ref: asked.append((command.clusters, sources, ref)) or results("4"))
+    assert asked == [(("perlmutter",), ("jobs/train.sh",), "main")]
+    assert fake.commits[fake.refs[branch]]["parents"] == [fake.refs["heads/main"]]
+    assert "# v4" in fake.files_at(branch)["scripts/perlmutter/train.sh"] and "stopped updating" not in pr["body"]
+
 
 def test_recreate_discards_the_other_commits_and_refreshes_again(fake, repo, webhook, source_pr):
     plan, _ = comment_plan(webhook, source_pr["number"], "/maple port perlmutter")
