@@ -79,11 +79,24 @@ class Config(_Strict):
     fixes: Literal["commit", "suggest"] = "commit"
     refresh_on_push: bool = True
     ignore: list[str] = Field(default_factory=list)  # cluster names
+    # The user's Python environment where a center provides none (`maple port --python-env`):
+    # `default` for every target, other keys are cluster names.
+    python_env: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("sources")
     @classmethod
     def _globs_inside(cls, globs: list[str]) -> list[str]:
         return [_inside_repo(g) for g in globs]
+
+    @field_validator("python_env")
+    @classmethod
+    def _plain_paths(cls, envs: dict[str, str]) -> dict[str, str]:
+        from maple_ci.python_env import check_env_path
+
+        try:
+            return {cluster: check_env_path(path) for cluster, path in envs.items()}
+        except MapleError as error:
+            raise ValueError(str(error)) from error
 
     @field_validator("output")
     @classmethod
@@ -117,9 +130,9 @@ def load_config(path: str | Path, known_clusters: Iterable[str], env: Mapping[st
         problems = [f"  `{'.'.join(map(str, e['loc'])) or '(top level)'}`: {e['msg']}" for e in error.errors()]
         raise MapleError(f"{path} is invalid:\n" + "\n".join(problems)) from error
     known = set(known_clusters)
-    named = config.targets + config.ignore + [k for k in config.verification if k != "default"]
+    named = config.targets + config.ignore + [k for k in [*config.verification, *config.python_env] if k != "default"]
     unknown = [c for c in named if c not in known]
     if unknown:
-        raise MapleError(f"{path}: unknown cluster(s) {', '.join(sorted(set(unknown)))} in `targets`, `ignore` or `verification`; "
+        raise MapleError(f"{path}: unknown cluster(s) {', '.join(sorted(set(unknown)))} in `targets`, `ignore`, `verification` or `python_env`; "
                          f"known: {', '.join(sorted(known))}")
     return config

@@ -133,7 +133,8 @@ class Pipeline:
             raise MapleError(f"{name}: cannot port without {', '.join(missing)} (not found in the script); "
                              f"ask again with {code(retry)}", exit_code=2)
         notes, clusters = [], []
-        for r in port_intent(intent, list(command.clusters), name, Path(self.config.output)):
+        for r in port_intent(intent, list(command.clusters), name, Path(self.config.output),
+                             python_envs=self.config.python_env):
             if r.status == "unsupported":
                 notes.append(f"{r.cluster}: not generated: {r.reason}")
                 continue
