@@ -12,7 +12,8 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .launch import DL_LAUNCHERS, MPI_LAUNCHERS, Launch
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
+from .launch import Launch
 from .options import last
 from .walk import Shell
 

@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING, Optional
 
 from ..errors import MapleError
 from ..intent import Container
-from .options import (ACCELERATE, CONTAINER, DEEPSPEED, MPI, PASSTHROUGH, PROFILER, RUNNER, SLURM, TIME,
-                      TORCHRUN, Spec, last, parse_options)
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
+                      parse_options)
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
     from .walk import Shell
 
-MPI_LAUNCHERS = {"srun", "mpiexec", "mpirun", "ibrun", "aprun", "jsrun"}
-DL_LAUNCHERS = {"torchrun", "deepspeed", "accelerate"}
 _PLAIN_WRAPPERS = {"nohup", "exec", "command", "builtin", "unbuffer"}
 _BINDING = {"numactl", "taskset", "stdbuf", "nice", "env", "hwloc-bind"}  # options, then the command
 _PYTHON = re.compile(r"python[\d.]*")
@@ -116,8 +115,9 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
     if head in ("bash", "sh") and len(argv) > 1:
         return _program(argv[1:], shell, stages, ctx)
     if head in MPI_LAUNCHERS:
-        opts, rest = parse_options(argv[1:], SLURM if head == "srun" else MPI)
-        for item in opts.get("env", []) + opts.get("export", []):
+        grammar = launcher(head)
+        opts, rest = parse_options(argv[1:], grammar.spec)
+        for item in grammar.exports(opts):
             key, eq, value = item.partition("=")
             if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
                 ctx.env[key] = value if eq else shell.vars[key]

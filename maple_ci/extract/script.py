@@ -14,7 +14,8 @@ from ..intent import REQUIRED_FOR_PORT, JobIntent
 from ..profile_files import cluster_data
 from . import kind
 from .directives import Directives, count, parse_directives, per_node, runtime_vars
-from .launch import DL_LAUNCHERS, MPI_LAUNCHERS, Launch, best
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from .launch import Launch, best
 from .options import last
 from .shell import bash_syntax_error, parse
 from .walk import Shell, runtime_values
@@ -59,9 +60,9 @@ def _launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> _C
             elif not d.spreads and "ntasks_per_node" not in opts:
                 outer_tasks = step_nodes
     elif outer:
-        opts = outer[1]
-        outer_tasks = count(value(opts, "np"))
-        outer_ppn = count(value(opts, "ppn"))
+        opts, grammar = outer[1], launcher(outer[0])
+        outer_tasks = grammar.count("world", lambda name: count(value(opts, name)))
+        outer_ppn = grammar.count("per_node", lambda name: count(value(opts, name)))
         if ppr := re.fullmatch(r"ppr:(\d+):node\b.*", value(opts, "map_by") or ""):
             outer_ppn = int(ppr.group(1))
         if outer_tasks is None and outer[0] == "ibrun":

@@ -1,0 +1,74 @@
+"""The launcher registry: each launcher's option grammar and process model, from grammars.yaml.
+
+Extraction reads every launch line through it (which option takes a value, where the program
+begins, how many ranks a line starts); adding a launcher is adding its entry there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Optional
+
+import yaml
+
+from .options import Spec, last, parse_options
+
+__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "parse_options"]
+
+
+@dataclass(frozen=True)
+class Launcher:
+    name: str
+    kind: str  # "mpi": one process per rank; "dl": starts the per-device workers itself
+    spec: Spec
+    source: str
+    export_list: bool = False  # srun --export=ALL,A=1: a comma-separated list
+    ranks: tuple = ()  # ((world alternatives), (per-node alternatives)): see grammars.yaml
+
+    def count(self, which: str, value: Callable[[str], Optional[int]]) -> Optional[int]:
+        """Ranks in all (`which` "world") or per node ("per_node"): the first alternative whose
+        options all have a known value, multiplied; None when none has."""
+        for names in dict(self.ranks).get(which, ()):
+            values = [value(name) for name in names]
+            if all(v is not None for v in values):
+                product = 1
+                for v in values:
+                    product *= v
+                return product
+        return None
+
+    def exports(self, opts: dict) -> list[str]:
+        """The NAME=VALUE and NAME items of its env/export options, lists split."""
+        items = opts.get("env", []) + opts.get("export", [])
+        if self.export_list:
+            items = [part for item in items for part in item.split(",")]
+        return items
+
+
+def _load(entry: dict, name: str) -> Launcher:
+    spec = Spec(aliases=dict(entry.get("aliases", {})), flags=frozenset(entry.get("flags", ())),
+                values=frozenset(entry.get("values", ())), pairs=frozenset(entry.get("pairs", ())),
+                value_default=entry.get("value_default", True), env_name_value=entry.get("env_name_value", False))
+    ranks = tuple((which, tuple(tuple(names) for names in alternatives))
+                  for which, alternatives in entry.get("ranks", {}).items())
+    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks)
+
+
+@lru_cache(maxsize=1)
+def _registry() -> dict[str, Launcher]:
+    data = yaml.safe_load((Path(__file__).parent / "grammars.yaml").read_text())
+    return {name: _load(entry, name) for name, entry in data.items()}
+
+
+def launcher(name: str) -> Optional[Launcher]:
+    return _registry().get(name)
+
+
+def grammar(name: str) -> Spec:
+    return _registry()[name].spec
+
+
+MPI_LAUNCHERS = frozenset(name for name, entry in _registry().items() if entry.kind == "mpi")
+DL_LAUNCHERS = frozenset(name for name, entry in _registry().items() if entry.kind == "dl")

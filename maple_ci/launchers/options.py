@@ -1,0 +1,72 @@
+"""How a launcher (or any program that runs a command) reads its options: which spellings mean
+the same option, which take a value (or two), and where the command it runs begins. The grammars
+themselves are data (grammars.yaml); this is the one reader of them."""
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How a program reads its options: aliases map a spelling to one name; names in `flags`
+    take no value, names in `pairs` take two; the rest take one if `value_default`."""
+
+    aliases: dict
+    flags: frozenset = frozenset()
+    values: frozenset = frozenset()
+    pairs: frozenset = frozenset()
+    value_default: bool = True
+    env_name_value: bool = False  # MPICH's `-env NAME VALUE` (two words) besides `--env NAME=VALUE`
+    # A launcher's `$EXTRA_ARGS` (unknown here) holds options: the command comes after it. Not so
+    # where an operand comes first (a container's image, a runner's command).
+    unknown_words_are_options: bool = True
+
+    def takes_value(self, name: str) -> bool:
+        if name in self.flags:
+            return False
+        return self.value_default or name in self.values
+
+
+def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[str]]:
+    """Options up to the first operand, as {name: [values]}; the operand and what follows."""
+    opts: dict[str, list] = {}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return opts, argv[i + 1:]
+        unknown = re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", token)
+        if unknown and spec.unknown_words_are_options and i + 1 < len(argv):
+            i += 1  # `srun $SRUN_ARGS -u ...`: options only the job knows; the command comes after
+            continue
+        if not token.startswith("-") or token == "-":
+            break
+        body, eq, value = token.lstrip("-").partition("=")
+        if token.startswith("--"):
+            name = spec.aliases.get(body, body.replace("-", "_"))
+        elif body in spec.aliases:  # single-dash long options: -np, -ppn, -genv
+            name = spec.aliases[body]
+        elif len(token) > 2 and token[1] in spec.aliases:  # attached short value: -N2, -lselect=2
+            name, eq, value = spec.aliases[token[1]], "=", token[2:]
+        else:
+            name = spec.aliases.get(body, body.replace("-", "_"))
+        i += 1
+        if eq:
+            values = [value]
+        elif name in spec.pairs and i + 1 < len(argv):
+            values, i = argv[i:i + 2], i + 2
+        elif spec.takes_value(name) and i < len(argv) and not name.startswith("no_"):  # --no-x never takes one
+            values, i = [argv[i]], i + 1
+            # MPICH's `-env NAME VALUE` versus PALS's `--env NAME=VALUE`
+            if spec.env_name_value and name == "env" and "=" not in values[0] and i < len(argv):
+                values, i = [f"{values[0]}={argv[i]}"], i + 1
+        else:
+            values = [""]
+        opts.setdefault(name, []).extend(values)
+    return opts, argv[i:]
+
+
+def last(opts: dict, name: str) -> Optional[str]:
+    values = opts.get(name)
+    return values[-1] if values else None
