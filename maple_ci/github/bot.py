@@ -215,8 +215,12 @@ def _narrowed(repo: Repository, command: Command, target: Target, settings: Conf
     if command.source in skip or not set(clusters) - skip:
         raise MapleError(f"Everything asked for is ignored here ({', '.join(map(code, sorted(skip)))}): "
                          "`/maple unignore` undoes it.", exit_code=2)
+    kept = tuple(s for s in sources if s not in skip)
+    if sources and not kept:  # no sources would mean every tracked script
+        raise MapleError(f"Every script asked for is ignored here ({', '.join(map(code, sources))}): "
+                         "`/maple unignore` undoes it.", exit_code=2)
     command = replace(command, clusters=tuple(c for c in clusters if c not in skip))
-    return command, tuple(s for s in sources if s not in skip), tuple(c for c in clusters if c in skip)
+    return command, kept, tuple(c for c in clusters if c in skip)
 
 
 def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_at: str | None) -> str:

@@ -26,6 +26,9 @@ BRANCH_PREFIX = "maple/port-"
 BOT_NAME = "maple-ci"
 BOT_AUTHOR = InputGitAuthor(BOT_NAME, "maple-ci@users.noreply.github.com")
 FOREIGN_WALK_LIMIT = 50  # commits looked at from the branch head for the bot's last one
+# A commit made through the API with GITHUB_TOKEN or an app's token: committed by "<id>+<name>[bot]"
+# at the server's noreply domain (users.noreply.github.com, or users.noreply.<GHES host>).
+_BOT_EMAIL = re.compile(r"\[bot\]@users\.noreply\.")
 REVIEW_PREFIX = "<!-- maple-ci review "  # then the suggestions' digest, or "superseded", and " -->"
 REACTIONS = ("eyes", "rocket", "confused")
 TITLE_LIMIT = 256  # characters in a PR title
@@ -187,11 +190,13 @@ def _request_line(request_key: str) -> str:
 
 def foreign_commits(repo: Repository, head: str, request_key: str) -> tuple[str, ...]:
     """The commits on top of the bot's last commit on its branch, newest first: a person's (a
-    suggestion applied, a fix pushed, "Update branch"). The bot's own carry its author and request line."""
+    suggestion applied, a fix pushed, "Update branch", the bot's commit amended). The bot's own
+    carry its author and request line and were committed through the API by a bot account."""
     found, sha = [], head
     for _ in range(FOREIGN_WALK_LIMIT):
         commit = repo.get_git_commit(sha)
-        if commit.author.name == BOT_NAME and _request_line(request_key) in commit.message.splitlines():
+        if commit.author.name == BOT_NAME and _request_line(request_key) in commit.message.splitlines() \
+                and _BOT_EMAIL.search(commit.committer.email or ""):
             return tuple(found)
         found.append(sha)
         if not commit.parents:

@@ -109,7 +109,8 @@ class FakeGitHub:
         c = self.commits[sha]
         person = {"name": "Monalisa Octocat", "email": "mona@github.test", "date": c.get("date", "2011-04-14T16:00:49Z")}
         author = {**person, **c.get("author_json", {"name": c.get("author", person["name"])})}
-        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"], "author": author, "committer": person,
+        committer = {**person, **c.get("committer_json", {})}
+        return {"sha": sha, "url": self.url(f"/git/commits/{sha}"), "message": c["message"], "author": author, "committer": committer,
                 "tree": {"sha": c["tree"], "url": self.url(f"/git/trees/{c['tree']}")},
                 "parents": [{"sha": p, "url": self.url(f"/git/commits/{p}")} for p in c["parents"]]}
 
@@ -181,6 +182,8 @@ class FakeGitHub:
         commit = {"tree": body["tree"], "parents": body["parents"], "message": body["message"], "date": "2030-01-01T00:00:00Z"}
         if "author" in body:  # GitHub records the author given; without one, the token's user
             commit["author_json"] = {k: body["author"][k] for k in ("name", "email")}
+        # The committer of an API commit is the token's user: for GITHUB_TOKEN, GitHub Actions' bot.
+        commit["committer_json"] = {"name": "github-actions[bot]", "email": "41898282+github-actions[bot]@users.noreply.github.com"}
         self.commits[sha := _sha("commit", commit)] = commit
         return 201, self.commit_json(sha)
 

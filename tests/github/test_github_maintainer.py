@@ -166,6 +166,21 @@ def test_ignore_and_unignore_a_cluster(fake, repo, webhook, source_pr):
     ask("/maple unignore aurora", "x")
     ask("/maple port perlmutter aurora", "3")
     assert "# v3" in fake.files_at("heads/maple/port-pr-1")["scripts/aurora/train.sh"]
+    ask("/maple ignore jobs/train.sh", "x")  # the PR's only script: nothing to port, not every tracked one
+    with pytest.raises(MapleError):
+        ask("/maple port perlmutter", "4")
+    assert "Every script asked for is ignored here (`jobs/train.sh`)" in fake.comments[-1]["body"]
+
+
+def test_the_bots_commit_amended_by_a_person_is_theirs(fake, repo, webhook):
+    run_plan(repo, push(webhook, fake), lambda *a: results("1"))
+    branch = "heads/maple/port-branch-main"
+    bot = fake.commits[fake.refs[branch]]
+    # `git commit --amend` keeps the author and the message; the committer is the person.
+    fake.refs[branch] = mine = fake.commit_files({"scripts/perlmutter/train.sh": "mine\n"}, bot["parents"], bot["message"],
+                                                 author="maple-ci")
+    run_plan(repo, push(webhook, fake), lambda *a: results("2"))
+    assert fake.refs[branch] == mine
 
 
 def test_the_pr_explains_itself_and_keeps_its_state_small(fake, repo, webhook, source_pr):
