@@ -94,7 +94,8 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
                     reply=refusal(comment["user"]["login"]), **{**where, "actor": None})
     try:
         command = parse_comment(comment["body"] or "", known)
-        if command is not None and command.name == "port" and not on_pr and command.source is None:
+        # (`/maple recreate` takes the scripts its PR already has.)
+        if command is not None and command.name == "port" and not command.recreate and not on_pr and command.source is None:
             raise CommandError("On an issue there is no changed script to port: name one with `--from PATH`.", known)
     except CommandError as error:
         return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), exit_code=2, **where)

@@ -39,6 +39,8 @@ def test_port_on_an_issue_needs_a_source_and_uses_the_default_branch(webhook):
     p = plan("issue_comment", payload)
     assert p.command.source == "jobs/train.sh" and p.pull_number is None
     assert (p.key, p.base, p.ref) == (f"issue-{payload['issue']['number']}", "master", "master")
+    recreate = plan("issue_comment", comment_event(webhook, "/maple recreate", on_pr=False))
+    assert recreate.command.recreate and recreate.key == p.key  # the scripts come from that request's PR
 
 
 def test_invalid_command_is_answered_with_help(webhook):
