@@ -4,6 +4,7 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,11 +57,16 @@ def port(tmp_path_factory):
     name, text = load_source(str(source))
     intent = extract(text, name, source.parent)
     data_dir, out = tmp_path_factory.mktemp("maple-data"), tmp_path_factory.mktemp("ported")
+    # Targets whose center has no PyTorch activate the user's environment (--python-env): a real
+    # venv over this machine's torch; the test cluster's conda stand-in accepts it as a conda env.
+    venv = tmp_path_factory.mktemp("python-env") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
 
     def generate(cluster: str, master_port: int | None = None, **overrides) -> str:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("MAPLE_DATA_DIR", str(data_dir))  # the template index is built once, away from the user's
-            [result] = port_intent(apply_overrides(intent, **overrides), [cluster], name, out)
+            [result] = port_intent(apply_overrides(intent, **overrides), [cluster], name, out,
+                                   python_envs={"default": str(venv)})
         assert result.status == "ok", result
         if master_port is None:
             return result.script
