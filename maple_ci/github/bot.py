@@ -168,7 +168,6 @@ def _target(repo: Repository, plan: Plan, command: Command) -> Target:
     """The request's branch, base and source. On a PR: its head, and its branch as the base (a fork's
     branch cannot take a PR from here: then the PR's base). A comment on the bot's own PR acts on
     the request that made it."""
-    assert plan.key is not None and plan.base is not None or plan.pull_number is not None
     key, base, ref, sources = plan.key or "", plan.base or "", plan.ref or "", plan.sources
     if plan.pull_number is None:
         return Target(key, base, ref, sources, repo.full_name, None)
