@@ -32,6 +32,7 @@ from typing import Optional
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
 from .errors import MapleError
+from .extract.evaluate import PASS_THROUGH
 from .containers import port_container, wrapper_notes
 from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
@@ -249,6 +250,8 @@ def shell_word(value) -> str:
     double quote); otherwise it is quoted literally (shlex.quote), so command substitution,
     arithmetic and other ${...} forms from a user's script are never run."""
     text = str(value)
+    if text == PASS_THROUGH:  # the job's own arguments, passed on as the source passes them
+        return text
     if text.startswith("~/"):
         # Tilde expansion needs the ~ and its slash unquoted.
         return "~/" + shell_word(text[2:]) if text[2:] else text

@@ -132,7 +132,8 @@ def _slurm_directives(found: list, d: Directives) -> None:
             if name == "nodes":
                 d.nodes_given = True
                 d.nodes = int(value) if value.isdigit() and int(value) > 0 else None
-                if d.nodes is None and not re.fullmatch(r"\d+[-:]\d+", value):
+                # `--nodes=<num_nodes>` is the user's to give (--nodes 2), as an account placeholder is
+                if d.nodes is None and not re.fullmatch(r"\d+[-:]\d+", value) and _real(value, "nodes", d):
                     raise MapleError(f"line {lineno}: --nodes expects a number or a min-max range, got {value!r}")
             elif name == "ntasks":
                 d.ntasks = _directive_int(value, "--ntasks", lineno)

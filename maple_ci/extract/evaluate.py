@@ -54,6 +54,9 @@ NODES = "__nodes__"  # the allocation's node count in a lookup, for `scontrol sh
 # Lines of $PBS_NODEFILE: one per rank slot (select's mpiprocs, Torque's ppn), so `wc -l` counts
 # ranks there unless the script takes unique hosts first (`sort -u`, `uniq`).
 NODEFILE_LINES = "__nodefile_lines__"
+# The job's own arguments (`sbatch job.sh --config=mp`), passed on to the program by "$@", $*,
+# args="${@}": unknown until submit time, so kept as the one word that passes them on.
+PASS_THROUGH = '"$@"'
 
 
 def arith(expr: str, lookup: Lookup) -> Optional[int]:
@@ -95,8 +98,10 @@ def arith(expr: str, lookup: Lookup) -> Optional[int]:
 class Expander:
     """Expands words against `lookup`; unknown parts are kept as written."""
 
-    def __init__(self, lookup: Lookup, runtime: bool = False, budget: Optional[Budget] = None):
+    def __init__(self, lookup: Lookup, runtime: bool = False, budget: Optional[Budget] = None,
+                 output_of: Callable[[str], Optional[str]] = lambda command: None):
         self.lookup = lookup
+        self.output_of = output_of  # what a command of the script's own prints (`$(my_function a b)`)
         self.runtime = runtime  # resolving counts: scheduler names are looked up, never defaulted
         self.budget = budget or Budget()  # what expanding may produce (a script's walk shares one)
 
@@ -291,6 +296,9 @@ class Expander:
     def _substitution(self, command: str) -> Optional[str]:
         """The output of the few commands whose output is known; None (kept as written) otherwise."""
         words = command.split()
+        output = self.output_of(command)
+        if output is not None:
+            return output
         if re.search(r"\bwc\s+-l\b", command) and re.search(r"(?i)nodefile|hostfile|hostnames|nodelist", command):
             per_slot = "PBS_NODEFILE" in command and not re.search(r"\bsort\s+-u\b|\buniq\b", command)
             nodes = self.lookup(NODEFILE_LINES if per_slot else NODES) if self.runtime else None

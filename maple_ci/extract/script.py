@@ -11,10 +11,11 @@ from typing import Optional
 
 from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, JobIntent
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from ..profile_files import cluster_data
 from . import kind
 from .directives import Directives, count, parse_directives, per_node, runtime_vars
-from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from .evaluate import PASS_THROUGH
 from .launch import Launch, best
 from .options import last
 from .shell import bash_syntax_error, parse
@@ -205,6 +206,10 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
         notes += [note for note in launch.notes if note not in notes]
     notes += _not_carried(d, shell, launch)
     notes += [note for note in shell.notes if note not in notes]
+    if launch and PASS_THROUGH in launch.args:
+        notes.append('the program takes the job\'s own arguments ("$@"), as the source does: give them after the '
+                     "script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a job "
+                     "script: there, write them into the launch line")
     intent = JobIntent(
         source_cluster=_source_cluster(text),
         scheduler=scheduler,

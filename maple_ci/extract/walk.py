@@ -17,7 +17,7 @@ from typing import Optional
 from ..errors import MapleError
 from ..files import inside, read_inside
 from .budget import Budget, matches
-from .evaluate import NODEFILE_LINES, NODES, Expander, arith
+from .evaluate import NODEFILE_LINES, NODES, PASS_THROUGH, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
@@ -54,10 +54,11 @@ class Shell:
     commands: list = field(default_factory=list)  # the script's own other commands: (line, words, launch)
     nested: int = 0  # eval and source levels: they count toward MAX_DEPTH with `depth`
     budget: Budget = field(default_factory=Budget)  # shared by every shell of one extraction
+    output: Optional[list] = None  # what `echo` prints, in a function run for its output: $(f a b)
 
     def lookup(self, name: str):
         if not self.arguments_known and name in ("@", "*"):
-            return [] if name == "@" else ""  # extra arguments at submit time are optional: none
+            return [PASS_THROUGH] if name == "@" else PASS_THROUGH  # given at submit time: passed on
         if not self.arguments_known and (name == "#" or name.isdigit() and name != "0"):
             return None  # `$1` is a value the user gives at submit time: kept as written
         if name.isdigit():
@@ -76,7 +77,21 @@ class Shell:
 
     @property
     def expand(self) -> Expander:
-        return Expander(self.lookup, budget=self.budget)
+        return Expander(self.lookup, budget=self.budget, output_of=self.output_of)
+
+    def output_of(self, command: str) -> Optional[str]:
+        """What `$(name args)` prints when `name` is one of the script's functions (its echo lines,
+        as bash would capture them); None for any other command."""
+        nodes = parse(command, self.budget)
+        if len(nodes) != 1 or not isinstance(nodes[0], Command) or self.depth + self.nested >= MAX_DEPTH:
+            return None
+        fields = [f for word in nodes[0].words for f in self.expand.fields(word)]
+        if not fields or fields[0] not in self.functions:
+            return None
+        sub = self.child(fields[1:], self.name)
+        sub.output = []
+        sub.run(self.functions[fields[0]])
+        return "\n".join(sub.output)
 
     def resolve(self, raw: Optional[str]) -> Optional[str]:
         """A field's value with the scheduler's known variables put in; None if still unknown."""
@@ -223,7 +238,7 @@ class Shell:
             if not self.arguments_known and len(fields) == 1 and "'" not in word:
                 # the script is read as run without arguments (`${1:-x}` is x, "$@" is empty): a
                 # test sees its arguments empty, as bash would
-                fields = [re.sub(r"\$(?:\{#\}|#)", "0", re.sub(r"\$(?:\{\d+\}|\d)", "", fields[0]))]
+                fields = [re.sub(r"\$(?:\{#\}|#)", "0", re.sub(r"\$(?:\{\d+\}|\d)", "", fields[0].replace(PASS_THROUGH, "")))]
             if len(fields) != 1 or "$" in fields[0] and not re.fullmatch(r"'.*'", word):
                 return None
             values.append(fields[0])
@@ -281,6 +296,8 @@ class Shell:
             self._source(rest[0], rest[1:])
         elif head == "eval":
             self.run_text(" ".join(rest))
+        elif head == "echo" and self.output is not None:
+            self.output.append(" ".join(rest[1:] if rest[:1] in (["-n"], ["-e"], ["-E"]) else rest))
         elif head in self.functions and self.depth + self.nested < MAX_DEPTH:
             saved = self.positional, self.arguments_known
             self.positional, self.arguments_known = rest, True
