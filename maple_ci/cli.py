@@ -236,7 +236,9 @@ def _print_debug_report(report) -> None:
 
 def debug(args) -> int:
     """Find the first real error in LOG, match it to known failures, and propose a patch to SCRIPT."""
-    from .debug import fix_context, match, next_fix, suggestions
+    import os
+
+    from .debug import diagnose, fix_context, match, next_fix, suggestions
     from .extract import extract_script
     from .llm import backend_from_setting
 
@@ -249,6 +251,7 @@ def debug(args) -> int:
     cluster = args.cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
     step = next_fix(text, log_text, cluster, fix_context(cluster), str(script), llm=model)
     hints = match(step.failure, cluster) if step.failure and not step.attempt else []
+    found = diagnose(text, log_text, cluster, docs=True, online=os.environ if args.online else None)
     fixes = suggestions(text, step.script, str(script)) if step.attempt else []
     if out_path and step.attempt:
         out_path.write_text(step.script)
@@ -259,6 +262,7 @@ def debug(args) -> int:
             "stop": step.stop, "message": step.message,
             "suggestions": [s.model_dump() for s in fixes],
             "similar": [{"id": m.entry.id, "score": m.score, "explanation": m.entry.explanation} for m in hints],
+            **found.model_dump(include={"candidates", "advice", "references", "notes"}),
         })
     else:
         if step.failure:
@@ -273,7 +277,21 @@ def debug(args) -> int:
             out.print(f"[yellow]{step.stop}[/]: {step.message}", highlight=False)
             for m in hints:
                 out.print(f"  similar known case {m.entry.id} ({m.score:.2f}): {m.entry.explanation}", highlight=False)
+        _print_diagnosis(found)
     return 0 if step.attempt else 1
+
+
+def _print_diagnosis(found) -> None:
+    """The ranked candidates, the advice of its kind, and where else the error is discussed."""
+    for rank, c in enumerate(found.candidates, 1):
+        edits = "; ".join(" ".join(str(v) for k, v in op if k != "op" and v != "") for op in c.ops)
+        fill = f" (fill in: {', '.join(f'{n}: {cmd}' for n, cmd in c.find.items())})" if c.find else ""
+        out.print(f"  candidate {rank} ({c.entry_id}): {edits}{fill}", markup=False, highlight=False)
+    out.print(f"[bold]advice[/] ({found.advice.kind}): {found.advice.text}", highlight=False)
+    for ref in found.references:
+        out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}", markup=False, highlight=False)
+    for note in found.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
 
 
 def bench(args) -> int:
@@ -309,7 +327,7 @@ def action(args) -> int:
         config, config_error = Config(), str(error)
     pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
     return run_action(pipeline.port, known, config.sources, config.targets,
-                      verify=pipeline.verify, report=config.schedule, config_error=config_error)
+                      verify=pipeline.verify, settings=config, config_error=config_error)
 
 
 def _at_least(minimum: int):
@@ -400,6 +418,8 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--cluster", help="The script's cluster (default: recognised from the script).")
     command.add_argument("--out", dest="out_path", metavar="FIXED", type=Path, help="Write the patched script here.")
     command.add_argument("--llm", help=LLM_HELP)
+    command.add_argument("--online", action="store_true",
+                         help="Also search GitHub issues for the error (GITHUB_API_URL, GITHUB_TOKEN); offline by default.")
 
     command = _command(commands, "bench", bench, "Measure accuracy and latency.", "Print the report as JSON.")
     command.add_argument("--suite", default="accuracy", help="accuracy | real | latency | verified (runs on a Slurm cluster).")

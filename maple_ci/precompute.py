@@ -71,11 +71,13 @@ def query_texts() -> list[str]:
 
 
 def bundled_texts() -> list[str]:
-    """The texts of the bundled template library and known-error knowledge base."""
+    """The texts of the bundled template library, known-error knowledge base and centers' known issues."""
     from .debug import load_kb
+    from .debug.retrieval import load_passages, passage_text
     from .library import load_templates
 
-    return [t.embedding_text() for t in load_templates()] + [x for entry in load_kb() for x in entry.examples]
+    return ([t.embedding_text() for t in load_templates()] + [x for entry in load_kb() for x in entry.examples]
+            + [passage_text(p) for p in load_passages()])
 
 
 def write_vectors(path: Path = SHIPPED) -> int:

@@ -14,7 +14,7 @@ logs.py reads logs, kb.py holds the known cases and the edits a fix may make, ed
 """
 
 from collections import Counter
-from typing import TYPE_CHECKING, Callable, Literal, NamedTuple, Optional
+from typing import TYPE_CHECKING, Callable, Literal, Mapping, NamedTuple, Optional
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,7 @@ from .diagnosis import Advice, Candidate, Diagnosis
 from .edits import Suggestion, apply_fix, apply_suggestions, diff, resolve, suggestions
 from .kb import Category, EditOp, ExportEnv, KBEntry, Match, exact_matches, fix_context, load_kb, match
 from .logs import WINDOW_BEFORE, Failure, classify, is_error_line, locate
+from .retrieval import Reference, github_api, search_docs, search_github
 
 if TYPE_CHECKING:
     from ..llm import Backend
@@ -98,9 +99,9 @@ def next_fix(
     failure, advice = found.failure, found.advice
     if failure is None:
         return Step(None, None, script, "no_error_found", "the run failed but no line of its log is a recognisable error")
-    if advice.kind == "infrastructure":
-        return Step(failure, None, script, "infrastructure", advice.text)
     ready = [c for c in found.candidates if not c.find]
+    if advice.kind == "infrastructure" and not ready:  # nothing to change; a workaround would be offered
+        return Step(failure, None, script, "infrastructure", advice.text)
     if ready:
         top = ready[0]
         return Step(failure, _attempt(failure, top.entry_id, top.explanation, top.ops, script, top.script, path),
@@ -174,9 +175,12 @@ def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: d
     return Step(failure, _attempt(failure, source, explanation, ops, script, patched, path), patched, None, explanation)
 
 
-def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[dict] = None) -> Diagnosis:
+def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[dict] = None, docs: bool = False,
+             online: Optional[Mapping[str, str]] = None) -> Diagnosis:  # fmt: skip
     """What `maple debug` prints: the first error, the known cases, the candidate fixes ranked
-    (candidates.candidates) and the advice of a kind (candidates.advise)."""
+    (candidates.candidates) and the advice of a kind (candidates.advise); with `docs`, the
+    centers' pages nearest to the error; with `online` (an environment: GITHUB_API_URL,
+    GITHUB_TOKEN), GitHub issues about its key line."""
     context = fix_context(cluster) | (context or {})
     failure = locate(log)
     if failure is None:
@@ -184,7 +188,15 @@ def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[di
     exact = exact_matches(failure, cluster)
     found, reasons = candidates(script, log, exact, context)
     advice = advise(failure, exact, found, reasons, script, log, context)
-    return Diagnosis(failure=failure, matches=exact, candidates=found, advice=advice)
+    diagnosis = Diagnosis(failure=failure, matches=exact, candidates=found, advice=advice)
+    if docs:
+        diagnosis.references += search_docs(failure)
+    if online is not None:
+        try:
+            diagnosis.references += search_github(failure, github_api(online), online.get("GITHUB_TOKEN"))
+        except MapleError as exc:  # offline answers stand; say what was not searched
+            diagnosis.notes.append(str(exc))
+    return diagnosis
 
 
 def debug_loop(

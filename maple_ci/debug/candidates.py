@@ -136,7 +136,7 @@ def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons
     first = exact[0].entry if exact else None
     kind = first.advice_kind if first else None
     if first and first.outcome and found and found[0].workaround:  # the edit avoids a cause elsewhere
-        return Advice(kind=first.outcome, text=f"{first.explanation} A workaround is suggested: {found[0].explanation}")
+        return Advice(kind=first.outcome, text=f"{found[0].explanation} (A workaround: the cause is outside the script.)")
     if failure.category == "infrastructure" or kind == "infrastructure":
         return Advice(kind="infrastructure", text=_infrastructure(exact))
     if found:

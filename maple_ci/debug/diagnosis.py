@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 
 from .kb import EditOp, Match
 from .logs import Failure
+from .retrieval import Reference
 
 AdviceKind = Literal["fix", "site_value", "infrastructure", "policy", "user_code", "environment", "none"]
 
@@ -30,3 +31,5 @@ class Diagnosis(BaseModel):
     matches: list[Match] = Field(default_factory=list)
     candidates: list[Candidate] = Field(default_factory=list)
     advice: Advice
+    references: list[Reference] = Field(default_factory=list)  # centers' pages, GitHub threads (--online)
+    notes: list[str] = Field(default_factory=list)  # what retrieval could not do

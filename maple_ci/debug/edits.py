@@ -9,6 +9,7 @@ from typing import Optional
 from pydantic import BaseModel
 
 from ..errors import MapleError
+from ..values import edit_refusal
 from .kb import AddFlag, AddModule, ExportEnv, RemoveDirective, ReplaceFlag, ReplaceText, SetDirective, UnsetEnv
 
 _SAFE_VALUE = re.compile(r"^[\w.:/@%+,=-]+$")
@@ -162,6 +163,8 @@ def _add_module(lines: list[str], op: AddModule, context: dict) -> list[str]:
 
 
 def _export_env(lines: list[str], op: ExportEnv, context: dict) -> list[str]:
+    if why := edit_refusal(op.name, op.value):  # the same table a port's variables pass
+        raise MapleError(f"the fix may not export {op.name}: {why}")
     assign = re.compile(rf"^(?P<indent>\s*)export\s+{op.name}=")
     found = [i for i, line in enumerate(lines) if assign.match(line)]
     if not found:

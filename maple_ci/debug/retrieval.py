@@ -1,0 +1,162 @@
+"""Retrieval beyond the knowledge base, as Maple does: the centers' troubleshooting and known-issues
+pages shipped with the package (templates/errors/docs/*.yaml, searched with the same embeddings and
+LanceDB as the known errors), and, only when asked (--online), GitHub's issue search for the error's
+key line with the accepted answer of each top thread.
+"""
+
+import hashlib
+import re
+from functools import lru_cache
+from typing import Literal, Mapping, Optional
+
+import requests
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import MapleError
+from ..paths import templates_dir
+from .logs import Failure
+
+DOCS_LIMIT = 3
+MAX_DOCS_DISTANCE = 0.42  # cosine distance past which a passage is about something else (measured: unrelated ones >= 0.45)
+GITHUB_LIMIT = 3
+TIMEOUT = (5, 20)  # seconds: connect, read
+SUMMARY_CHARS = 300
+
+
+class Reference(BaseModel):
+    source: Literal["docs", "github"]
+    title: str
+    url: str
+    summary: str  # the passage, or the thread's accepted answer, shortened
+    score: float  # 1 - cosine distance for docs; GitHub's rank order otherwise (1.0 first)
+
+
+class DocPassage(BaseModel):
+    """One known issue from a center's page, written down by reading it (read_on is the date)."""
+
+    model_config = ConfigDict(extra="forbid")
+    center: str
+    title: str
+    url: str = Field(pattern=r"^https://")
+    read_on: str
+    text: str = Field(min_length=20)
+
+
+def _docs_files() -> list:
+    return sorted((templates_dir() / "errors" / "docs").glob("*.yaml"))
+
+
+@lru_cache(maxsize=2)
+def _passages(content_hash: str) -> tuple[DocPassage, ...]:
+    passages = []
+    for path in _docs_files():
+        try:
+            passages += [DocPassage.model_validate(item) for item in yaml.safe_load(path.read_text()) or []]
+        except Exception as exc:  # a broken data file must name itself
+            raise MapleError(f"invalid documentation index {path}: {exc}") from exc
+    return tuple(passages)
+
+
+def docs_hash() -> str:
+    digest = hashlib.sha256()
+    for path in _docs_files():
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def load_passages() -> tuple[DocPassage, ...]:
+    return _passages(docs_hash())
+
+
+def passage_text(p: DocPassage) -> str:
+    """What is embedded for a passage (precompute ships these vectors)."""
+    return f"{p.title}\n{p.text}"
+
+
+def search_docs(failure: Failure, limit: int = DOCS_LIMIT) -> list[Reference]:
+    """The centers' pages nearest to the failure's error lines, best first, close ones only."""
+    from ..vectordb import search
+
+    passages = load_passages()
+    if not passages:
+        return []
+
+    def rows() -> list[dict]:
+        return [{"id": i, "text": passage_text(p)} for i, p in enumerate(passages)]
+
+    found = search("docs", docs_hash(), rows, failure.signature, ["id"], limit=limit)
+    return [
+        Reference(source="docs", title=f"{passages[r['id']].center}: {passages[r['id']].title}", url=passages[r["id"]].url,
+                  summary=_short(passages[r["id"]].text), score=round(1.0 - r["_distance"], 4))
+        for r in found if r["_distance"] <= MAX_DOCS_DISTANCE
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# GitHub issue search (https://docs.github.com/en/rest/search/search#search-issues-and-pull-requests)
+
+# Parts of an error line that differ between runs and would only narrow the search to nothing.
+_VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\b\d[\d.:-]*\b|/\S+|\[[^\]]*\]|\S+@\S+|\b(?:nid|x\d{4})\S*")
+_WORD = re.compile(r"[A-Za-z_][\w.-]+")
+_ANSWERERS = ("OWNER", "MEMBER", "COLLABORATOR")
+
+
+def key_line(failure: Failure) -> str:
+    """The error's words that carry over between runs: no numbers, paths, hosts or brackets."""
+    line = failure.exception or failure.line
+    words = _WORD.findall(_VOLATILE.sub(" ", line))
+    return " ".join(words[:12])
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1].rsplit(" ", 1)[0] + " …"
+
+
+def _get(url: str, token: Optional[str], params: Optional[dict] = None):
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        response = requests.get(url, params=params, headers=headers, timeout=TIMEOUT)
+    except requests.RequestException as exc:
+        raise MapleError(f"GitHub search at {url} could not be reached: {exc}") from exc
+    if response.status_code != 200:
+        raise MapleError(f"GitHub search at {url} answered HTTP {response.status_code}: {response.text[:200]}")
+    return response.json()
+
+
+def accepted_answer(comments: list[dict]) -> Optional[dict]:
+    """The comment a thread settled on: the most reacted-to one, else the last one by the
+    repository's people (owner, member, collaborator), else none."""
+    liked = [c for c in comments if (c.get("reactions") or {}).get("total_count", 0) > 0]
+    if liked:
+        return max(liked, key=lambda c: c["reactions"]["total_count"])
+    maintainers = [c for c in comments if c.get("author_association") in _ANSWERERS]
+    return maintainers[-1] if maintainers else None
+
+
+def github_api(env: Mapping[str, str]) -> str:
+    """GITHUB_API_URL as Actions sets it (GitHub Enterprise Server, a test server), else GitHub's
+    documented REST root for a person running the CLI."""
+    return env.get("GITHUB_API_URL") or "https://api.github.com"
+
+
+def search_github(failure: Failure, api_url: str, token: Optional[str], limit: int = GITHUB_LIMIT) -> list[Reference]:
+    """Issues whose text holds the error's key line, best first, each with its accepted answer
+    (or the issue's own text when no answer stands out) shortened and linked."""
+    query = key_line(failure)
+    if not query:
+        return []
+    found = _get(f"{api_url.rstrip('/')}/search/issues", token,
+                 {"q": f'"{query}" is:issue', "per_page": limit})  # fmt: skip
+    references = []
+    for rank, item in enumerate(found.get("items", [])[:limit]):
+        comments = _get(item["comments_url"], token) if item.get("comments") else []
+        answer = accepted_answer(comments)
+        summary = f"answer: {_short(answer['body'] or '')}" if answer else _short(item.get("body") or "")
+        url = answer["html_url"] if answer else item["html_url"]
+        references.append(Reference(source="github", title=f"{item['title']} ({item['state']})", url=url,
+                                    summary=summary, score=round(1.0 - rank / limit, 4)))  # fmt: skip
+    return references
