@@ -7,6 +7,11 @@ NGC images mostly are). Image names are rewritten only between the runtimes' spe
 same registry image: Shifter's `nersc/pytorch:24.06` (or `docker:...`) is Apptainer's
 `docker://nersc/pytorch:24.06`. A .sif file or a variable ($SIF) stays as written; Shifter and
 podman-hpc cannot run those.
+
+An image runs code chosen by whoever pushed it, and a tag can be re-pushed after a port was
+approved: a source's image is used only when the target profile lists it among its allowed images
+pinned by digest (container.allowed_images); otherwise the site's framework set-up runs the
+program. The source's data binds become notes with the target's path left to fill in.
 """
 
 import re
@@ -15,9 +20,13 @@ from typing import Optional
 
 from .intent import Container, JobIntent
 from .profiles import ClusterProfile, load_profiles
+from .values import reason
 
 _SIF = re.compile(r"\.(sif|simg|sing|img)$")
 _URL = re.compile(r"^[a-z]+://")  # docker://, oras://, library://, shub://
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")  # a digest names one image; a tag can be re-pushed
+_BIND_FLAGS = {"-B", "--bind", "-V", "--volume", "-v", "--container-mounts"}
+_CHECKOUT = {"$PWD", "${PWD}", ".", "$(pwd)"}  # the submit directory: the port's job runs there too
 
 
 @dataclass
@@ -76,6 +85,9 @@ def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) ->
     why = None
     if image is None:
         why = "the image is not named in the script"
+    elif not allowed(image, profile):
+        why = (f"its image is not on {profile.name}'s list of allowed images pinned by digest (@sha256:); "
+               f"{reason('container_image')}")
     elif (arch, vendor) != (profile.cpu_arch, profile.gpu_vendor):
         why = (f"it is built for {arch} with {vendor} GPUs{assumed} and {profile.display_name} is {profile.cpu_arch} "
                f"with {profile.gpu_vendor} GPUs")
@@ -90,18 +102,51 @@ def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) ->
         else:
             words = [*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name]
             notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
-            if container.options:  # binds name the source site's paths; the program may read them
-                notes.append(f"the source's {container.runtime} options are not carried over "
-                             f"({' '.join(container.options)}): bind your data the same way on {profile.name}")
-            return Ported(words, notes)
-    return Ported(None, [f"{what}; not used here: {why}, so {profile.name}'s own framework set-up runs it"])
+            return Ported(words, notes + bind_notes(container, profile, kept=True))
+    return Ported(None, [f"{what}; not used here: {why}, so {profile.name}'s own framework set-up runs it",
+                         *bind_notes(container, profile, kept=False)])
 
 
-def wrapper_notes(intent: JobIntent, per_device: bool, profile: ClusterProfile, launcher: str) -> list[str]:
-    """What became of the source's per-rank wrapper (kept in front of python by per-device launches)."""
-    if not intent.wrapper:
+def binds(container: Container) -> list[tuple[str, str]]:
+    """(host path, path in the container) of each bind in the runtime's options, in any spelling:
+    Apptainer -B/--bind a[:b],c; Shifter -V/--volume; podman -v; Pyxis --container-mounts=a:b,c."""
+    found, options = [], container.options
+    for i, word in enumerate(options):
+        flag, equals, value = word.partition("=")
+        if flag in _BIND_FLAGS and not equals:
+            value = options[i + 1] if i + 1 < len(options) else ""
+        elif not equals and (short := next((f for f in ("-B", "-V", "-v") if word.startswith(f) and len(word) > 2), None)):
+            flag, value = short, word[2:]
+        if flag not in _BIND_FLAGS or not value:
+            continue
+        for entry in value.split(","):
+            host, _, inside = entry.partition(":")
+            found.append((host, inside.split(":")[0] or host))
+    return found
+
+
+def bind_notes(container: Container, profile: ClusterProfile, kept: bool) -> list[str]:
+    """One note per data bind of the source, with the target's path left for the user to fill in."""
+    if kept:
+        return [f"the source bound {host} at {inside}: bind your copy on {profile.name} the same way "
+                f"(<your path on {profile.name}>:{inside}); {reason('container_binds')}"
+                for host, inside in binds(container) if host not in _CHECKOUT]
+    return [f"the source bound {host} at {inside} in its container: the program now runs without it, so give it "
+            f"<your path on {profile.name}> wherever it reads {inside}; {reason('container_binds')}"
+            for host, inside in binds(container) if host not in _CHECKOUT]
+
+
+def allowed(image: str, profile: ClusterProfile) -> bool:
+    """Whether the target site lists the image, pinned by digest, as one its jobs may run."""
+    name = _registry_name(image)
+    return bool(name and _DIGEST.search(name) and name in {_registry_name(i) for i in profile.container.allowed_images})
+
+
+def wrapper_notes(wrapper: list[str], per_device: bool, profile: ClusterProfile, launcher: str) -> list[str]:
+    """What became of the per-rank wrapper values.port_wrapper kept (in front of python by per-device launches)."""
+    if not wrapper:
         return []
-    shown = " ".join(intent.wrapper)
+    shown = " ".join(wrapper)
     if per_device:
         return [f"the per-rank wrapper `{shown}` is kept in front of the program; check it exists on {profile.name}"]
     return [f"the per-rank wrapper `{shown}` is not kept: {launcher} starts the ranks on {profile.name}, so there "

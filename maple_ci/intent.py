@@ -50,6 +50,7 @@ class JobIntent:
     script_args: list[str] = field(default_factory=list)
     walltime: Optional[str] = None  # HH:MM:SS
     account: Optional[str] = None
+    account_given: bool = False  # the user gave it (--account, repo config): theirs on every target
     queue: Optional[str] = None
     constraint: Optional[str] = None  # Slurm node features (-C), as written; kept only on the source's own cluster
     modules: list[str] = field(default_factory=list)

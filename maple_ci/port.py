@@ -42,6 +42,8 @@ def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
              for key in ("nodes", "gpus_per_node") if key in given and given[key] != getattr(intent, key)]
     if asked:
         given["notes"] = [*intent.notes, f"the job size is what you asked for: {', '.join(asked)}"]
+    if "account" in given:  # the user's own: a source's account stays only on its own cluster
+        given["account_given"] = True
     if "nodes" in given or "gpus_per_node" in given:
         given["world_size"] = None  # recomputed from nodes * gpus_per_node
     intent = replace(intent, **given)  # checks the given values as JobIntent does

@@ -88,6 +88,9 @@ class ContainerRuntime(BaseModel):
     # Profile env settings a container job must not get: they name host software the image lacks
     # (Polaris' NCCL_NET="AWS Libfabric" needs the host's OFI plugin, or NCCL aborts at init).
     drop_env: list[str] = Field(default_factory=list)
+    # Images the site lets jobs run, each pinned by digest (name@sha256:...); a source's image runs
+    # in a port only when listed here (issue 15 item 3). Empty: the site's framework set-up runs it.
+    allowed_images: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)  # the center's pages these facts come from
     unconfirmed: list[str] = Field(default_factory=list)  # which facts above no source we read confirmed
 

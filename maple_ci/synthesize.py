@@ -38,31 +38,17 @@ from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
+from .values import Target, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, program_notes, scheduler_notes
+from .process_model import model_notes
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
-# Settings that belong to the source machine's network and devices; the target profile sets its own.
-_SITE_ENV = re.compile(r"^(NCCL_(?!DEBUG)|FI_|CCL_|MPICH_|CXI_|UCX_|HSA_|ZE_|ROCR_|HIP_VISIBLE|CUDA_VISIBLE|"
-                       r"MASTER_ADDR$|MASTER_PORT$|RANK$|LOCAL_RANK$|WORLD_SIZE$)")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` would accept a trailing newline
 _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
-# Variables that make a shell, the dynamic loader or Python run code of their own: bash expands
-# BASH_ENV (command substitution included) in every non-interactive bash the job starts, the
-# per-rank `bash -c` wrapper too. A launch script is untrusted, so these never reach a port.
-_CODE_ENV = re.compile(r"BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS[0-4]|PROMPT_COMMAND|IFS|CDPATH|GLOBIGNORE|"
-                       r"BASH_XTRACEFD|BASH_FUNC_.*|LD_(?!LIBRARY_PATH$).*|PYTHONHOME|PYTHONSTARTUP|"
-                       r"PYTHONINSPECT|PYTHONBREAKPOINT|PERL5OPT|RUBYOPT|NODE_OPTIONS")
-# Search paths are kept when they add the user's own directories (absolute, or under a variable
-# such as $HOME or $SCRATCH) to the value they had: a relative entry would find programs in the
-# checkout, which the port must not make the job run.
-_SEARCH_PATHS = {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH"}
-_OWN_DIRECTORY = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/?|~/)[^$`\\\n]*|\$\{?[A-Za-z_]\w*\}?")
 # A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
 # quoting rules inside double quotes (no $, backtick, backslash, quote or brace). Not $((...)):
 # bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
-_COMMAND = re.compile(r"\$\((?!\()|`")  # command substitution, never carried: it would run at the center
 
 
 @dataclass
@@ -135,6 +121,17 @@ def _longest_queue(profile: ClusterProfile, nodes: int) -> Optional[Queue]:
     return max(takers, key=lambda q: walltime_seconds(q.max_walltime_for(nodes)), default=None)
 
 
+def _account(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> Optional[str]:
+    """The account for the directives: the user's, or the source's on its own cluster only; a
+    foreign one never lands in a live directive (templates/values.yaml, `account`)."""
+    if not intent.account or intent.account_given or intent.source_cluster == profile.name:
+        return intent.account
+    origin = f"the {intent.source_cluster} script" if intent.source_cluster else "the source script (its cluster is not known)"
+    notes.append(f"account {intent.account!r} from {origin} is not used on {profile.name}: give yours with --account "
+                 f"(or the repository's config; accounts there look like {profile.account_example}): {reason('account')}")
+    return None
+
+
 def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
     require_port_facts(intent, source_name)
@@ -173,9 +170,7 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     elif intent.nodes is not None and source_world and source_world != world_size:
         notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} {unit}: "
                      f"the target's node shape, one rank per device); check batch size and learning rate")
-    if intent.account and intent.source_cluster not in (None, profile.name):
-        notes.append(f"account {intent.account!r} comes from the {intent.source_cluster} script; "
-                     f"check it exists on {profile.name} (accounts there look like {profile.account_example})")
+    account = _account(intent, profile, notes)
     tasks = gpus if template.launcher in PER_DEVICE_LAUNCHERS else 1
     return Job(
         name=_stem(source_name),
@@ -187,47 +182,23 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         cpus_per_task=max(1, profile.cpus_per_node // tasks),
         walltime=walltime,
         queue=queue,
-        account=intent.account,
+        account=account,
         port=profile.master_port,
         gpu_request=profile.gpu_request.format(gpus=gpus, total_gpus=world_size) if profile.gpu_request else None,
         notes=notes,
     )
 
 
-def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str],
-                notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(the target's settings, the user's own variables minus the source machine's network ones).
-    Kept apart because the target's values are literal and the user's may expand ($SCRATCH)."""
+def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str], job: Job
+                ) -> tuple[dict[str, str], dict[str, str]]:
+    """(the target's settings, the source's variables templates/values.yaml lets through, with
+    notes for the rest). Kept apart: the target's values are literal and the user's may expand."""
     site = {**profile.env, **framework_env}
-    user, dropped = {}, []
-    for key, value in intent.env.items():
-        if not _ENV_NAME.fullmatch(key):
-            raise MapleError(f"environment variable name {key!r} is not a valid shell name")
-        if reason := unsafe_env(key, value):
-            notes.append(f"{key} is not carried over: {reason}")
-        elif _SITE_ENV.match(key) or key in site:
-            dropped.append(key)
-        else:
-            user[key] = value
-    if dropped:
-        notes.append(f"source settings replaced by {profile.name}'s: {', '.join(sorted(dropped))}")
+    target = Target(profile.name, profile.gpu_vendor, intent.source_cluster == profile.name,
+                    max(1, profile.cores_per_node // job.gpus_per_node))
+    user, notes = port_env(intent.env, target, set(site))
+    job.notes += notes
     return site, user
-
-
-def unsafe_env(name: str, value: str) -> Optional[str]:
-    """Why exporting `name=value` from an untrusted script could run code, or None when it cannot."""
-    if _CODE_ENV.fullmatch(name):
-        return "it makes the shell, loader or Python run code"
-    if "\n" in value or "\r" in value:
-        return "its value spans lines"
-    if _COMMAND.search(value):
-        return "its value is a command's output ($(...)), which a port never runs; set it on the target"
-    if name in _SEARCH_PATHS:
-        parts = value.split(":")
-        if not any(re.fullmatch(rf"\$\{{?{name}\}}?", part) for part in parts) or not all(
-                _OWN_DIRECTORY.fullmatch(part) and ".." not in part for part in parts if part):
-            return f"only absolute directories or ones under a variable may be added to ${name}"
-    return None
 
 
 def _deepspeed(intent: JobIntent) -> Optional[dict]:
@@ -305,17 +276,19 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     expanded = [arg for arg in intent.script_args if not shell_word(arg).startswith("'")]  # literal text: noted below
     job.notes += scheduler_notes(expanded, profile.scheduler, profile.name)
     setup = profile.setup_for(template.framework)
-    site_env, user_env = _script_env(intent, profile, setup.env, job.notes)
+    site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "
                   "($(...), $((...))); put the value in yourself"
                   for arg in intent.script_args if "$" in arg and shell_word(arg).startswith("'")]
     module, program = split_entrypoint(intent.entrypoint)
     container = port_container(intent, profile, template.launcher)
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
-    job.notes += container.notes + wrapper_notes(intent, per_device, profile, template.launcher)
+    wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
+    job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
     if intent.python_env:
         job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
                          f"{profile.name}'s {template.framework} set-up is used")
+    job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     if template.reason:
         job.notes.append(template.reason)
     return _environment().get_template(template.path).render(
@@ -333,7 +306,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,
-        wrapper=intent.wrapper if per_device else [],
+        wrapper=wrapper if per_device else [],
         source_name=source_name,
         script_path=output_path(out_dir, profile, source_name),
     )

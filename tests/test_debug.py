@@ -384,7 +384,7 @@ def test_diff_is_a_unified_diff_of_the_path():
         ("a\nb\nc\n", "a\n\nc\n"),  # replace with a blank line (not a deletion)
         ("a\nb\nc", "a\nb\nc\n"),  # a newline added at the end of the file
         ("a\nb\nc\nd\ne\n", "a\nB\nc\nd\nE\nf\n"),
-        (SLURM, debug.apply_fix(SLURM, ops({"op": "export_env", "name": "A", "value": "1"}, {"op": "remove_directive", "name": "--gres"}, {"op": "add_module", "name": "gcc"}), {})),
+        (SLURM, debug.apply_fix(SLURM, ops({"op": "export_env", "name": "NCCL_DEBUG", "value": "INFO"}, {"op": "remove_directive", "name": "--gres"}, {"op": "add_module", "name": "gcc"}), {})),
     ],
 )
 def test_suggestions_applied_to_the_old_text_give_the_new_text(old, new):

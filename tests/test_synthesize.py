@@ -69,7 +69,7 @@ STUB = r'''#!{python}
 import json, os, sys
 name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
 with open(os.environ["STUB_LOG"], "a") as log:
-    log.write(json.dumps({{"name": name, "argv": args, "env": os.environ.get("MY_SETTING")}}) + "\n")
+    log.write(json.dumps({{"name": name, "argv": args, "env": os.environ.get("HF_HOME")}}) + "\n")
 if name == "scontrol":
     print("node1\nnode2")
 elif name == "hostname":
@@ -126,10 +126,10 @@ def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_pa
     template = get_template(template_id)
     args = [a.format(tmp=tmp_path) for a in HOSTILE_ARGS]
     entrypoint = "my dir/train $(touch pwned).py"
-    setting = "host ; \"q\" 'q' \\"  # quotes, a separator, a backslash: carried, as literal text
+    setting = "host ; \"q\" 'q' \\"  # quotes, a separator, a backslash: not a literal word, not carried
     computed = f"$(touch {tmp_path}/pwned-env) `id`"  # a command's output: never carried, the header says so
     intent = typical(template.framework, entrypoint=entrypoint, script_args=args,
-                     env={"MY_SETTING": setting, "COMPUTED": computed})
+                     env={"WANDB_PROJECT": setting, "HF_HOME": computed, "HF_DATASETS_OFFLINE": "1"})
     script = render(intent, get_profile(template.cluster), template, "evil\nrm -rf ~.sh")
 
     assert "\nrm -rf" not in script  # the source name stays inside its comment
@@ -140,8 +140,11 @@ def test_user_values_arrive_verbatim_and_never_run(template_id, stub_env, tmp_pa
         expected += ["--deepspeed_config", "ds_config.maple.json"]
     start = program["argv"].index(entrypoint)
     assert program["argv"][start:] == expected
-    assert program["env"] == setting
-    assert "export COMPUTED" not in script and "# Note: COMPUTED is not carried over: its value is a command's" in script
+    assert program["env"] is None
+    assert "export WANDB_PROJECT" not in script and "export HF_HOME" not in script
+    assert "# Note: WANDB_PROJECT is not carried over: its value must be a literal word" in script
+    assert "# Note: HF_HOME is not carried over: its value must be a path under $HOME" in script
+    assert "export HF_DATASETS_OFFLINE=1" in script
 
 
 @pytest.mark.parametrize("template_id", LAUNCH_FAMILIES)
@@ -151,15 +154,15 @@ def test_plain_expansions_still_expand_on_the_target(template_id, stub_env, tmp_
     intent = typical(template.framework, entrypoint="$SCRATCH/code/train.py",
                      script_args=["--data-dir", "$SCRATCH/imagenet", "--cache=${HF_HOME:-/scratch/hf}",
                                   "--run", "${USER}-${SLURM_JOB_ID:-local}", "--out", "~/runs/$USER"],
-                     env={"MY_SETTING": "${HF_HOME:-/scratch/hf}/$USER"})
+                     env={"HF_HOME": "$SCRATCH/hf/$USER"})
     program = program_call(run_script(render(intent, get_profile(template.cluster), template), stub_env, tmp_path))
-    expected = ["/x/code/train.py", "--data-dir", "/x/imagenet", "--cache=/scratch/hf", "--run", "alice-local",
+    expected = ["/x/code/train.py", "--data-dir", "/x/imagenet", "--cache=/x/hf/alice", "--run", "alice-local",
                 "--out", f"{tmp_path}/runs/alice"]
     if template.framework == "deepspeed":
         expected += ["--deepspeed_config", "ds_config.maple.json"]
     start = program["argv"].index("/x/code/train.py")
     assert program["argv"][start:] == expected
-    assert program["env"] == "/scratch/hf/alice"
+    assert program["env"] == "/x/hf/alice"
 
 
 @pytest.mark.parametrize("value, word", [
@@ -278,8 +281,12 @@ def test_port_keeps_nodes_fills_each_node_and_says_when_world_size_changes():
     assert "#PBS -l select=2\n" in script
     assert "world size changes from 8 to 24" in script
     assert "# Job: 2 node(s) x 12 ranks = 24 ranks" in script
-    # An account from another center is kept (the user may have given it for this one) but flagged.
-    assert "#PBS -A proj123" in script and "account 'proj123' comes from the perlmutter script" in script
+    # An account from another center never lands in a live directive: the port asks for the user's.
+    assert "#PBS -A proj123" not in script and "#PBS -A <ACCOUNT>" in script
+    assert "# Note: account 'proj123' from the perlmutter script is not used on aurora: give yours with --account" in script
+    # One the user gave (--account, the repository's config) is theirs on every target.
+    given = render(typical(account="myproj", account_given=True), aurora, get_template("aurora-pytorch-ddp"))
+    assert "#PBS -A myproj" in given and "is not used on aurora" not in given
     same = render(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp"))
     assert "world size" not in same and "-n $((NNODES * 4)) --ppn 4" in same
 
@@ -299,11 +306,15 @@ def test_walltime_and_queue_resolution():
 
 
 def test_site_network_settings_are_replaced_and_user_settings_kept():
-    intent = typical(env={"NCCL_SOCKET_IFNAME": "ib0", "FI_PROVIDER": "cxi", "HF_HOME": "/scratch/hf", "NCCL_DEBUG": "INFO"})
-    script = render(intent, get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp"))
-    assert "export NCCL_SOCKET_IFNAME=hsn" in script and "ib0" not in script and "export FI_PROVIDER" not in script
+    env = {"NCCL_SOCKET_IFNAME": "ib0", "FI_PROVIDER": "efa", "HF_HOME": "$SCRATCH/hf", "NCCL_DEBUG": "INFO"}
+    profile, template = get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp")
+    script = render(typical(source_cluster=None, env=env), profile, template)
+    assert "export NCCL_SOCKET_IFNAME=hsn" in script and "=ib0" not in script and "export FI_PROVIDER" not in script
     assert "# Note: source settings replaced by perlmutter's: FI_PROVIDER, NCCL_SOCKET_IFNAME" in script
-    assert "export HF_HOME=/scratch/hf" in script and "export NCCL_DEBUG=INFO" in script
+    assert 'export HF_HOME="$SCRATCH/hf"' in script and "export NCCL_DEBUG=INFO" in script
+    # A port to the source's own cluster keeps the center's own tuning and paths (issue 16 item 6).
+    same = render(typical(env={**env, "FI_PROVIDER": "cxi", "HF_HOME": "/pscratch/sd/a/hf"}), profile, template)
+    assert "export FI_PROVIDER=cxi" in same and "export HF_HOME=/pscratch/sd/a/hf" in same
 
 
 def test_account_placeholder_when_missing_and_refusal_of_unsafe_directive_values():
@@ -316,9 +327,10 @@ def test_account_placeholder_when_missing_and_refusal_of_unsafe_directive_values
     assert "--account" not in render(typical(account=None), get_profile("vista"), get_template("vista-pytorch-ddp"))
 
 
-def test_invalid_environment_name_is_refused():
-    with pytest.raises(MapleError, match="not a valid shell name"):
-        render(typical(env={"A=$(id)": "1"}), get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp"))
+def test_invalid_environment_name_is_not_carried():
+    script = render(typical(env={"A=$(id)": "1"}), get_profile("perlmutter"), get_template("perlmutter-pytorch-ddp"))
+    assert "# Note: 'A=$(id)' is not carried over: it is not a valid shell variable name" in script
+    assert "export A" not in script
 
 
 def test_unsupported_template_refuses_with_its_reason():

@@ -1,0 +1,189 @@
+"""Every value a source script carries, classified by one table (templates/values.yaml).
+
+The table is an allowlist: an environment variable no row names is not carried, and the port's
+header names it. Each row says whether a value is portable (keep), the target's own replaces it
+(replace), it has no equivalent or runs code (drop), or it is the user's to decide (ask); a kept
+value must also have the row's form (a literal word, a count, or a path the target has).
+The debug agent's edits pass the same table (edit_refusal).
+"""
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from typing import Optional
+
+import yaml
+
+from .errors import MapleError
+from .paths import bundled
+
+VERDICTS = ("keep", "replace", "drop", "ask")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` would accept a trailing newline
+_SEGMENT = r"(?:[\w.,+@%=-]|\$USER\b|\$\{USER\})+"
+# Roots every target has for the user: home, scratch, work, the submit directory, node-local /tmp.
+_ROOT = r"(?:\$\{?(?:HOME|SCRATCH|WORK|PWD|TMPDIR)\}?|~|/tmp)"
+FORMS = {
+    "word": re.compile(r"[\w.,:+=@%-]*"),
+    "count": re.compile(r"\d+"),
+    "path": re.compile(rf"(?:{_ROOT}|\.?{_SEGMENT})(?:/{_SEGMENT})*/?"),
+}
+# An absolute path, or one under a variable of the source site ($PROJECT_DIR/data): the user's to map.
+_SITE_PATH = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/)[^`()\n;|&<>]*")
+_FORM_TEXT = {"word": "a literal word", "count": "a whole number",
+              "path": "a path under $HOME, $SCRATCH, $WORK, $PWD or /tmp, or relative to the checkout"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    names: tuple[str, ...]
+    verdict: str
+    reason: str
+    value: Optional[str] = None  # the form a kept value must have
+    vendors: Optional[tuple[str, ...]] = None
+    to: Optional[str] = None  # what replaces it: "cores_per_rank"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the table needs to know about the port's target."""
+
+    name: str
+    vendor: str
+    same_cluster: bool  # the source was written for this cluster: its own tuning stays
+    cores_per_rank: int
+
+
+def _rule(row: dict) -> Rule:
+    if row.get("verdict") not in VERDICTS or row.get("value", "word") not in FORMS or not row.get("reason"):
+        raise MapleError(f"templates/values.yaml: bad row {row}")
+    return Rule(tuple(row["names"]), row["verdict"], row["reason"], row.get("value"),
+                tuple(row["vendors"]) if row.get("vendors") else None, row.get("to"))
+
+
+@lru_cache(maxsize=1)
+def table() -> tuple[tuple[Rule, ...], dict]:
+    """(env rules in order, the other values' rows). Always the package's table: a custom template
+    library (MAPLE_TEMPLATES_DIR) does not change what a port may carry."""
+    data = yaml.safe_load((bundled("templates") / "values.yaml").read_text())
+    return tuple(_rule(row) for row in data["env"]), data["values"]
+
+
+def env_rule(name: str) -> Optional[Rule]:
+    """The first row naming `name`, or None: not on the allowlist."""
+    return next((rule for rule in table()[0] if any(fnmatchcase(name, p) for p in rule.names)), None)
+
+
+def reason(value: str) -> str:
+    """Why the table treats a non-env value (`account`, `container_image`, ...) as it does."""
+    return table()[1][value]["reason"]
+
+
+def _form_ok(form: str, value: str) -> bool:
+    return bool(FORMS[form].fullmatch(value)) and "/../" not in f"/{value}/"
+
+
+def _decide(name: str, value: str, rule: Optional[Rule], target: Target) -> tuple[str, Optional[str], str]:
+    """(verdict, the value to export or None, why) for one variable."""
+    if rule is None:
+        return "unlisted", None, ""
+    if rule.verdict == "drop":
+        return "drop", None, rule.reason
+    if rule.vendors and target.vendor not in rule.vendors:
+        return "drop", None, f"{rule.reason} ({target.name} has {target.vendor} GPUs)"
+    if rule.verdict == "replace" and target.same_cluster and (_form_ok("word", value) or _form_ok("path", value)):
+        return "keep", value, ""
+    if rule.verdict == "replace":
+        kept = str(target.cores_per_rank) if rule.to == "cores_per_rank" else None
+        return "replace", kept, rule.reason
+    form = rule.value or "word"
+    if _form_ok(form, value) or form == "path" and target.same_cluster and _SITE_PATH.fullmatch(value):
+        return "keep", value, ""
+    if form == "path" and _SITE_PATH.fullmatch(value):
+        return "ask", None, f"{value} is a path on the source site: set {name} to your path on {target.name}"
+    return "drop", None, f"its value must be {_FORM_TEXT[form]}, not {value!r}"
+
+
+def port_env(env: dict[str, str], target: Target, site: set[str]) -> tuple[dict[str, str], list[str]]:
+    """(the source variables the port exports, header notes naming every one it does not carry).
+    `site` is what the target's profile sets: its values stand."""
+    kept, notes, replaced, unlisted = {}, [], [], []
+    for name, value in env.items():
+        if not _NAME.fullmatch(name):
+            notes.append(f"{name!r} is not carried over: it is not a valid shell variable name")
+            continue
+        verdict, new, why = _decide(name, value, env_rule(name), target)
+        if name in site and verdict != "drop":
+            replaced.append(name)
+        elif verdict == "keep":
+            kept[name] = new
+        elif verdict == "unlisted":
+            unlisted.append(name)
+        elif verdict == "replace" and new is not None:
+            kept[name] = new
+            if new != value:
+                notes.append(f"{name}={value} becomes {new}: {why}")
+        elif verdict == "replace":
+            replaced.append(name)
+        else:
+            notes.append(f"{name} is not carried over: {why}")
+    if replaced:
+        notes.append(f"source settings replaced by {target.name}'s: {', '.join(sorted(replaced))}")
+    if unlisted:
+        notes.append(f"not carried over, no row of templates/values.yaml makes them portable: {', '.join(sorted(unlisted))}; "
+                     "export them yourself on the target if the program reads them")
+    return kept, notes
+
+
+def edit_refusal(name: str, value: str) -> Optional[str]:
+    """Why a debug fix may not export name=value, or None. A fix is made for the target, so the
+    target's own settings (replace rows) are allowed; what the table drops or does not list is not."""
+    rule = env_rule(name)
+    if rule is None:
+        return f"{name} is not on the allowlist of templates/values.yaml"
+    if rule.verdict == "drop":
+        return f"{name}: {rule.reason}"
+    if re.search(r"[\n\r\x00]", value):
+        return f"the value of {name} spans lines"
+    return None
+
+
+def _inside_checkout(word: str) -> bool:
+    return bool(_form_ok("path", word)) and not word.startswith(("/", "$", "~"))
+
+
+def _profiler_words(words: list[str], drop: set[str], cluster: str) -> tuple[list[str], list[str]]:
+    """A profiler's words without its env/injection options, nor an output path the target lacks."""
+    kept, notes, skip = [words[0]], [], False
+    for word in words[1:]:
+        if skip:
+            skip = False
+            continue
+        flag, equals, _ = word.partition("=")
+        if flag in drop:
+            notes.append(f"the profiler's option {flag} is not carried over: it sets the profiled program's environment or loads code into it")
+            skip = not equals
+        elif word.startswith(("/", "~")) and not _form_ok("path", word):
+            if kept[-1].startswith("-"):  # the option that named it goes too: -o /scratch/...
+                kept.pop()
+            notes.append(f"the profiler's output path {word} is on the source site: nsys/ncu write to the working directory on {cluster} unless you give -o <your path>")
+        else:
+            kept.append(word)
+    return kept, notes
+
+
+def port_wrapper(words: list[str], cluster: str) -> tuple[list[str], list[str]]:
+    """(the per-rank wrapper's words a port keeps, notes): a known profiler without its env and
+    injection options, or a program inside the checkout; anything else is named and not kept."""
+    if not words:
+        return [], []
+    profilers = table()[1]["profilers"]
+    program = words[0]
+    if program in profilers:
+        return _profiler_words(words, set(profilers[program]["drop_options"]), cluster)
+    # `bash wrap.sh` reads the file from the working directory; a bare `wrap.sh` is looked up in PATH.
+    script = words[1] if program in ("bash", "sh") and len(words) > 1 else program
+    if _inside_checkout(script) and ("/" in script or script is not program):
+        return list(words), []
+    return [], [f"the per-rank wrapper `{' '.join(words)}` is not kept: {reason('wrapper')}; "
+                f"run the program under your own wrapper on {cluster} if it needs one"]
