@@ -1,0 +1,82 @@
+"""The program and every argument are read exactly as the source passes them (issue 16, cause 1):
+the job's own arguments passed through, continuation lines, arguments built by functions, arrays
+and eval. bash itself is the reference: each script is also run by bash with `srun` standing in
+as a function that prints what it was given, and the extraction must match it word for word."""
+
+import subprocess
+
+import pytest
+
+from maple_ci.extract import extract_script
+from maple_ci.port import apply_overrides, port_intent
+
+HEADER = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\n"
+
+BUILT = {
+    "function that echoes": 'opts() { local lr=$1; echo "--lr ${lr} --warmup 500"; }\nOPTS=$(opts 3e-4)\n'
+                            "srun python train.py ${OPTS} --epochs 10\n",
+    "function that launches": 'run() { srun python train.py "$@"; }\nrun --lr 3e-4 --data "$HOME/d"\n',
+    "function with $*": "run() { srun python train.py $*; }\nrun --lr 3e-4 --epochs 2\n",
+    "array appended to": 'A=(--model vit --epochs 3)\nA+=(--amp --out "dir with space")\nsrun python train.py "${A[@]}"\n',
+    "eval of built strings": 'L="srun python"\nC="train.py --cfg c.yaml --seed 1"\neval "${L} ${C}"\n',
+    "continuation lines": "srun \\\n  python3 \\\n  train.py \\\n  --deepspeed_config ds_config.json \\\n  --zero 2\n",
+    "set -- then pass-through": 'set -- --lr 1e-3 "--name=a b"\nsrun python train.py "$@" --epochs 1\n',
+    "pattern removal": 'CKPT=/ckpt/run_7/model.pt\nsrun python train.py --run ${CKPT%/*} --file ${CKPT##*/}\n',
+    "arithmetic": "MBS=2\nGBS=$((MBS * 8 * 4 / 2))\nsrun python train.py --global-batch-size $GBS\n",
+}
+
+
+def _bash_argv(body: str) -> list[str]:
+    """What bash passes to the program: srun replaced by a function that prints its words."""
+    stub = "srun() { shift; printf '%s\\n' \"$@\"; }\n"  # drop `python`, print the program and its args
+    out = subprocess.run(["bash", "-c", stub + body], capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin", "HOME": "/home/u"})
+    return out.stdout.splitlines()
+
+
+@pytest.mark.parametrize("form", BUILT, ids=list(BUILT))
+def test_arguments_reach_the_program_as_bash_passes_them(form):
+    intent = extract_script(HEADER + BUILT[form])
+    argv = _bash_argv(BUILT[form])
+    assert [intent.entrypoint, *intent.script_args] == [argv[0], *[a.replace("/home/u", "$HOME") for a in argv[1:]]]
+
+
+@pytest.mark.parametrize("line", [
+    'srun python train.py "$@"', "srun python train.py ${@}", "srun python train.py $*",
+    'srun python train.py "$*"', 'args="${@}"\nsrun python train.py ${args}',
+])
+def test_the_job_s_own_arguments_are_passed_through_not_dropped(line):
+    """`sbatch job.sh --config=mp`: before, the arguments were read as none and silently lost."""
+    intent = extract_script(HEADER + line + "\n")
+    assert intent.script_args == ['"$@"']
+    assert any('"$@"' in note and "submit" in note for note in intent.notes)
+
+
+def test_pass_through_with_fixed_arguments_keeps_their_order():
+    intent = extract_script(HEADER + 'srun python train.py --epochs 3 "$@" --seed 1\n')
+    assert intent.script_args == ["--epochs", "3", '"$@"', "--seed", "1"]
+
+
+def test_a_test_on_the_job_s_arguments_sees_none_as_bash_does_without_them():
+    intent = extract_script(HEADER + 'if [ -z "$*" ]; then A=--default; else A=--given; fi\nsrun python train.py $A\n')
+    assert intent.script_args == ["--default"]
+
+
+def test_the_port_passes_the_job_s_arguments_on_and_reads_back_the_same(tmp_path):
+    intent = extract_script(HEADER + "#SBATCH -A m1234\nsrun python train.py --lr 1 \"$@\"\n")
+    result = port_intent(intent, ["perlmutter"], "job.sbatch", tmp_path)[0]
+    assert result.status == "ok", result.reason
+    assert 'train.py --lr 1 "$@"' in result.script  # unquoted: the port's own submit arguments
+    assert extract_script(result.script).script_args == ["--lr", "1", '"$@"']
+
+
+def test_a_placeholder_node_count_asks_for_nodes_and_ports_with_them(tmp_path):
+    """`#SBATCH --nodes=<num_nodes>` was fatal even with --nodes 2 given."""
+    intent = extract_script("#!/bin/bash\n#SBATCH --nodes=<num_nodes>\n#SBATCH --gpus-per-node=4\n"
+                            "srun python train.py\n")
+    assert intent.nodes is None
+    assert any("placeholder" in note and "--nodes" in note for note in intent.notes)
+    result = port_intent(apply_overrides(intent, nodes=2, account="m1234"), ["perlmutter"], "job.sbatch", tmp_path)[0]
+    assert result.status == "ok" and extract_script(result.script).nodes == 2
+    with pytest.raises(Exception, match="--nodes expects a number"):
+        extract_script("#!/bin/bash\n#SBATCH --nodes=lots\nsrun python train.py\n")
