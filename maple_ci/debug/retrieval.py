@@ -150,7 +150,7 @@ def search_github(failure: Failure, api_url: str, token: Optional[str], limit: i
     if not query:
         return []
     found = _get(f"{api_url.rstrip('/')}/search/issues", token,
-                 {"q": f'"{query}" is:issue', "per_page": limit})  # fmt: skip
+                 {"q": f"{query} is:issue", "per_page": limit})  # fmt: skip  # words, not a phrase: the volatile parts are gone
     references = []
     for rank, item in enumerate(found.get("items", [])[:limit]):
         comments = _get(item["comments_url"], token) if item.get("comments") else []

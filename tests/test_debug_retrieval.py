@@ -1,0 +1,95 @@
+"""Retrieval beyond the knowledge base: the centers' known issues shipped with the package, and
+GitHub's issue search (--online). github.com is stood in for by a local HTTP server that answers
+with responses in the format GitHub's REST documentation publishes for search/issues and an
+issue's comments (tests/data/github_search)."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from maple_ci import debug
+from maple_ci.debug.retrieval import key_line, load_passages, search_docs
+
+RECORDED = Path(__file__).parent / "data" / "github_search"
+SHM = "nid001234:4242:4300 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-Xy12 to 9637888 bytes\n"
+SCRIPT = "#!/bin/bash\n#SBATCH -N 2\nsrun python train.py\n"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def data_dir(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.mktemp("maple-data")))
+        yield
+
+
+@pytest.fixture
+def github():
+    """A stand-in for api.github.com: the recorded answers, every request kept for the test."""
+    seen: list[tuple[str, dict, dict]] = []
+    status = {"code": 200}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            url = urlparse(self.path)
+            seen.append((url.path, parse_qs(url.query), dict(self.headers)))
+            api = f"http://127.0.0.1:{self.server.server_port}"
+            files = {"/search/issues": "search_issues.json", "/repos/example-org/trainer/issues/412/comments": "comments_412.json"}
+            name = files.get(url.path)
+            code = status["code"] if name else 404
+            body = (RECORDED / name).read_text().replace("{api}", api) if name and code == 200 else '{"message": "no"}'
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}", seen, status
+    server.shutdown()
+
+
+def test_online_search_sends_the_key_line_and_links_the_accepted_answer(github):
+    api, seen, _ = github
+    found = debug.diagnose(SCRIPT, SHM, None, online={"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"})
+    path, query, headers = seen[0]
+    assert path == "/search/issues" and headers["Authorization"] == "Bearer t0ken"
+    q = query["q"][0]
+    assert q == "NCCL WARN Error failed to extend to bytes is:issue"
+    assert not any(part in q for part in ("nid001234", "/dev/shm", "9637888"))  # what differs per run
+    first, second = [r for r in found.references if r.source == "github"]
+    # The most reacted-to comment, not the maintainer's "Closing" nor the reporter's own.
+    assert first.url == "https://github.com/example-org/trainer/issues/412#issuecomment-5002"
+    assert "--shm-size=1g" in first.summary and first.title.endswith("(closed)")
+    assert second.url == "https://github.com/other/lib/issues/77" and "no answer yet" in second.summary
+    assert [p for p, _, _ in seen].count("/repos/other/lib/issues/77/comments") == 0  # no comments to fetch
+
+
+def test_offline_is_the_default_and_a_failed_search_leaves_the_diagnosis_whole(github):
+    api, seen, status = github
+    offline = debug.diagnose(SCRIPT, SHM, None)
+    assert not seen and not offline.references
+    status["code"] = 403  # rate-limited
+    online = debug.diagnose(SCRIPT, SHM, None, online={"GITHUB_API_URL": api})
+    assert "HTTP 403" in online.notes[0] and online.failure == offline.failure and online.advice == offline.advice
+
+
+def test_key_line_keeps_words_that_carry_between_runs():
+    failure = debug.locate("[rank3]: torch.distributed.DistNetworkError: Connection reset by peer at 10.1.2.3:29500 /tmp/x\n")
+    assert key_line(failure) == "torch.distributed.DistNetworkError Connection reset by peer at"
+
+
+def test_the_centers_known_issues_are_found_for_an_error_the_knowledge_base_has_no_entry_for():
+    assert len(load_passages()) >= 10 and all(p.url.startswith("https://") for p in load_passages())
+    failure = debug.locate(SHM)
+    assert not debug.exact_matches(failure)
+    top = search_docs(failure)[0]
+    assert top.source == "docs" and "/dev/shm" in top.title and top.url.startswith("https://docs.nvidia.com/")
+    found = debug.diagnose(SCRIPT, "RuntimeError: Number of dpcpp devices should be greater than zero!\n", None, docs=True)
+    assert found.references and "dpcpp" in found.references[0].title
