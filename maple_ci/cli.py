@@ -68,7 +68,7 @@ def clusters(args) -> int:
 
 def port(args) -> int:
     """Port SOURCE to each target cluster: writes scripts/<cluster>/<name>.<sbatch|pbs>."""
-    from .extract import slurm_walltime
+    from .extract import program_line, slurm_walltime
     from .port import port as run_port
     from .python_env import parse_python_envs
     from .profiles import load_profiles
@@ -82,9 +82,11 @@ def port(args) -> int:
             walltime = slurm_walltime(walltime)
         except ValueError as exc:
             raise MapleError(f"--walltime: {exc}") from exc
+    entrypoint, program_args = program_line(args.entrypoint, args.program_args)
     intent, results = run_port(args.source, targets, args.out_dir, progress=_progress(args.json_output),
                                framework=args.framework, strategy=args.strategy, nodes=args.nodes,
-                               entrypoint=args.entrypoint, gpus_per_node=args.gpus_per_node, account=args.account,
+                               entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
+                               account=args.account,
                                queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env))
     if args.json_output:
         _print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
@@ -372,7 +374,9 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--framework", help="Override the framework (pytorch, deepspeed, accelerate).")
     command.add_argument("--strategy", help="Override the strategy (ddp, fsdp, zero3...).")
     command.add_argument("--nodes", metavar="N", type=_at_least(1), help="Override the node count.")
-    command.add_argument("--entrypoint", metavar="PROGRAM", help="The training program, when the script does not say (train.py, '-m pkg.train').")
+    command.add_argument("--entrypoint", metavar="COMMAND", help="The training program and its arguments, when the script "
+                         "does not say or to replace them: 'train.py --config x', '-m pkg.train'.")
+    command.add_argument("--program-args", metavar="ARGS", help="The program's arguments, replacing the script's: '--config x --lr 3e-4'.")
     command.add_argument("--gpus-per-node", metavar="G", type=_at_least(1), help="Devices per node the source used (world size = nodes x this).")
     command.add_argument("--account", help="The allocation to charge on the targets.")
     command.add_argument("--queue", help="The queue, partition or QOS to ask for on the targets.")

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from maple_ci.extract import extract_script
+from maple_ci.extract import extract_script, program_line
 from maple_ci.port import apply_overrides, port_intent
 
 HEADER = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\n"
@@ -80,3 +80,30 @@ def test_a_placeholder_node_count_asks_for_nodes_and_ports_with_them(tmp_path):
     assert result.status == "ok" and extract_script(result.script).nodes == 2
     with pytest.raises(Exception, match="--nodes expects a number"):
         extract_script("#!/bin/bash\n#SBATCH --nodes=lots\nsrun python train.py\n")
+
+
+@pytest.mark.parametrize("entrypoint, program_args, expected", [
+    ("train.py --config x", None, ("train.py", ["--config", "x"])),
+    ("python3 train.py --config 'a b.yaml'", None, ("train.py", ["--config", "a b.yaml"])),
+    ("-m pkg.train --lr 1", None, ("-m pkg.train", ["--lr", "1"])),
+    ("train.py", "--x 1 --y '2 3'", ("train.py", ["--x", "1", "--y", "2 3"])),
+    ("train.py", None, ("train.py", None)),  # the script's arguments stay
+    (None, "--x 1", (None, ["--x", "1"])),
+])
+def test_entrypoint_takes_a_command_line(entrypoint, program_args, expected):
+    """`--entrypoint 'train.py --config x'` was one word: a program that does not exist."""
+    assert program_line(entrypoint, program_args) == expected
+
+
+def test_maple_port_runs_the_entrypoint_command_line_given(tmp_path):
+    source = tmp_path / "job.sbatch"
+    source.write_text(HEADER + "srun ./run_something\n")
+    result = subprocess.run(["maple", "port", str(source), "--to", "perlmutter", "--account", "m1234", "--out",
+                             str(tmp_path / "out"), "--entrypoint", "train.py --config 'a b.yaml'", "--program-args",
+                             "--lr 1"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    port = extract_script((tmp_path / "out" / "perlmutter" / "job.sbatch").read_text())
+    assert (port.entrypoint, port.script_args) == ("train.py", ["--config", "a b.yaml", "--lr", "1"])
+    bad = subprocess.run(["maple", "port", str(source), "--to", "perlmutter", "--entrypoint", "train.py 'open"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "--entrypoint" in bad.stderr

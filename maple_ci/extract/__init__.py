@@ -16,6 +16,7 @@ one fact a port cannot do without (the program) goes to `missing`, and the bot a
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Optional
 
@@ -26,7 +27,7 @@ from .request import extract_request
 from .script import RENDEZVOUS_VARS, extract_script
 
 __all__ = ["MAX_SOURCE_BYTES", "RENDEZVOUS_VARS", "extract", "extract_request", "extract_script", "load_source",
-           "pbs_walltime", "read_script", "slurm_walltime"]
+           "pbs_walltime", "program_line", "read_script", "slurm_walltime"]
 
 # ---------------------------------------------------------------------------------------------
 # Reading the input
@@ -92,3 +93,27 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
             root = checkout_root(Path(base_dir) / "script")
         return extract_script(text, base_dir, name, root)
     return extract_request(text)
+
+
+def program_line(entrypoint: Optional[str], program_args: Optional[str]) -> tuple[Optional[str], Optional[list[str]]]:
+    """(program, its arguments) from the user's `--entrypoint 'train.py --config x'` (a command line,
+    as a shell splits it; `python` in front is dropped, `-m pkg.mod` kept as one) and
+    `--program-args '...'`, which follow it; None for what the user did not give."""
+    def words(text: str, option: str) -> list[str]:
+        try:
+            return shlex.split(text)
+        except ValueError as exc:
+            raise MapleError(f"{option}: {exc}") from exc
+
+    extra = words(program_args, "--program-args") if program_args is not None else None
+    if entrypoint is None:
+        return None, extra
+    line = words(entrypoint, "--entrypoint")
+    if line and re.fullmatch(r"python[\d.]*", line[0].rsplit("/", 1)[-1]):
+        line = line[1:]
+    if line[:1] == ["-m"] and len(line) > 1:
+        line = [f"-m {line[1]}", *line[2:]]
+    if not line:
+        raise MapleError("--entrypoint: give the program, e.g. train.py or '-m pkg.train --config x'")
+    given = len(line) > 1 or extra is not None
+    return line[0], [*line[1:], *(extra or [])] if given else None
