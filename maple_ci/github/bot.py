@@ -231,13 +231,13 @@ def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_
         return head
     if command.sha is not None:
         if not head.startswith(command.sha):
-            raise MapleError(f"The PR head is now `{head}`, not `{command.sha}`: review it, then ask again "
-                             f"with `@{head}`.", exit_code=2)
+            raise MapleError(f"The PR head is now `{head}`, not `{command.sha}`: review it, then ask again with "
+                             f"{code(replace(command, sha=head).text())}", exit_code=2)
         return head
     committed = repo.get_git_commit(head).committer.date
     if requested_at and committed > datetime.fromisoformat(requested_at.replace("Z", "+00:00")):
-        raise MapleError(f"The PR head `{head}` was committed after this request; review it, then ask again "
-                         f"(add `@{head}` to port exactly that commit).", exit_code=2)
+        raise MapleError(f"The PR head `{head}` was committed after this request; review it, then ask again with "
+                         f"{code(replace(command, sha=head).text())} (its `@{head}` ports exactly that commit).", exit_code=2)
     return head
 
 

@@ -130,11 +130,14 @@ def _verdict(c: ClusterResult) -> str:
 
 def _check_summary(c: ClusterResult) -> str:
     made = f"Template {code(c['template'])} → {code(c['path'])}" if c["template"].strip() else code(c["path"])
-    lines = [made, "", "| Check | Result | Message |", "|---|---|---|"]
+    lines = [made, ""]
+    if c.get("note") and conclusion(c) == "failure":  # what failed leads
+        lines += [plain(c["note"]), ""]
+    lines += ["| Check | Result | Message |", "|---|---|---|"]
     for check in sorted(c["checks"], key=lambda check: check["ok"]):  # what failed leads
         where = f" (line {check['line']})" if check.get("line") else ""
         mark = "✅" if check["ok"] else "❌"
         lines.append(f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |")
-    if c.get("note"):  # why verification was skipped (e.g. waiting for an approval) or what failed
+    if c.get("note") and conclusion(c) != "failure":  # why verification was skipped (e.g. waiting for an approval)
         lines += ["", plain(c["note"])]
     return "\n".join(lines)

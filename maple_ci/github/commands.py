@@ -59,6 +59,14 @@ class Command:
     recreate: bool = False  # `/maple recreate`: a port that discards others' commits on the bot's branch
     files: tuple[str, ...] = ()  # ignore/unignore: launch scripts (clusters go in `clusters`)
 
+    def text(self) -> str:
+        """The command as a comment line that asks for it again (for a refusal's ready-to-copy retry)."""
+        if self.recreate:
+            return " ".join(["/maple recreate", *self.clusters])
+        words = ["/maple", self.name, *self.clusters, *self.files] + (["--from", self.source] if self.source else [])
+        words += [f"--{name.replace('_', '-')} {value}" for name, value in self.overrides().items() if value is not None]
+        return " ".join(words + ([] if self.verify else ["--no-verify"]) + ([f"@{self.sha}"] if self.sha else []))
+
     def overrides(self) -> dict:
         """The JobIntent fields this command sets, for port.apply_overrides (as the CLI's options)."""
         return {"framework": self.framework, "strategy": self.strategy, "nodes": self.nodes,

@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from fnmatch import fnmatch
 from functools import partial
 from pathlib import Path, PurePosixPath
@@ -128,8 +128,7 @@ class Pipeline:
         intent = apply_overrides(intent, **command.overrides())
         missing = [fact for fact in REQUIRED_FOR_PORT if getattr(intent, fact) is None]
         if missing:  # the refusal carries the request to copy, with what to fill in
-            retry = " ".join(["/maple port", *command.clusters, "--from", name,
-                              *(f"--{fact.replace('_', '-')} {PLACEHOLDERS.get(fact, fact.upper())}" for fact in missing)])
+            retry = replace(command, source=name, **{fact: PLACEHOLDERS.get(fact, fact.upper()) for fact in missing}).text()
             raise MapleError(f"{name}: cannot port without {', '.join(missing)} (not found in the script); "
                              f"ask again with {code(retry)}", exit_code=2)
         notes, clusters = [], []

@@ -97,3 +97,12 @@ def test_help_reply_is_not_itself_a_command():
 ])
 def test_authorize_needs_association_and_write_permission(association, permission, allowed):
     assert authorize(association, permission) is allowed
+
+
+@pytest.mark.parametrize("line", ["/maple port aurora --framework deepspeed --nodes 2 --no-verify @abcdef1",
+                                  "/maple port perlmutter aurora --from jobs/a.sh --entrypoint train.py --walltime 01:00:00",
+                                  "/maple recreate aurora", "/maple ignore polaris jobs/old.sh", "/maple verify perlmutter"])
+def test_a_command_written_back_asks_for_the_same(line):
+    # Refusals quote it as the request to copy (with the missing value or the new head filled in).
+    command = parse(line)
+    assert command.text() == line and parse(command.text()) == command

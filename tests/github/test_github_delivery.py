@@ -181,3 +181,6 @@ def test_check_run_conclusions(fake, repo):
     assert (polaris["conclusion"], "details_url" in polaris) == ("neutral", False)
     assert (aurora["conclusion"], aurora["annotations"]) == ("failure", [])
     assert "| walltime | ❌ | over the queue limit |" in aurora["output"]["summary"]
+    # What failed leads: the failed check above the passing one.
+    summary = aurora["output"]["summary"]
+    assert summary.index("| walltime | ❌") < summary.index("| shellcheck | ✅")
