@@ -206,10 +206,12 @@ def foreign_commits(repo: Repository, head: str, request_key: str) -> tuple[str,
 
 
 def closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
-    """The newest PR of the bot's branch that someone closed without merging, if any."""
+    """The bot branch's newest PR when someone closed it without merging (a merged one is done
+    with: later changes deserve a new PR)."""
     found = repo.get_pulls(state="closed", head=f"{repo.owner.login}:{BRANCH_PREFIX}{request_key}", base=base_branch,
                            sort="created", direction="desc")
-    return next((pr for pr in found if not pr.merged), None)
+    newest = next(iter(found), None)
+    return newest if newest is not None and not newest.merged else None
 
 
 def _one_line(text: str) -> str:

@@ -192,6 +192,8 @@ class FakeGitHub:
         found = [p for p in self.pulls if p["state"] == query.get("state", ["open"])[0]
                  and (not owner_branch or owner_branch == f"{self.owner}:{p['head']}")
                  and p["base"] == query.get("base", [p["base"]])[0]]
+        if query.get("direction", [""])[0] == "desc":  # sort=created: the newest first
+            found.reverse()
         return 200, [self.pull_json(p) for p in found]
 
     @staticmethod

@@ -149,6 +149,13 @@ def test_closing_the_bot_pr_is_remembered(fake, repo, webhook):
     pr["state"] = "open"  # reopened: refreshed again
     run_plan(repo, push(webhook, fake), lambda *a: results("3"))
     assert "# v3" in fake.files_at("heads/maple/port-branch-main")["scripts/perlmutter/train.sh"]
+    pr["state"] = "closed"  # closed again; a person then asks by hand (a request, not the bot's own refresh)
+    asked = plan_event("workflow_dispatch", {"inputs": {"command": "port perlmutter"}, "ref": "refs/heads/main"}, KNOWN)
+    run_plan(repo, asked, lambda *a: results("4"))
+    again = bot_pulls(fake)[-1]
+    again.update(state="closed", merged=True)  # that PR merged: the next change gets a new PR
+    run_plan(repo, push(webhook, fake), lambda *a: results("5"))
+    assert [p["state"] for p in bot_pulls(fake)] == ["closed", "closed", "open"]
 
 
 def test_ignore_and_unignore_a_cluster(fake, repo, webhook, source_pr):
