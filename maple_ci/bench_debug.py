@@ -173,7 +173,9 @@ def score_case(case: DebugCase, diagnosis, classes: dict) -> dict:
     advice = None if advice_kind is None else diagnosis.advice.kind == advice_kind
     if advice_kind == "site_value":  # the edit with a placeholder and how to find it, or the value itself
         advice = bool(hit) and hit[0] and diagnosis.advice.kind in ("site_value", "fix")
-    located = bool(line.strip()) and (case.first_error.strip() in line or line.strip() in case.first_error)
+    # A Python traceback is located by its first line and the exception that ends it.
+    lines = [x.strip() for x in (line, failure.exception if failure else None) if x and x.strip()]
+    located = any(case.first_error.strip() in x or x in case.first_error for x in lines)
     return {
         "case": case.id, "fix_kind": case.fix_kind, "got_line": line.strip(), "entry": first_entry,
         "located": located, "classified": classified, "advice_kind": diagnosis.advice.kind,

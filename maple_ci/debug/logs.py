@@ -43,7 +43,14 @@ _ERROR_PATTERNS = [
     r"failed to acquire job resources",
     r"No active allocation found",
     r"Unable to allocate resources|Batch job submission failed",  # srun/salloc refusals without a prefix
-    r"cannot find name for (?:user|group) ID",  # id(1) on a node missing the user  # ALCF's submit filter (sbank), printed without a qsub: prefix
+    r"cannot find name for (?:user|group) ID|unknown userid \d+",  # a node missing the user
+    # A site's submit filter speaks in sentences, without an "error:" prefix.
+    r"\b[Uu]sers? must specify\b|has not been specified|(?:is|are) now required|Please reschedule your job",
+    r"step creation temporarily disabled",  # srun waiting for resources the batch step holds
+    r"\blaunch failed on \S+:",  # PALS (mpiexec on HPE Cray PBS)
+    r"\[error\]|: (?:write|read) error\b",  # mercury/DAOS, libcxi
+    r"\b(?:hip|cuda)Error[A-Z]\w*",  # hipErrorNoBinaryForGpu, cudaErrorECCUncorrectable
+    r"is/are busy or unavailable",  # CUDA devices in exclusive-process mode  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
     r"Unexpected page fault from GPU",
@@ -73,7 +80,8 @@ _KEYWORDS = (
     "Out Of Memory", "NODE_FAIL", "NODE FAILURE", "CANCELLED AT", "Uncorrectable", "fallen off the bus",
     "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
     "page fault", "socket", "[E", "No active allocation", "Unable to allocate", "Batch job submission",
-    "cannot find name",
+    "cannot find name", "unknown userid", "must specify", "not been specified", "now required",
+    "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable",
 )  # fmt: skip
 
 
