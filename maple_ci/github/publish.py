@@ -19,7 +19,7 @@ from maple_ci.github.config import Config, PullRequests
 from maple_ci.github.delivery import PortResult, closed_pr, deliver, edit_pr, open_pr, post_review
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, plain
-from maple_ci.github.state import State, digest, read_state, write_state
+from maple_ci.github.state import State, apply_edits, digest, read_state, with_fix, write_state
 
 AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
 _STATE = re.compile(r"<!-- maple-ci state [A-Za-z0-9_=-]+ -->")
@@ -47,9 +47,10 @@ def publish(repo: Repository, plan: Plan, command: Command, results: list[PortRe
     state = read_state(existing.body) if existing else State()
     if command.recreate:
         state = state._replace(fixes={})
+    for c in (c for r in results for c in r["clusters"]):
+        # A script generated as before gets its committed fix again: the branch keeps it, and it is what runs.
+        c["content"] = with_fix(c["content"], state.fixes.get(c["path"]))
     files = {c["path"]: c["content"] for r in results for c in r["clusters"]}
-    # A generated script whose passing fix is committed is left as the branch has it (with the fix).
-    files = {path: text for path, text in files.items() if state.fixes.get(path) != digest(text)}
     prefixes = settings.pull_requests
     title = title_for(list(state.results), results, prefixes.title_prefix)
     delivered = deliver(repo, plan.key, files, base, title, describe(state, results), trailers(source),
@@ -95,7 +96,9 @@ def _commit_fixes(repo: Repository, key: str, base: str, results: list[PortResul
                         commit_title=f"{prefix} apply the debug agent's fix that passed on {clusters}".lstrip())
     fixes = dict(state.fixes)
     for c in fixed:
-        fixes[c["path"]] = digest(c["content"])
+        edits = [[s["start_line"], s["line"], s["body"]] for s in c["suggestions"]]
+        if apply_edits(c["content"], edits) == c["fixed"]:  # kept only as edits that give the fixed script
+            fixes[c["path"]] = [digest(c["content"]), edits]
         c.update(note=f"The first run failed; the debug agent's fix ({_why(c)}) passed when run again and is "
                       f"committed in {delivered.sha[:12]}.")
         c.update(content=c["fixed"], verification="passed", suggestions=[])

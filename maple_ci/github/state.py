@@ -29,7 +29,8 @@ MARKER_LIMIT = 60000  # what the bot reads back at most (a PR body holds 65536 c
 class State(NamedTuple):
     results: list[PortResult] = []  # earlier requests' rows: no content, intent or check messages
     ignore: tuple[str, ...] = ()  # clusters and files not to port here
-    fixes: dict[str, str] = {}  # path -> digest of the generated script whose passing fix is committed
+    # path -> [digest of the generated script, the committed fix's edits [[start_line, line, text]...]]
+    fixes: dict[str, list] = {}
 
 
 def digest(content: str) -> str:
@@ -46,7 +47,7 @@ def read_state(body: str | None) -> State:
     except (binascii.Error, ValueError, zlib.error):
         return State()
     if not (isinstance(data, dict) and _strings(data.get("ignore", []))
-            and isinstance(data.get("fixes", {}), dict) and _strings(list(data.get("fixes", {}).values()))
+            and isinstance(data.get("fixes", {}), dict) and all(_fix_ok(f) for f in data.get("fixes", {}).values())
             and isinstance(data.get("results", []), list) and all(_result_ok(r) for r in data.get("results", []))):
         return State()
     results = [{**r, "intent": {}, "clusters": [{"log_url": None, **c, "content": "", "suggestions": []} for c in r["clusters"]]}
@@ -70,6 +71,27 @@ def _compact(c) -> dict:
     kept["checks"] = [{"name": k["name"], "ok": k["ok"], "message": ""} | ({"level": k["level"]} if "level" in k else {})
                       for k in c["checks"]]
     return kept
+
+
+def with_fix(content: str, fix: list | None) -> str:
+    """`content` with a committed fix's edits applied when it is the script that fix was made for."""
+    if not fix or fix[0] != digest(content):
+        return content
+    return apply_edits(content, fix[1])
+
+
+def apply_edits(content: str, edits: list) -> str:
+    """Replace lines start..end (1-based) by each text, as GitHub applies a review suggestion."""
+    lines = content.splitlines(keepends=True)
+    for start, end, text in sorted(edits, reverse=True):
+        lines[start - 1:end] = [text if text.endswith("\n") or not text else text + "\n"]
+    return "".join(lines)
+
+
+def _fix_ok(fix) -> bool:
+    return (isinstance(fix, list) and len(fix) == 2 and isinstance(fix[0], str) and isinstance(fix[1], list)
+            and all(isinstance(e, list) and len(e) == 3 and isinstance(e[0], int) and isinstance(e[1], int)
+                    and isinstance(e[2], str) for e in fix[1]))
 
 
 def _strings(values) -> bool:

@@ -83,9 +83,10 @@ def test_recreate_discards_the_other_commits_and_refreshes_again(fake, repo, web
     assert "x.txt" not in fake.files_at(branch) and "# v2" in fake.files_at(branch)["scripts/perlmutter/train.sh"]
 
 
-def fix_pipeline(fixes="commit"):
+def fix_pipeline(fixes="commit", runs=None):
     def backend(name, *, cluster, path, script, miniapp, commit, committed, env):
         ok = "NCCL_DEBUG=INFO" in script
+        (runs if runs is not None else []).append((path, committed, ok))
         return Outcome(ok, "" if ok else NCCL_LOG, f"https://ci.example/{cluster}", "job FAILED" if not ok else "ok")
     return Pipeline(Config(verification={"default": "slurm"}, fixes=fixes), lambda ref: nullcontext(Path(".")),
                     env={}, backend=backend)
@@ -93,11 +94,15 @@ def fix_pipeline(fixes="commit"):
 
 @pytest.mark.parametrize("fixes", ["commit", "suggest"])
 def test_a_fix_whose_rerun_passed_lands_as_a_commit(fake, repo, webhook, source_pr, fixes):
-    pipeline = fix_pipeline(fixes)
+    pipeline = fix_pipeline(fixes, runs := [])
     plan, _ = comment_plan(webhook, source_pr["number"], "/maple port perlmutter")
-    port = [{"source": "jobs/train.sh", "intent": {"framework": "pytorch"}, "clusters": [
-        cluster_result("perlmutter") | {"content": "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n", "verification": "pending"}]}]
-    done = run_plan(repo, plan, lambda *a: port, pipeline.verify, settings=pipeline.config)
+    broken = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"
+
+    def port(*args, more=()):
+        return [{"source": "jobs/train.sh", "intent": {"framework": "pytorch"}, "clusters": [
+            cluster_result("perlmutter") | {"content": broken, "verification": "pending"}]}, *more]
+
+    done = run_plan(repo, plan, port, pipeline.verify, settings=pipeline.config)
     ported = fake.files_at("heads/maple/port-pr-1")["scripts/perlmutter/train.sh"]
     if fixes == "commit":
         assert "export NCCL_DEBUG=INFO" in ported and fake.reviews == []
@@ -105,6 +110,15 @@ def test_a_fix_whose_rerun_passed_lands_as_a_commit(fake, repo, webhook, source_
         assert "fix" in fake.commits[head]["message"].lower()
         assert {r["conclusion"] for r in fake.check_runs if r["head_sha"] == head} == {"success"}
         assert done.results[0]["clusters"][0]["verification"] == "passed"
+        # A refresh that generates the same script (and changes another) runs it with its fix: it
+        # passes at once, and no fix is made or committed again.
+        passing = cluster_result("polaris") | {"verification": "pending", "content": "export NCCL_DEBUG=INFO\n"}
+        other = {"source": "jobs/other.sh", "intent": {}, "clusters": [passing]}
+        del runs[:]
+        run_plan(repo, plan, lambda *a: port(more=[other]), pipeline.verify, settings=pipeline.config)
+        assert runs == [("scripts/perlmutter/train.sh", True, True), ("scripts/polaris/train.sh", True, True)]
+        after = fake.refs["heads/maple/port-pr-1"]
+        assert fake.commits[after]["parents"] == [head] and "NCCL_DEBUG=INFO" in fake.files_at(after)["scripts/perlmutter/train.sh"]
     else:
         assert "NCCL_DEBUG" not in ported and len(fake.reviews) == 1
 
