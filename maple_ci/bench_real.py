@@ -18,6 +18,8 @@ from .extract import extract, extract_script
 from .files import read_text
 from .paths import bundled
 from .port import port_intent
+from .profiles import get_profile
+from .schedulers.jobvars import translate
 
 FIELDS = ("scheduler", "source_cluster", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
           "world_size", "entrypoint", "script_args", "walltime", "account", "queue")
@@ -54,10 +56,14 @@ def _port_problems(intent, case: dict, out_dir: Path) -> list[str]:
                             + "; ".join([result.reason] + [c.message for c in result.checks if not c.ok and c.severity == "error"]))
             continue
         back = extract_script(result.script)
-        if back.entrypoint != expect["entrypoint"]:
-            problems.append(f"{result.cluster}: runs {back.entrypoint!r}, not {expect['entrypoint']!r}")
-        if back.script_args != expect["script_args"]:
-            problems.append(f"{result.cluster}: arguments {back.script_args} != {expect['script_args']}")
+        # the source scheduler's job variables read as the target's job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR)
+        scheduler, per_node = get_profile(result.cluster).scheduler, back.gpus_per_node or 1
+        entrypoint = translate(expect["entrypoint"], scheduler, per_node)
+        arguments = [translate(arg, scheduler, per_node) for arg in expect["script_args"]]
+        if back.entrypoint != entrypoint:
+            problems.append(f"{result.cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
+        if back.script_args != arguments:
+            problems.append(f"{result.cluster}: arguments {back.script_args} != {arguments}")
         if expect["nodes"] is None:
             if not any(name in result.script for name in _READS_ALLOCATION):
                 problems.append(f"{result.cluster}: size chosen at submit time, but the port does not read the allocation")

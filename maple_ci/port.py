@@ -17,7 +17,8 @@ from .intent import JobIntent
 from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, with_python_env
 from .retrieve import best_template
-from .synthesize import output_path, render, require_port_facts
+from .schedulers.jobvars import on_scheduler
+from .synthesize import output_path, render, require_port_facts, resolve_job
 from .vendors import vendor_note
 from .verify.static import Check, checks_ok, static_checks
 
@@ -96,6 +97,10 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
         if not template.supported:
             results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=template.reason))
             continue
+        # the source scheduler's job variables in the program's path and arguments, as the target's
+        # job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR), for the script and for its checks
+        target_intent = on_scheduler(target_intent, profile.scheduler,
+                                     resolve_job(target_intent, profile, template, source_name).gpus_per_node)
         progress(f"{profile.name}: rendering {template.id} and checking it")
         script = render(target_intent, profile, template, source_name, out_dir)
         checks = static_checks(script, target_intent, profile)

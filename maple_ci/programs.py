@@ -24,11 +24,6 @@ _BATCH = {"global": "global-batch-size", "micro": "micro-batch-size"}
 # LightningCLI (--trainer.devices), Hydra (trainer.devices=4) and plain argparse spellings.
 _LIGHTNING = {"devices": ("devices", "gpus"), "nodes": ("num-nodes",)}
 _OPTION = re.compile(r"(?:--)?(?:[\w-]+\.)*([\w-]+)")
-# The variables each scheduler sets in a job, by prefix; a word names one as $NAME, ${NAME...} or,
-# inside $((...)), as a bare NAME.
-_SCHEDULER_VARIABLE = re.compile(r"\b(SLURM|PBS)_[A-Z0-9_]+\b")
-_SCHEDULER_OF = {"SLURM": "slurm", "PBS": "pbs"}
-_SCHEDULER_NAME = {"slurm": "Slurm", "pbs": "PBS"}
 
 
 def _sizes(args: list[str]) -> dict[str, int]:
@@ -105,17 +100,3 @@ def _lightning_note(args: list[str], nodes: Optional[int], ranks_per_node: int) 
     if wrong:
         note += f"; the script's arguments give {' and '.join(wrong)}, left as written: change them"
     return note
-
-
-def scheduler_notes(args: list[str], scheduler: str, cluster: str) -> list[str]:
-    """Header notes for arguments that read another scheduler's job variables: the target's
-    scheduler does not set them, so the program would get an empty value (or 0 in arithmetic)."""
-    notes = []
-    for arg in args:
-        if "$" not in arg:
-            continue
-        foreign = sorted({m.group(0) for m in _SCHEDULER_VARIABLE.finditer(arg) if _SCHEDULER_OF[m.group(1)] != scheduler})
-        if foreign:
-            notes.append(f"argument {arg!r} reads {', '.join(foreign)}, which a {_SCHEDULER_NAME[scheduler]} job on "
-                         f"{cluster} does not set: give the value yourself")
-    return notes

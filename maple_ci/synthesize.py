@@ -39,7 +39,7 @@ from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, port_env, port_wrapper, reason
-from .programs import describe, model_parallel, nodes_that_fit, program_notes, scheduler_notes
+from .programs import describe, model_parallel, nodes_that_fit, program_notes
 from .process_model import model_notes
 
 DEFAULT_WALLTIME = "01:00:00"
@@ -49,6 +49,9 @@ _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 # quoting rules inside double quotes (no $, backtick, backslash, quote or brace). Not $((...)):
 # bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
+# Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS): the
+# port sets NNODES to a number, so bash computes it at run time and runs nothing else.
+_SIZE_ARITHMETIC = re.compile(r"\$\(\((?:[\d\s+*/%()-]|\bNNODES\b)+\)\)")
 
 
 @dataclass
@@ -226,7 +229,7 @@ def shell_word(value) -> str:
     if text.startswith("~/"):
         # Tilde expansion needs the ~ and its slash unquoted.
         return "~/" + shell_word(text[2:]) if text[2:] else text
-    rest = _EXPANSION.sub("", text)
+    rest = _SIZE_ARITHMETIC.sub("", _EXPANSION.sub("", text))
     if rest != text and not re.search(r'[$`\\"]', rest):
         return f'"{text}"'
     return shlex.quote(text)
@@ -273,8 +276,6 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job = resolve_job(intent, profile, template, source_name)
     job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
                                job.gpus_per_node)
-    expanded = [arg for arg in intent.script_args if not shell_word(arg).startswith("'")]  # literal text: noted below
-    job.notes += scheduler_notes(expanded, profile.scheduler, profile.name)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "

@@ -9,6 +9,7 @@ import pytest
 
 from maple_ci.extract import extract_script, program_line
 from maple_ci.port import apply_overrides, port_intent
+from maple_ci.schedulers.jobvars import translate
 
 HEADER = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\n"
 
@@ -107,3 +108,42 @@ def test_maple_port_runs_the_entrypoint_command_line_given(tmp_path):
     bad = subprocess.run(["maple", "port", str(source), "--to", "perlmutter", "--entrypoint", "train.py 'open"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--entrypoint" in bad.stderr
+
+
+@pytest.mark.parametrize("source, target, expected", [
+    ('"${SLURM_SUBMIT_DIR}/multinode.py"', "pbs", '"${PBS_O_WORKDIR}/multinode.py"'),
+    ("$SCRATCH/runs/$SLURM_JOB_ID", "pbs", "$SCRATCH/runs/$PBS_JOBID"),
+    ("--nodes=$SLURM_NNODES", "pbs", "--nodes=$NNODES"),
+    ("--world=$SLURM_NTASKS", "pbs", "--world=$((NNODES * 4))"),
+    ("--ranks-per-node=${SLURM_NTASKS_PER_NODE}", "pbs", "--ranks-per-node=4"),
+    ("$((2*PBS_JOBSIZE*4/1/1))", "slurm", "$((2*NNODES*4/1/1))"),
+    ("$PBS_O_WORKDIR/cfg.yaml", "slurm", "$SLURM_SUBMIT_DIR/cfg.yaml"),
+    ("$SLURM_NNODES", "slurm", "$SLURM_NNODES"),  # the target's own: kept
+])
+def test_the_source_scheduler_s_job_variables_become_the_target_s(source, target, expected):
+    assert translate(source, target, 4) == expected
+
+
+def test_a_job_variable_without_an_equivalent_stops_the_port(tmp_path):
+    intent = extract_script(HEADER + "#SBATCH -A m1234\nsrun python train.py --hosts $SLURM_JOB_NODELIST\n")
+    with pytest.raises(Exception, match="SLURM_JOB_NODELIST"):
+        port_intent(intent, ["polaris"], "job.sbatch", tmp_path)
+
+
+def test_a_port_to_pbs_runs_the_program_from_the_submit_directory_and_computes_sizes_at_run_time(tmp_path):
+    """Cause 6: "${SLURM_SUBMIT_DIR}/multinode.py" on a PBS machine ran /multinode.py; cause 2:
+    BS=$((MBS*PBS_JOBSIZE*PPN/PP/TP)) was carried as literal text into --global-batch-size."""
+    intent = extract_script(HEADER + "#SBATCH -A m1234\n"
+                            'srun python "${SLURM_SUBMIT_DIR}/multinode.py" --nodes $SLURM_NNODES\n')
+    result = port_intent(intent, ["polaris"], "job.sbatch", tmp_path)[0]
+    assert result.status == "ok", [c.message for c in result.checks if not c.ok]
+    assert 'python "${PBS_O_WORKDIR}/multinode.py" --nodes "$NNODES"' in result.script
+    source = ("#!/bin/bash\n#PBS -l select=2\n#PBS -l walltime=01:00:00\n#PBS -A proj\nMBS=2\nPPN=4\nPP=1\nTP=1\n"
+              "BS=$((MBS*PBS_JOBSIZE*PPN/PP/TP))\nmpiexec -n 8 --ppn 4 python3 train.py --global-batch-size $BS\n")
+    result = port_intent(extract_script(source), ["perlmutter"], "job.pbs", tmp_path)[0]
+    assert '--global-batch-size "$((2*NNODES*4/1/1))"' in result.script
+    nnodes = 3  # what bash makes of it at run time, for an allocation of 3 nodes
+    line = next(l for l in result.script.splitlines() if "--global-batch-size" in l)
+    word = line.split("--global-batch-size ", 1)[1].split()[0]
+    out = subprocess.run(["bash", "-c", f"NNODES={nnodes}; echo {word}"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(2 * nnodes * 4)

@@ -241,4 +241,5 @@ def test_a_quoted_empty_array_or_argument_list_is_no_word_at_all():
             "--num_machines=2 --num_processes=8 train.py --lr 1\n")
     intent = intent_of(body)
     assert (intent.entrypoint, intent.script_args, intent.world_size) == ("train.py", ["--lr", "1"], 8)
-    assert intent_of('srun python train.py "$@"\n').script_args == []
+    # the job's own arguments are passed on as one "$@", never dropped (issue 16, cause 1)
+    assert intent_of('srun python train.py "$@"\n').script_args == ['"$@"']

@@ -22,8 +22,10 @@ from .shell import Case, Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
 _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
-# A value that is only a command's output or arithmetic not worked out here: `$(hostname)`, $((N * 4)).
-_UNKNOWN_OUTPUT = re.compile(r"\s*(?:\$\(.*\)|`.*`)\s*", re.S)
+# A value that is only a command's output: `$(hostname)`. Arithmetic not worked out here is not one: its
+# text is carried (`--global-batch-size $((2*PBS_JOBSIZE*4))`) and worked out on the target at run time,
+# where the name would be empty.
+_UNKNOWN_OUTPUT = re.compile(r"\s*(?:\$\((?!\().*\)|`.*`)\s*", re.S)
 MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / source / function calls followed
 # The value of a variable that branches the script cannot decide between set differently, one of
 # them from what only the job knows: it reads like a command's output (`lookup` keeps `$NAME` as
