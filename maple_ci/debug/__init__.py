@@ -186,8 +186,8 @@ def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[di
     if failure is None:
         return Diagnosis(failure=None, advice=Advice(kind="none", text="no line of the log is a recognisable error"))
     exact = exact_matches(failure, cluster)
-    found, reasons = candidates(script, log, exact, context)
-    advice = advise(failure, exact, found, reasons, script, log, context)
+    found, reasons, lookups = candidates(script, log, exact, context)
+    advice = advise(failure, exact, found, reasons, lookups, script, log, context)
     diagnosis = Diagnosis(failure=failure, matches=exact, candidates=found, advice=advice)
     if docs:
         diagnosis.references += search_docs(failure)

@@ -11,7 +11,7 @@ from typing import Optional
 
 from ..errors import MapleError
 from .diagnosis import Advice, Candidate
-from .edits import apply_fix, fields_of, resolve
+from .edits import apply_fix, fields_of, fields_of_text, resolve
 from .kb import Fix, Match
 from .logs import Failure
 
@@ -27,6 +27,7 @@ SITE_VALUES = {
     "max_walltime": {"slurm": "scontrol show partition  (MaxTime)", "pbs": "qstat -Qf <queue>  (resources_max.walltime)"},
     "gpu_flag": {"slurm": 'sinfo -o "%P %G"; scontrol show partition  (TRES: gres/gpu or gpu:<type>)'},
     "gpu_count": {"slurm": 'sinfo -o "%P %G"'},
+    "gpu_type": {"slurm": 'sinfo -o "%P %G"  (gpu:<type>:<count>)'},
     "devices_per_node": {"slurm": 'sinfo -o "%P %G"', "pbs": "pbsnodes -a | grep ngpus"},
     "constraint": {"slurm": 'sinfo -o "%P %f"'},
     "framework_module": {"slurm": "module spider pytorch", "pbs": "module spider pytorch"},
@@ -67,10 +68,14 @@ def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dic
     return values | {n: f"<{n}>" for n in find}, find, unknown
 
 
-def candidates(script: str, log: str, exact: list[Match], context: dict) -> tuple[list[Candidate], list[str]]:
-    """The candidate fixes of the exact matches, best first, and why the others were not offered."""
+_TARGETS = ("name", "flag", "launcher")  # what an op edits: a placeholder there is no edit yet
+
+
+def candidates(script: str, log: str, exact: list[Match], context: dict) -> tuple[list[Candidate], list[str], dict]:
+    """The candidate fixes of the exact matches, best first; why the others were not offered; and
+    the site values to look up for a fix whose very option is the site's (the GPU request syntax)."""
     scheduler = _scheduler(script, log, context)
-    found, reasons, seen = [], [], set()
+    found, reasons, seen, lookups = [], [], set(), {}
     for m in exact:
         if m.entry.scheduler and m.entry.scheduler != scheduler:
             reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
@@ -85,6 +90,9 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
                 reasons.append(f"{m.entry.id}: the fix needs {', '.join(unknown)}, which neither the log nor "
                                "the cluster profile gives")
                 continue
+            if any(n in find for op in fix.ops for k, v in op if k in _TARGETS for n in fields_of_text(v)):
+                lookups |= find  # which option to write is itself the site's: say how to find it
+                continue
             try:
                 patched = apply_fix(script, fix.ops, values)
             except MapleError as exc:
@@ -98,7 +106,7 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
             ops = [resolve(op, values) for op in fix.ops]
             found.append(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched,
                                    workaround=fix.workaround))
-    return found, reasons
+    return found, reasons, lookups
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,8 +139,8 @@ def program_line(failure: Failure) -> Optional[str]:
     return f"{frames[-1]['path']}:{frames[-1]['line']}" if frames else None
 
 
-def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons: list[str], script: str,
-           log: str, context: dict) -> Advice:  # fmt: skip
+def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons: list[str], lookups: dict,
+           script: str, log: str, context: dict) -> Advice:  # fmt: skip
     """What to do: the kind an exact case names first, else a fix or a value to fill in."""
     first = exact[0].entry if exact else None
     kind = first.advice_kind if first else None
@@ -147,6 +155,9 @@ def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons
             return Advice(kind="site_value", text=f"{top.explanation} Fill in the value(s) this site needs ({how}).")
         return Advice(kind="fix", text=top.explanation)
     why = "; ".join(reasons) or "no known case with a fix matches this error"
+    if lookups:
+        how = "; ".join(f"{name}: {command}" for name, command in lookups.items())
+        return Advice(kind="site_value", text=f"{first.explanation} This site's values decide the edit; find them with: {how}.")
     if kind == "policy":
         return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: "
                                           f"{_POLICY[_scheduler(script, log, context)]}.")

@@ -21,9 +21,13 @@ _FIELD = re.compile(r"(?<!\$)\{([A-Za-z_]\w*)\}")
 _PLACEHOLDER = re.compile(r"^<[a-z_]+>$")
 
 
+def fields_of_text(text) -> list[str]:
+    return _FIELD.findall(text) if isinstance(text, str) else []
+
+
 def fields_of(op) -> set[str]:
     """The {name} facts an op's values need."""
-    return {n for k, v in op if k != "op" and isinstance(v, str) for n in _FIELD.findall(v)}
+    return {n for k, v in op if k != "op" for n in fields_of_text(v)}
 
 
 def _fill(template: str, context: dict) -> str:
