@@ -100,10 +100,13 @@ def _print_golden(report: dict, out: Console) -> None:
               f"the header asks for: {report['runs']:.1%}")
     out.print(f"[bold]target facts present[/]: {facts['present']}/{facts['total']} ({facts['ratio']:.1%}); "
               f"[bold]read-back gate[/]: {gate['passed']}/{gate['total']} written ports pass; maple's checks said ok "
-              f"for {report['maple_ok']}; [bold]silent wrong ports[/] (gate fails, checks ok): {report['silent']}")
+              f"for {report['maple_ok']}; [bold]silent wrong ports[/] (gate fails, checks ok): {report['silent']}; "
+              f"passed ports that differ from the source by a recorded decision: {report['accepted']}")
     for row in report["rows"]:
         for failure in row["gate_failures"]:
             out.print(f"[red]{row['source']} -> {row['target']}[/]: {failure}", highlight=False)
+        for difference in row["accepted"]:
+            out.print(f"[yellow]{row['source']} -> {row['target']}[/] (accepted): {difference}", highlight=False)
 
 
 def _print_accuracy(report: dict, out: Console) -> None:

@@ -7,7 +7,10 @@ ported to every other cluster that has a published script of the same kind, and 
   facts    the target center's facts for that kind (from its own scripts) present in the port
   gate     the read-back gate (verify/readback.py) passes: same program, arguments, process model,
            ranks and rendezvous variables as the source, after the port's deliberate decisions
+           (maple's own readback checks; where a port has none, the bench runs the gate itself)
   silent   the gate fails yet maple's own checks said "ok": a confident, wrong port
+  accepted ports maple passed that, compared with the source itself, differ: the port's recorded
+           decisions (a scheduler variable in an argument put in for the target), listed to judge
   verdict  refused  no script was written (maple said why)
            wrong    the gate fails, a fact the center marks needed is missing (unless a header note
                     asks for it: the fact's `remedy`, e.g. --python-env), or bash -n fails
@@ -114,25 +117,31 @@ def _score_port(case: dict, intent, result: PortResult, facts: list[dict]) -> di
     notes = "\n".join(header_notes(result.script))
     missing_needed = [f["id"] for f in facts if f.get("needed") and f["id"] not in present
                       and not (f.get("remedy") and re.search(f["remedy"], notes))]
-    gate = readback_checks(result.script, intent, get_profile(result.cluster),
-                           best_template(intent, result.cluster), case["text"])
-    failures = [f"{c.name}: {c.message}" for c in gate if not c.ok and c.severity == "error"]
+    # Against the source itself, the port's own decisions (an argument's scheduler variable put in
+    # for the target) show as differences too: listed so a reader can judge each one.
+    direct = readback_checks(result.script, intent, get_profile(result.cluster),
+                             best_template(intent, result.cluster), case["text"])
+    differs = [f"{c.name}: {c.message}" for c in direct if not c.ok and c.severity == "error"]
+    shipped = [c for c in result.checks if c.name.startswith("readback:")]
+    failures = [f"{c.name}: {c.message}" for c in shipped if not c.ok and c.severity == "error"] if shipped else differs
     maple_ok = result.status == "ok"
     return {"source": case["name"], "target": result.cluster, "verdict": verdict(result, failures, missing_needed),
             "maple_ok": maple_ok, "gate_ok": not failures, "silent": maple_ok and bool(failures),
+            "accepted": differs if maple_ok else [],
             "facts": {"present": len(present), "total": len(facts)},
             "missing_facts": [f["id"] for f in facts if f["id"] not in present], "gate_failures": failures}
 
 
 def _refused(case: dict, target: str, why: str) -> dict:
     return {"source": case["name"], "target": target, "verdict": "refused", "maple_ok": False, "gate_ok": None,
-            "silent": False, "facts": {"present": 0, "total": 0}, "missing_facts": [], "gate_failures": [], "reason": why}
+            "silent": False, "accepted": [], "facts": {"present": 0, "total": 0}, "missing_facts": [],
+            "gate_failures": [], "reason": why}
 
 
 def _port_case(case: dict, cases: list[dict], targets: list[str], out_dir: Path) -> list[dict]:
     try:
         intent = extract(case["text"], case["name"], case["path"].parent, case["path"].parent)
-        results = port_intent(intent, targets, case["name"], out_dir)
+        results = port_intent(intent, targets, case["name"], out_dir, source_text=case["text"])
     except MapleError as exc:
         return [_refused(case, target, str(exc)) for target in targets]
     write_results(results)  # under the report's folder, to read a verdict against the port
@@ -175,6 +184,7 @@ def run_golden(cases: list[dict], out_dir: Path, progress: Callable[[int, int], 
         "gate": {"passed": sum(bool(r["gate_ok"]) for r in written), "total": len(written)},
         "maple_ok": sum(r["maple_ok"] for r in rows),
         "silent": sum(r["silent"] for r in rows),
+        "accepted": sum(bool(r["accepted"]) for r in rows),
         "ports_dir": str(out_dir),
         "rows": rows,
     }

@@ -80,9 +80,10 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
 
 def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir: Path,
                 progress: Callable[[str], None] = lambda message: None,
-                python_envs: Mapping[str, str] = {}) -> list[PortResult]:
+                python_envs: Mapping[str, str] = {}, source_text: Optional[str] = None) -> list[PortResult]:
     """python_envs: the user's Python environment by cluster name (or "default" for every target),
-    activated where the center provides none (python_env.py)."""
+    activated where the center provides none (python_env.py). source_text, the source script, lets
+    the read-back gate also compare the variables the program is given."""
     profiles = [get_profile(name) for name in targets]  # unknown clusters fail before any work
     if not profiles:
         raise MapleError("no target cluster given; name at least one with --to")
@@ -103,7 +104,7 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
                                      resolve_job(target_intent, profile, template, source_name).gpus_per_node)
         progress(f"{profile.name}: rendering {template.id} and checking it")
         script = render(target_intent, profile, template, source_name, out_dir)
-        checks = static_checks(script, target_intent, profile)
+        checks = static_checks(script, target_intent, profile, template, source_text)
         results.append(PortResult(
             cluster=profile.name,
             status="ok" if checks_ok(checks) else "failed",
@@ -129,6 +130,6 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
-    results = port_intent(intent, targets, name, out_dir, progress, python_envs)
+    results = port_intent(intent, targets, name, out_dir, progress, python_envs, text)
     write_results(results)
     return intent, results

@@ -79,3 +79,70 @@ def test_latency_suite_times_each_command_cold_and_warm(monkeypatch):
     for label in ("cold", "warm"):
         assert figures[label]["median_s"] > 0 and figures[label]["peak_rss_mib"] > 10
     assert report["runs"] == 1 and len(report["load"]) == 2
+
+
+# --- the golden suite: the centers' own published scripts (issue 16, item 8) ---
+
+def test_golden_scripts_name_their_source_and_show_the_facts_written_for_them():
+    from maple_ci.bench_golden import facts_not_shown, load_golden
+
+    cases = load_golden()
+    assert len(cases) >= 30
+    for case in cases:
+        get_profile(case["cluster"])  # a profiled cluster
+        assert case["url"].startswith("https://") and case["repository_file"].startswith("https://github.com/")
+        assert case["read_on"] == "2026-11-25" and case["kind"] in ("multi-node", "deepspeed", "single-node", "single-process")
+        assert case["facts"] and all({"id", "fact", "pattern"} <= set(fact) for fact in case["facts"])
+    assert facts_not_shown(cases) == []  # every fact a YAML lists is in its own script's live lines
+
+
+def test_a_needed_fact_is_one_every_script_of_the_kind_shows():
+    """Polaris's non-container multi-node scripts all activate ALCF's conda; its container ones
+    take Python from the image: conda is needed for a port of a bare job, not of a container job."""
+    from maple_ci.bench_golden import load_golden, target_facts
+
+    cases = load_golden()
+    bare = {f["id"]: f["needed"] for f in target_facts(cases, "polaris", "multi-node", container=False)}
+    boxed = {f["id"]: f["needed"] for f in target_facts(cases, "polaris", "multi-node", container=True)}
+    assert bare["conda"] and not boxed["conda"]
+    assert "apptainer" in boxed and "apptainer" not in bare
+    assert not bare["place-scatter"]  # the center's data marks only what a job cannot do without
+    assert not bare["mpiexec-ppn"]  # ALCF's 2022 aprun script shows no mpiexec: not every Polaris job needs it
+
+
+def test_golden_verdicts_follow_the_stated_rules():
+    from maple_ci.bench_golden import verdict
+    from maple_ci.port import PortResult
+    from maple_ci.verify.static import Check
+
+    plain = "#!/bin/bash\n# Job: 1 node(s)\nsrun python train.py\n"
+    ok = [Check(name="bash-syntax", ok=True, message="")]
+    result = lambda script, checks=ok: PortResult(cluster="perlmutter", status="ok", script=script, checks=checks)
+    assert verdict(result(plain), [], []) == "as-is"
+    assert verdict(result(plain.replace("# Job", "#SBATCH --account=<ACCOUNT>\n# Job")), [], []) == "edit"
+    assert verdict(result("# Note: give the value yourself\n" + plain), [], []) == "edit"
+    assert verdict(result(plain), ["readback:program: the port runs 'x.py'"], []) == "wrong"
+    assert verdict(result(plain), [], ["python-env"]) == "wrong"
+    assert verdict(result(plain, [Check(name="bash-syntax", ok=False, message="")]), [], []) == "wrong"
+    assert verdict(None, [], []) == "refused"
+
+
+def test_a_golden_port_never_passes_while_its_read_back_differs(tmp_path, monkeypatch):
+    """A template library whose launch line drops the program's arguments: every written port of
+    the golden scripts fails maple's own read-back check (none is 'ok' and wrong), and the suite
+    names the lost arguments."""
+    import shutil
+
+    from maple_ci.bench_golden import load_golden, run_golden
+    from maple_ci.paths import templates_dir
+
+    library = shutil.copytree(templates_dir(), tmp_path / "templates")
+    launch = library / "launch" / "_launch.j2"
+    launch.write_text(launch.read_text().replace("{% for word in args %} {{ word|arg }}{% endfor %}", ""))
+    monkeypatch.setenv("MAPLE_TEMPLATES_DIR", str(library))
+    cases = [c for c in load_golden() if c["cluster"] in ("perlmutter", "polaris") and c["kind"] == "multi-node"]
+    report = run_golden(cases, tmp_path / "ports")
+    with_args = [r for r in report["rows"] if r["verdict"] != "refused" and
+                 any(f.startswith("readback:arguments") for f in r["gate_failures"])]
+    assert len(with_args) >= 5 and all(r["verdict"] == "wrong" and not r["maple_ok"] for r in with_args)
+    assert report["silent"] == 0

@@ -20,22 +20,15 @@ import re
 from typing import Optional
 
 from ..extract import RENDEZVOUS_VARS, extract_script
-from ..intent import PER_DEVICE_LAUNCHERS, JobIntent
+from ..intent import JobIntent
 from ..library import TemplateMeta
+from ..process_model import forced_change, process_model
 from ..profiles import ClusterProfile
 from ..synthesize import resolve_job
 from .static import Check
 
-ONE_PROCESS, PER_NODE, PER_DEVICE = "one process", "one launcher per node", "one rank per device"
 # Launchers that give every worker all the rendezvous variables themselves (torchrun's contract).
 _SETS_RENDEZVOUS = frozenset({"torchrun", "deepspeed", "accelerate"})
-
-
-def process_model(intent: JobIntent) -> str:
-    """How the launch starts the program: once, once per node (forking per device), or once per device."""
-    if intent.launcher == "python" or intent.world_size == 1:
-        return ONE_PROCESS
-    return PER_DEVICE if intent.launcher in PER_DEVICE_LAUNCHERS else PER_NODE
 
 
 def rendezvous_given(script: str, intent: JobIntent) -> set[str]:
@@ -46,6 +39,14 @@ def rendezvous_given(script: str, intent: JobIntent) -> set[str]:
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
     return {name for name in RENDEZVOUS_VARS
             if re.search(rf"(?:^|[\s;'\"(,=]){name}=|(?:-x|--env|-env|--genv|-genv)\s+{name}\b", code)}
+
+
+def _ranks_per_node(intent: JobIntent) -> Optional[float]:
+    """Ranks the launch line starts on a node: its world size over its nodes where both read back
+    (the directives' GPU count says what a node has, not what the launch starts)."""
+    if intent.world_size and intent.nodes:
+        return intent.world_size / intent.nodes
+    return intent.gpus_per_node
 
 
 def _ranks_per_device(intent: JobIntent) -> float:
@@ -67,10 +68,19 @@ def _program(back: JobIntent, intent: JobIntent) -> Check:
     return _check("program", problem, f"runs {intent.entrypoint}")
 
 
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+
+
+def _as_port_reads(word: str, env: dict[str, str]) -> str:
+    """A source word with the variables the port sets put in, as the reader does on the port
+    (the source's `$TMPDIR/x` reads `/tmp/x` on a target that exports TMPDIR=/tmp)."""
+    return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+
+
 def _arguments(back: JobIntent, intent: JobIntent) -> Check:
     want, got = intent.script_args, back.script_args
     problem = None
-    if got != want:
+    if got != want and [_as_port_reads(word, back.env) for word in want] != got:
         index = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
         source = repr(want[index]) if index < len(want) else "nothing"
         port = repr(got[index]) if index < len(got) else "nothing"
@@ -79,21 +89,25 @@ def _arguments(back: JobIntent, intent: JobIntent) -> Check:
     return _check("arguments", problem, f"the source's {len(want)} argument(s), word for word")
 
 
-def _model(back: JobIntent, intent: JobIntent) -> Check:
-    want, got = process_model(intent), process_model(back)
+def _model(back: JobIntent, intent: JobIntent, template: TemplateMeta) -> Check:
+    """The source's model, or the one the target forces (process_model.py: the header says so)."""
+    source, got = process_model(intent), process_model(back)
+    forced = forced_change(intent, template)
+    want = forced or source
     problem = None if want == got else (
-        f"process model changed: the source starts {want} ({intent.launcher}), the port {got} ({back.launcher})")
-    return _check("process-model", problem, f"{want}, as the source")
+        f"process model changed: the source starts {source} ({intent.launcher}), the port {got} ({back.launcher})")
+    why = f"as {template.cluster} runs {template.framework} (the header says so)" if forced else "as the source"
+    return _check("process-model", problem, f"{want}, {why}")
 
 
 def _size(back: JobIntent, intent: JobIntent, per_node: int, world: Optional[int]) -> list[Check]:
     """Ranks per node, ranks per device and world size against what the port's rule decided;
     world is None when the size comes from the allocation at submit time."""
-    if back.gpus_per_node is None:
+    ranks = _ranks_per_node(back)
+    if ranks is None:
         return [_check("ranks", "cannot read the ranks per node back from the launch line", "", "warning")]
-    checks = [_check("ranks", None if back.gpus_per_node == per_node else (
-        f"the launch line starts {back.gpus_per_node} ranks per node, the port decided {per_node}"),
-        f"{per_node} ranks per node")]
+    checks = [_check("ranks", None if ranks == per_node else (
+        f"the launch line starts {ranks:g} ranks per node, the port decided {per_node}"), f"{per_node} ranks per node")]
     source_rpd, port_rpd = _ranks_per_device(intent), _ranks_per_device(back)
     if source_rpd != port_rpd:
         checks.append(_check("ranks-per-device", f"the source runs {source_rpd:g} rank(s) per device, the port "
@@ -121,7 +135,7 @@ def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, tem
     back = extract_script(script)
     job = resolve_job(intent, profile, template)
     world = None if job.from_allocation else job.world_size
-    checks = [_program(back, intent), _arguments(back, intent), _model(back, intent),
+    checks = [_program(back, intent), _arguments(back, intent), _model(back, intent, template),
               *_size(back, intent, job.gpus_per_node, world)]
     if env := _environment(script, back, source_text, intent):
         checks.append(env)

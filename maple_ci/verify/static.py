@@ -355,8 +355,11 @@ def _model_parallel(intent: JobIntent, profile: ClusterProfile, nodes: Optional[
     return _ok("model-parallel", f"{describe(parallel)} divides the world size {nodes * devices}")
 
 
-def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> list[Check]:
-    """Every static check of `script` for `profile`; errors make checks_ok() false, warnings do not."""
+def static_checks(script: str, intent: JobIntent, profile: ClusterProfile, template=None,
+                  source_text: Optional[str] = None) -> list[Check]:
+    """Every static check of `script` for `profile`; errors make checks_ok() false, warnings do not.
+    A port gives the template it used (and the source's text): then the read-back gate compares
+    what the script runs with what the source ran (readback.py)."""
     directives = parse_directives(script, profile.scheduler)
     queue_check, queue = _queue(directives, profile)
     nodes, nodes_directive = _nodes(directives, profile.scheduler)
@@ -368,4 +371,8 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile) -> li
         checks.append(parallel)
     if syntax.ok:  # the extractor parses the whole script; only one bash accepts is worth reading back
         checks.append(_world_size(script, profile, nodes))
+        if template is not None:
+            from .readback import readback_checks  # imported here: readback builds on this module's Check
+
+            checks += readback_checks(script, intent, profile, template, source_text)
     return checks

@@ -1,0 +1,52 @@
+"""How a job starts its program, and when a port may start it differently.
+
+Three process models: one process; one launcher per node that forks a worker per device
+(torchrun, deepspeed, accelerate); one rank per device started by the scheduler or MPI (srun,
+mpiexec, ibrun). A port keeps the source's model. The one deliberate exception is a target that
+runs the framework and strategy only one other way (no supported template there starts the
+source's model, e.g. OLCF's srun per GCD for PyTorch on Frontier): the port says so in its header,
+and the read-back gate (verify/readback.py) accepts that change and no other.
+"""
+
+from typing import Optional
+
+from .intent import PER_DEVICE_LAUNCHERS, JobIntent
+from .library import TemplateMeta, load_templates
+
+ONE_PROCESS, PER_NODE, PER_DEVICE = "one process", "one launcher per node", "one rank per device"
+
+
+def process_model(intent: JobIntent) -> str:
+    """The model a job (a source, or a port read back) starts its program with: a launcher per node
+    stays one with a single worker (torchrun --nproc_per_node=1 on a one-GPU node)."""
+    if intent.launcher not in PER_DEVICE_LAUNCHERS:
+        return PER_NODE
+    return ONE_PROCESS if intent.launcher == "python" or intent.world_size == 1 else PER_DEVICE
+
+
+def template_model(template: TemplateMeta) -> str:
+    if template.strategy == "single" or template.launcher == "python":
+        return ONE_PROCESS
+    return PER_DEVICE if template.launcher in PER_DEVICE_LAUNCHERS else PER_NODE
+
+
+def forced_change(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
+    """The model the target forces on this port (no supported template there for the same framework
+    and strategy starts the source's model), or None when the port must keep the source's model."""
+    want, got = process_model(intent), template_model(template)
+    if want == got:
+        return None
+    keeps = any(t.cluster == template.cluster and t.framework == template.framework and t.strategy == template.strategy
+                and t.supported and template_model(t) == want for t in load_templates())
+    return None if keeps else got
+
+
+def model_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:
+    """The header's word on a process model the target forces."""
+    forced = forced_change(intent, template)
+    if forced is None:
+        return []
+    return [f"the source starts {process_model(intent)} ({intent.launcher}); {template.cluster} runs "
+            f"{template.framework} only as {forced} ({template.launcher}), so the port does: the program gets "
+            "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as before; check it reads nothing else "
+            "of its old launcher's (torchrun's LOCAL_WORLD_SIZE, MPI's rank variables)"]

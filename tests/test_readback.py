@@ -1,0 +1,137 @@
+"""The read-back gate (issue 16, item 3): every port is read back by the reader that read its
+source; a port whose launch line runs another program, other arguments, another process model,
+another size or without the variables its program was given fails its checks and names the
+difference. Real extraction, templates and retrieval throughout."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from maple_ci.extract import extract_script
+from maple_ci.library import get_template
+from maple_ci.paths import templates_dir
+from maple_ci.port import port_intent
+from maple_ci.process_model import forced_change
+from maple_ci.profiles import get_profile
+from maple_ci.synthesize import render
+from maple_ci.verify.static import checks_ok, static_checks
+
+# One rank per GPU started by srun; the program reads MASTER_ADDR and MASTER_PORT from the job.
+SOURCE = """#!/bin/bash
+#SBATCH -N 2
+#SBATCH --ntasks-per-node=4
+#SBATCH --gpus-per-node=4
+#SBATCH -t 01:00:00
+export MASTER_ADDR=$(hostname)
+export MASTER_PORT=29500
+srun python train.py --epochs 10 --data "$SCRATCH/d"
+"""
+# One torchrun per node forking a DDP worker per GPU.
+TORCHRUN = """#!/bin/bash
+#SBATCH -N 2
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=4
+#SBATCH -t 01:00:00
+srun torchrun --nnodes=2 --nproc_per_node=4 --rdzv_backend=c10d --rdzv_endpoint=$(hostname):29500 train.py --lr 0.1
+"""
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.getbasetemp() / "readback-data"))
+
+
+def _port(source: str, cluster: str, tmp_path):
+    intent = extract_script(source)
+    result = port_intent(intent, [cluster], "job.sh", tmp_path, source_text=source)[0]
+    return intent, result
+
+
+def _recheck(script: str, intent, result, source: str = SOURCE):
+    return static_checks(script, intent, get_profile(result.cluster), get_template(result.template), source)
+
+
+def _failed(checks, name: str):
+    return [c for c in checks if c.name == f"readback:{name}" and not c.ok and c.severity == "error"]
+
+
+def test_a_faithful_port_passes_every_readback_check(tmp_path):
+    _, result = _port(SOURCE, "perlmutter", tmp_path)
+    gate = [c for c in result.checks if c.name.startswith("readback:")]
+    assert {c.name for c in gate} >= {"readback:program", "readback:arguments", "readback:process-model",
+                                      "readback:ranks", "readback:world-size", "readback:environment"}
+    assert all(c.ok for c in gate), [c.message for c in gate if not c.ok]
+    assert result.status == "ok"
+
+
+def test_a_port_that_runs_another_program_fails_and_names_both(tmp_path):
+    intent, result = _port(SOURCE, "perlmutter", tmp_path)
+    edited = result.script.replace("python train.py", "python eval.py")
+    checks = _recheck(edited, intent, result)
+    assert not checks_ok(checks)
+    [failure] = _failed(checks, "program")
+    assert "'eval.py'" in failure.message and "'train.py'" in failure.message
+
+
+def test_a_port_that_drops_an_argument_fails_and_names_it(tmp_path):
+    intent, result = _port(SOURCE, "perlmutter", tmp_path)
+    edited = result.script.replace(" --epochs 10", "")
+    [failure] = _failed(_recheck(edited, intent, result), "arguments")
+    assert "'--epochs'" in failure.message
+
+
+def test_a_port_that_loses_a_variable_the_program_reads_fails(tmp_path):
+    intent, result = _port(SOURCE, "perlmutter", tmp_path)
+    edited = "\n".join(line for line in result.script.splitlines() if "MASTER_ADDR" not in line) + "\n"
+    [failure] = _failed(_recheck(edited, intent, result), "environment")
+    assert "MASTER_ADDR" in failure.message
+
+
+def test_a_port_that_starts_another_size_fails(tmp_path):
+    intent, result = _port(SOURCE, "perlmutter", tmp_path)
+    edited = result.script.replace('srun --nodes="$NNODES" --ntasks-per-node=4', 'srun --nodes="$NNODES" --ntasks-per-node=2')
+    assert edited != result.script
+    checks = _recheck(edited, intent, result)
+    assert _failed(checks, "ranks") and _failed(checks, "world-size")
+
+
+def test_a_process_model_the_target_does_not_force_fails(tmp_path):
+    """Polaris has a torchrun DDP template, so rendering the per-device one for a torchrun source
+    changes the process model without a rule: a failed check, and `maple port` would say failed."""
+    intent = extract_script(TORCHRUN)
+    template, profile = get_template("polaris-pytorch-ddp"), get_profile("polaris")
+    assert forced_change(intent, template) is None
+    script = render(intent, profile, template, "job.sh", tmp_path)
+    [failure] = _failed(static_checks(script, intent, profile, template, TORCHRUN), "process-model")
+    assert "one launcher per node (torchrun)" in failure.message and "one rank per device (mpiexec)" in failure.message
+
+
+def test_a_process_model_the_target_forces_is_said_in_the_header_and_passes(tmp_path):
+    """OLCF runs PyTorch on Frontier as one srun rank per GCD; the frontier templates have no
+    torchrun one, so a torchrun source becomes per-device there, and the header says so."""
+    intent, result = _port(TORCHRUN, "frontier", tmp_path)
+    assert forced_change(intent, get_template(result.template)) == "one rank per device"
+    assert "runs pytorch only as one rank per device (srun)" in result.script
+    model = next(c for c in result.checks if c.name == "readback:process-model")
+    assert model.ok and "the header says so" in model.message
+
+
+def test_maple_port_exits_1_when_a_template_drops_the_arguments(tmp_path):
+    """A template library whose launch line forgets the program's arguments: `maple port` writes
+    the scripts, reports the failed read-back check naming the lost arguments and exits 1."""
+    library = shutil.copytree(templates_dir(), tmp_path / "templates")
+    launch = library / "launch" / "_launch.j2"
+    dropped = launch.read_text().replace("{% for word in args %} {{ word|arg }}{% endfor %}", "")
+    assert dropped != launch.read_text()
+    launch.write_text(dropped)
+    source = tmp_path / "job.sh"
+    source.write_text(SOURCE)
+    env = {**os.environ, "MAPLE_TEMPLATES_DIR": str(library), "MAPLE_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"}
+    run = subprocess.run([sys.executable, "-m", "maple_ci", "port", str(source), "--to", "perlmutter",
+                          "--out", str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    output = " ".join((run.stdout + run.stderr).split())
+    assert "readback:arguments" in output and "'--epochs'" in output
