@@ -107,7 +107,7 @@ def _decide(name: str, value: str, rule: Optional[Rule], target: Target) -> tupl
 def port_env(env: dict[str, str], target: Target, site: set[str]) -> tuple[dict[str, str], list[str]]:
     """(the source variables the port exports, header notes naming every one it does not carry).
     `site` is what the target's profile sets: its values stand."""
-    kept, notes, replaced, unlisted = {}, [], [], []
+    kept, notes, replaced, unlisted, dropped = {}, [], [], [], {}
     for name, value in env.items():
         if not _NAME.fullmatch(name):
             notes.append(f"{name!r} is not carried over: it is not a valid shell variable name")
@@ -126,7 +126,8 @@ def port_env(env: dict[str, str], target: Target, site: set[str]) -> tuple[dict[
         elif verdict == "replace":
             replaced.append(name)
         else:
-            notes.append(f"{name} is not carried over: {why}")
+            dropped.setdefault(why, []).append(name)
+    notes += [f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not carried over: {why}" for why, names in dropped.items()]
     if replaced:
         notes.append(f"source settings replaced by {target.name}'s: {', '.join(sorted(replaced))}")
     if unlisted:

@@ -24,7 +24,8 @@ from maple_ci.synthesize import render
 from maple_ci.verify.slurm import verify_slurm
 from maple_ci.verify.static import checks_ok, static_checks
 
-SHIFTER = Container(runtime="shifter", image="nersc/pytorch:24.06", options=["--module=gpu,nccl-plugin"])
+PIN = "@sha256:" + "ab" * 32  # an image runs on a target only when its site allows it pinned by digest
+SHIFTER = Container(runtime="shifter", image=f"nersc/pytorch:24.06{PIN}", options=["--module=gpu,nccl-plugin"])
 
 
 def submit_time(**update) -> JobIntent:
@@ -37,6 +38,9 @@ def submit_time(**update) -> JobIntent:
 def port(template_id: str, intent: JobIntent) -> str:
     template = get_template(template_id)
     profile = get_profile(template.cluster)
+    if intent.container and intent.container.image:  # the target site lists the source's image
+        allowing = profile.container.model_copy(update={"allowed_images": [intent.container.image]})
+        profile = profile.model_copy(update={"container": allowing})
     script = render(intent, profile, template, "jobs/train.sh")
     checks = static_checks(script, intent, profile)
     assert checks_ok(checks), [c for c in checks if not c.ok]
@@ -102,12 +106,12 @@ def test_submit_line_gives_the_size_in_the_targets_form(template_id, directives,
 def test_a_shifter_image_runs_under_apptainer_where_the_image_can_run():
     delta = port("delta-pytorch-ddp", submit_time(nodes=2, launcher="torchrun", container=SHIFTER))
     launch = delta[delta.index("\nsrun --nodes"):]
-    assert "apptainer exec --nv -B /projects,/scratch,/work docker://nersc/pytorch:24.06 torchrun" in launch
+    assert f"apptainer exec --nv -B /projects,/scratch,/work docker://nersc/pytorch:24.06{PIN} torchrun" in launch
     assert "module load" not in delta  # the image brings the framework
     assert re.search(r"# Note: the source ran the program in a shifter container .*apptainer pull", delta)
     # Per device (Polaris mpiexec): the container wraps the program, after the rank's variables.
     polaris = port("polaris-pytorch-ddp", submit_time(container=SHIFTER))
-    assert "maple-rank \\\n    apptainer exec --nv -B /lus docker://nersc/pytorch:24.06 python train.py" in polaris
+    assert f"maple-rank \\\n    apptainer exec --nv -B /lus docker://nersc/pytorch:24.06{PIN} python train.py" in polaris
     assert "module load apptainer" in polaris and "conda activate" not in polaris
 
 
@@ -125,13 +129,14 @@ def test_an_image_that_cannot_run_on_the_target_gives_way_to_the_sites_modules(t
 def test_image_names_follow_the_target_runtime():
     sif = Container(runtime="apptainer", image="/lus/eagle/projects/x/pytorch.sif", options=["--nv"])
     to_shifter = port("perlmutter-pytorch-ddp", submit_time(source_cluster="polaris", container=sif))
-    assert "shifter" not in to_shifter.split("\nset -eo pipefail\n")[1] and "shifter runs only registry images" in to_shifter
-    kept = port("delta-pytorch-ddp", submit_time(source_cluster="polaris", launcher="torchrun", container=sif))
-    assert "docker://" not in kept and " /lus/eagle/projects/x/pytorch.sif torchrun" in kept
-    ngc = Container(runtime="apptainer", image="docker://nvcr.io/nvidia/pytorch:24.01-py3")
+    assert "shifter" not in to_shifter.split("\nset -eo pipefail\n")[1] and "not on perlmutter's list of allowed images" in to_shifter
+    # A file has no digest to pin: even a site that lists it runs its own set-up instead.
+    not_kept = port("delta-pytorch-ddp", submit_time(source_cluster="polaris", launcher="torchrun", container=sif))
+    assert "pytorch.sif torchrun" not in not_kept and "not on delta's list of allowed images pinned by digest" in not_kept
+    ngc = Container(runtime="apptainer", image=f"docker://nvcr.io/nvidia/pytorch:24.01-py3{PIN}")
     shifter = port("perlmutter-pytorch-ddp", submit_time(source_cluster="delta", container=ngc))
-    assert "shifter --module=gpu,nccl-plugin --image=docker:nvcr.io/nvidia/pytorch:24.01-py3 python train.py" in shifter
-    assert "shifterimg pull docker:nvcr.io/nvidia/pytorch:24.01-py3" in shifter
+    assert f"shifter --module=gpu,nccl-plugin --image=docker:nvcr.io/nvidia/pytorch:24.01-py3{PIN} python train.py" in shifter
+    assert f"shifterimg pull docker:nvcr.io/nvidia/pytorch:24.01-py3{PIN}" in shifter
 
 
 def test_a_per_rank_wrapper_is_kept_in_front_of_python_and_said_where_it_cannot_be(tmp_path):
