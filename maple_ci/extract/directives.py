@@ -83,14 +83,19 @@ class Directives:
         return self.ntasks_per_node * self.nodes if self.ntasks_per_node and self.nodes else None
 
 
+_DIRECTIVE = re.compile(r"#(SBATCH|PBS)\s+(.*)")
+
+
 def _directive_tokens(text: str) -> list[tuple[int, str, list[str]]]:
     """(line, scheduler, tokens) of each directive before the first command, as sbatch/qsub read them."""
     found = []
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
             break  # both schedulers stop reading directives at the first command
-        match = re.match(r"#(SBATCH|PBS)\s+(.*)", stripped)
+        match = _DIRECTIVE.match(stripped)
         if not match:
             continue
         try:

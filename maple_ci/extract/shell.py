@@ -19,6 +19,7 @@ from .budget import Budget
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECT = re.compile(r"(\d*|&)(<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
 _ARRAY_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
+_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
 _SKIPPED_KEYWORDS = {"do", "while", "until", "!", "done", "esac", "}"}
 
 
@@ -130,6 +131,7 @@ class _Lexer:
                 self.line += 1
                 self._read_heredocs()
                 yield "op", "\n", self.line - 1, self.i - 1
+                self._skip_blank_lines()
             elif char == "#":
                 end = text.find("\n", self.i)
                 self.i = len(text) if end < 0 else end
@@ -149,6 +151,13 @@ class _Lexer:
                 self.budget.step()
                 word = self._word()
                 yield "word", word, start_line, start
+
+    def _skip_blank_lines(self) -> None:
+        """Blank lines after a newline: one separator, read at C speed (a file of them is quick)."""
+        match = _BLANK_LINES.match(self.text, self.i)
+        if match:
+            self.line += match.group(0).count("\n")
+            self.i = match.end()
 
     def _word(self) -> str:
         text, start = self.text, self.i
