@@ -8,10 +8,12 @@ source's model, e.g. OLCF's srun per GCD for PyTorch on Frontier): the port says
 and the read-back gate (verify/readback.py) accepts that change and no other.
 """
 
+from functools import lru_cache
 from typing import Optional
 
 from .intent import PER_DEVICE_LAUNCHERS, JobIntent
 from .library import TemplateMeta, load_templates
+from .paths import templates_dir
 
 ONE_PROCESS, PER_NODE, PER_DEVICE = "one process", "one launcher per node", "one rank per device"
 
@@ -36,9 +38,15 @@ def forced_change(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
     want, got = process_model(intent), template_model(template)
     if want == got:
         return None
-    keeps = any(t.cluster == template.cluster and t.framework == template.framework and t.strategy == template.strategy
-                and t.supported and template_model(t) == want for t in load_templates())
+    keeps = (template.cluster, template.framework, template.strategy, want) in _supported(str(templates_dir()))
     return None if keeps else got
+
+
+@lru_cache(maxsize=4)
+def _supported(library: str) -> frozenset[tuple[str, str, str, str]]:
+    """(cluster, framework, strategy, model) of every supported template in the library folder;
+    read once per folder (parsing every template costs ~15 ms, and each port asks twice)."""
+    return frozenset((t.cluster, t.framework, t.strategy, template_model(t)) for t in load_templates() if t.supported)
 
 
 def model_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:

@@ -133,7 +133,7 @@ class Pipeline:
                              f"ask again with {code(retry)}", exit_code=2)
         notes, clusters = [], []
         for r in port_intent(intent, list(command.clusters), name, Path(self.config.output),
-                             python_envs=self.config.python_env):
+                             python_envs=self.config.python_env, source_text=text):
             if r.status == "unsupported":
                 notes.append(f"{r.cluster}: not generated: {r.reason}")
                 continue
