@@ -147,3 +147,8 @@ def test_a_port_to_pbs_runs_the_program_from_the_submit_directory_and_computes_s
     word = line.split("--global-batch-size ", 1)[1].split()[0]
     out = subprocess.run(["bash", "-c", f"NNODES={nnodes}; echo {word}"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(2 * nnodes * 4)
+
+
+def test_part_of_the_job_s_arguments_is_kept_as_written_not_dropped():
+    assert extract_script(HEADER + 'srun python train.py "${@:2}"\n').script_args == ["${@:2}"]
+    assert extract_script(HEADER + 'f() { srun python train.py "${@:2}"; }\nf a b c\n').script_args == ["b", "c"]

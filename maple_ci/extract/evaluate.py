@@ -265,6 +265,8 @@ class Expander:
                 return None  # the job sets it; the default is only what bash gives outside one
             return self.string(word) if op.group(0)[-1] in "-=" else None
         if isinstance(value, list) and (sub := re.fullmatch(r":(\d+)(?::(\d+))?", rest)):
+            if PASS_THROUGH in value:
+                return None  # part of what is given at submit time: kept as written, never silently none
             start = max(int(sub.group(1)) - (name in "@*"), 0)  # "${@:3}": from the third argument
             return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
         if not isinstance(value, str):
