@@ -1,8 +1,8 @@
 """Count the source-site values that leak into ports of the real corpus (issue 16, cause 5).
 
-    python benchmarks/source_values.py [--list]
+    python benchmarks/source_values.py [--list] [--scripts DIR]
 
-Every case of tests/data/real is ported to the bench's three targets. A port leaks a value when it
+Every case of tests/data/real (or every script in DIR) is ported to the bench's three targets. A port leaks a value when it
 carries, live (not in a comment), something of the source's site that the target does not have:
   env        an exported source variable naming the source machine: interface names, device orders
              and affinity masks, another vendor's or site's settings (MIOPEN_*, CUDA_HOME), search
@@ -51,7 +51,7 @@ def _env_leaks(script: str, intent, profile) -> list[str]:
         if name == "OMP_NUM_THREADS":
             if value.strip("'\"") != cores:
                 leaks.append(f"threads {name}={value}")
-        elif _SITE_NAME.fullmatch(name) or (value.lstrip("'\"").startswith("/") and not _PORTABLE_PATH.search(value)):
+        elif _SITE_NAME.fullmatch(name) and not (name.startswith("MIOPEN_") and profile.gpu_vendor == "amd") or (value.lstrip("'\"").startswith("/") and not _PORTABLE_PATH.search(value)):
             leaks.append(f"env {name}={value}")
     return leaks
 
@@ -77,15 +77,23 @@ def leaks(intent, script: str, profile) -> list[str]:
     return found
 
 
+def _sources(argv: list[str]) -> list[tuple[str, Path, Path]]:
+    """(name, script, checkout) of the real corpus, or of every script in --scripts DIR."""
+    if "--scripts" in argv:
+        folder = Path(argv[argv.index("--scripts") + 1])
+        return [(path.name, path, folder) for path in sorted(folder.iterdir()) if path.suffix in (".sbatch", ".pbs", ".sh")]
+    return [(str(c["path"].relative_to(c["group"].parent)), c["path"], c["group"]) for c in load_real_cases()]
+
+
 def main(argv: list[str]) -> int:
     counts, ports, details = Counter(), 0, []
     with tempfile.TemporaryDirectory() as out:
-        for case in load_real_cases():
-            name = str(case["path"].relative_to(case["group"].parent))
+        for name, path, checkout in _sources(argv):
             try:
-                intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
-                results = port_intent(intent, list(TARGETS), case["file"], Path(out))
-            except MapleError:
+                intent = extract(read_text(path, name), name, path.parent, checkout)
+                results = port_intent(intent, list(TARGETS), path.name, Path(out))
+            except MapleError as exc:
+                details.append(f"{name}: refused: {exc}")
                 continue
             for result in results:
                 if not result.script:

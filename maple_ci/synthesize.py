@@ -286,6 +286,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
     wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
     job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
+    if intent.modules:
+        job.notes.append(f"the source's modules ({', '.join(intent.modules)}) are not loaded: {reason('modules')}")
     if intent.python_env:
         job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
                          f"{profile.name}'s {template.framework} set-up is used")

@@ -162,3 +162,9 @@ def test_the_debug_agents_edits_pass_the_same_table(name, value, refused):
             debug.apply_fix(script, [op])
     else:
         assert f"export {name}={value}" in debug.apply_fix(script, [op])
+
+
+def test_the_sources_modules_are_named_as_replaced_by_the_targets_set_up(tmp_path):
+    script = _port(tmp_path, "module load pytorch/2.3.1 cudatoolkit/12.2")
+    assert "# Note: the source's modules (pytorch/2.3.1, cudatoolkit/12.2) are not loaded: the source's module loads" in script
+    assert "module load pytorch/2.3.1" not in script
