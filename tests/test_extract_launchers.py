@@ -56,3 +56,15 @@ def test_every_registered_launcher_names_its_source_and_kind():
     assert DL_LAUNCHERS == {"torchrun", "deepspeed", "accelerate"}
     for name in MPI_LAUNCHERS | DL_LAUNCHERS:
         assert launcher(name).source.startswith("https://")
+
+
+@pytest.mark.parametrize("line", [
+    "mpirun -np 8 /opt/site/gpu_bind.sh ./train.py --lr 1",
+    "mpirun -np 8 ./select_gpu ./train.py --lr 1",
+    "aprun -n 8 -N 4 --cc depth ./affinity.sh ./train.py --lr 1",
+])
+def test_a_gpu_affinity_wrapper_in_front_of_the_program_is_never_the_program(line):
+    """Before, a wrapper known by name but outside the checkout was taken for the program when
+    the program after it was not started by python."""
+    intent = extract_script(SLURM + line + "\n")
+    assert (intent.entrypoint, intent.script_args) == ("./train.py", ["--lr", "1"])

@@ -159,8 +159,10 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
     of python or a launcher is kept or replaced; else the program is the entrypoint."""
     program = argv[0]
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
+    # a GPU-affinity wrapper (known by name) runs whatever follows it: `mpirun ./select_gpu ./train.py`
+    binds_device = bool(_AFFINITY_NAME.fullmatch(program.rsplit("/", 1)[-1])) and len(argv) > 1 and argv[1][:1] != "-"
     runs_next = len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1]) or argv[1] in MPI_LAUNCHERS | DL_LAUNCHERS
-                                   or argv[1] in _CONTAINERS or argv[1] in _BINDING)
+                                   or argv[1] in _CONTAINERS or argv[1] in _BINDING or binds_device)
     looks_like_script = "/" in program or program.endswith(".sh") or bool(_AFFINITY_NAME.fullmatch(program))
     if runs_next and looks_like_script and (text is None or re.search(r'"\$(@|\{@\})"|\$\*|\$@', text)):
         # a wrapper that runs its arguments: the program follows it on the line
