@@ -31,16 +31,43 @@ Runner = Callable[[str, dict], tuple[int, str]]  # (job script, variables) -> (e
 
 
 JOBS = ("maple-check", "maple-verify")  # in stage order
+EXAMPLE_INPUTS = {"cluster": "perlmutter", "script": "scripts/perlmutter/train.sbatch", "miniapp": "ddp",
+                  "commit": "0" * 40}
 
 
-def _job(name: str) -> dict:
-    jobs = yaml.safe_load(CI_FILE.read_text())
+class InputError(ValueError):
+    pass
+
+
+def ci_config(inputs: Mapping[str, str]) -> dict:
+    """The CI file's jobs for a pipeline with these inputs, as GitLab makes them: each input checked
+    against its `spec:inputs` entry (options, regex; an unknown or missing one is an error) and
+    interpolated where the file says `$[[ inputs.<name> ]]` (https://docs.gitlab.com/ci/inputs/, read 2026-11-25)."""
+    header, body = CI_FILE.read_text().split("\n---\n", 1)
+    spec = yaml.safe_load(header)["spec"]["inputs"]
+    if unknown := set(inputs) - set(spec):
+        raise InputError(f"unknown input arguments: {', '.join(sorted(unknown))}")
+    values = {}
+    for name, rule in spec.items():
+        value = inputs.get(name, rule.get("default"))
+        if value is None:
+            raise InputError(f"`{name}` input: required value has not been provided")
+        if "options" in rule and value not in rule["options"]:
+            raise InputError(f"`{name}` input: `{value}` cannot be used because it is not in the list of allowed options")
+        if "regex" in rule and not re.search(rule["regex"], value):
+            raise InputError(f"`{name}` input: provided value does not match required RegEx pattern")
+        values[name] = value
+    return yaml.safe_load(re.sub(r"\$\[\[\s*inputs\.(\w+)\s*\]\]", lambda m: values[m[1]], body))
+
+
+def _job(name: str, inputs: Mapping[str, str]) -> dict:
+    jobs = ci_config(inputs)
     job = jobs[name]
     return {**jobs.get(job.get("extends", ""), {}), **job}
 
 
-def job_script(name: str = "maple-verify") -> str:
-    job = _job(name)
+def job_script(name: str = "maple-verify", inputs: Mapping[str, str] = EXAMPLE_INPUTS) -> str:
+    job = _job(name, inputs)
     return "set -eo pipefail\n" + "\n".join(job.get("before_script", []) + job["script"]) + "\n"
 
 
@@ -60,8 +87,10 @@ def center_repo(tmp_path: Path, work: Path) -> dict:
     git(tmp_path, "clone", "--quiet", "--bare", str(work), str(mirror))
     git(tmp_path, "clone", "--quiet", str(mirror), str(checkout))
     (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(sys.executable)
-    (venv / "bin" / "maple-center-check").symlink_to(REPO / "workflows" / "gitlab" / "maple_center_check.py")
+    # A wrapper, not a link: a link to a venv's interpreter outside that venv finds no pyvenv.cfg and
+    # starts the base interpreter, without the venv's maple-ci (make test inside an activated venv).
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    (venv / "bin" / "python").chmod(0o755)
     return {"work": work, "mirror": mirror, "checkout": checkout, "commit": git(work, "rev-parse", "HEAD"),
             "site": {"MAPLE_CI_VENV": str(venv), "MAPLE_FETCH_WAIT_SECONDS": "0"}}
 
@@ -72,12 +101,18 @@ def exports(variables: dict) -> str:
     return "".join(f"export {name}={shlex.quote(value)}\n" for name, value in variables.items())
 
 
+def login_env(env: Mapping[str, str] = os.environ) -> dict:
+    """What a runner's job starts from on a login node: the login shell's own variables and the
+    site's startup file, not the test process's environment."""
+    return {k: v for k, v in env.items() if k in ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "BASH_ENV")}
+
+
 def shell_runner(checkout: Path, env: Mapping[str, str] = os.environ) -> Runner:
     """A shell executor: the job's script runs with bash in `checkout`."""
 
     def run(script: str, variables: dict) -> tuple[int, str]:
         proc = subprocess.run(["bash", "-c", exports({"CI_PIPELINE_SOURCE": "trigger", **variables}) + script],
-                              cwd=checkout, env=dict(env), capture_output=True, text=True)
+                              cwd=checkout, env=login_env(env), capture_output=True, text=True)
         return proc.returncode, proc.stdout + proc.stderr
 
     return run
@@ -102,7 +137,7 @@ def sbatch_runner(checkout: Path, env: Mapping[str, str], timeout: int = 900) ->
             batch, trace = Path(scratch) / "ci-job.sh", Path(scratch) / "trace"
             batch.write_text("#!/bin/bash\n" + exports({"CI_PIPELINE_SOURCE": "trigger", **variables}) + script)
             submitted = subprocess.run(["sbatch", "--wait", f"--output={trace}", "--time=10", *options, str(batch)],
-                                       cwd=checkout, env=dict(env), capture_output=True, text=True, timeout=timeout)
+                                       cwd=checkout, env=login_env(env), capture_output=True, text=True, timeout=timeout)
             output = trace.read_text(errors="replace") if trace.exists() else ""
         return submitted.returncode, submitted.stderr + output
 
@@ -113,10 +148,14 @@ class FakeGitLab:
     def __init__(self, runner: Runner, project: str = "hpc/maple-verify",
                  trigger_token: str = "glptt-test", api_token: str = "glpat-test", fail_first: int = 0,
                  api_scopes: tuple[str, ...] = ("api",),
-                 checkout: Path | None = None, site_variables: Mapping[str, str] = {}):
+                 checkout: Path | None = None, site_variables: Mapping[str, str] = {},
+                 pipeline_variables: bool = False):
         # checkout: where the runner's jobs run, to read the dotenv report of the check job from;
-        # site_variables: the project's CI/CD variables, which trigger variables override (as GitLab).
+        # site_variables: the project's CI/CD variables, which trigger variables override (as GitLab);
+        # pipeline_variables: whether the project lets a trigger set variables (its minimum role for
+        # pipeline variables is not "no one allowed", as workflows/gitlab/README.md asks).
         self.runner, self.project, self.checkout = runner, project, checkout
+        self.pipeline_variables = pipeline_variables
         self.site_variables = dict(site_variables)
         self.trigger_token, self.api_token = trigger_token, api_token
         self.api_scopes = api_scopes  # read_api alone may read pipelines, not cancel them
@@ -143,17 +182,17 @@ class FakeGitLab:
             job_variables = {"CI_DEFAULT_BRANCH": "main", **report, **self.site_variables,
                              **variables, "CI_JOB_NAME": name}
             pipeline["jobs"][name] = job_variables  # what each job got, e.g. the check's dotenv report
-            code, trace = self.runner(job_script(name), job_variables)
+            code, trace = self.runner(job_script(name, pipeline["inputs"]), job_variables)
             traces.append(trace)
             if code != 0:
                 break
-            report = self._dotenv(name)
+            report = self._dotenv(name, pipeline["inputs"])
         self.traces[pipeline["job_id"]] = "".join(traces)
         if pipeline["status"] != "canceled":  # a cancelled pipeline stays cancelled, whatever its job did
             pipeline["status"] = "success" if code == 0 else "failed"
 
-    def _dotenv(self, name: str) -> dict:
-        path = _job(name).get("artifacts", {}).get("reports", {}).get("dotenv")
+    def _dotenv(self, name: str, inputs: Mapping[str, str]) -> dict:
+        path = _job(name, inputs).get("artifacts", {}).get("reports", {}).get("dotenv")
         if not (path and self.checkout and (self.checkout / path).exists()):
             return {}
         lines = (self.checkout / path).read_text().splitlines()
@@ -214,18 +253,36 @@ class FakeGitLab:
                     pipeline["status"] = "canceled"
                 return self._send(201, _public(pipeline))
 
+            def _body(self) -> dict:
+                """A JSON body, or a form whose `variables[K]` and `inputs[K]` keys become hashes."""
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                if self.headers.get("Content-Type", "").startswith("application/json"):
+                    return json.loads(raw)
+                body: dict = {}
+                for key, [value] in parse_qs(raw).items():
+                    if m := re.fullmatch(r"(variables|inputs)\[(\w+)\]", key):
+                        body.setdefault(m[1], {})[m[2]] = value
+                    else:
+                        body[key] = value
+                return body
+
             def _trigger(self):
-                length = int(self.headers.get("Content-Length", 0))
-                form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+                form = self._body()
                 if form.get("token") != fake.trigger_token:
                     return self._send(404, {"message": "404 Not Found"})  # GitLab hides bad trigger tokens
                 if "ref" not in form:
                     return self._send(400, {"error": "ref is missing"})
-                variables = {m[1]: v for k, v in form.items() if (m := re.fullmatch(r"variables\[(\w+)\]", k))}
+                variables, inputs = form.get("variables") or {}, form.get("inputs") or {}
+                if variables and not fake.pipeline_variables:
+                    return self._send(400, {"message": {"base": ["Insufficient permissions to set pipeline variables"]}})
+                try:
+                    ci_config(inputs)
+                except InputError as error:
+                    return self._send(400, {"message": {"base": [str(error)]}})
                 pipeline_id = next(fake._ids)
                 pipeline = {"id": pipeline_id, "job_id": pipeline_id + 1, "status": "pending", "ref": form["ref"],
                             "web_url": f"{fake.url}/{fake.project}/-/pipelines/{pipeline_id}", "variables": variables,
-                            "jobs": {}}
+                            "inputs": inputs, "jobs": {}}
                 fake.pipelines[pipeline_id] = pipeline
                 threading.Thread(target=fake._run, args=(pipeline, variables), daemon=True).start()
                 return self._send(201, _public(pipeline))
@@ -240,4 +297,4 @@ class FakeGitLab:
 
 
 def _public(pipeline: dict) -> dict:
-    return {k: v for k, v in pipeline.items() if k not in ("job_id", "variables", "jobs")}
+    return {k: v for k, v in pipeline.items() if k not in ("job_id", "variables", "inputs", "jobs")}

@@ -1,13 +1,14 @@
-"""The center-side GitLab job refuses every request the bot could not have sent, before anything runs.
+"""The center-side GitLab jobs refuse every request the bot could not have sent, before anything runs.
 
-Each attack is a pipeline of the fake GitLab whose jobs run the shipped CI file with a shell
-executor in a clone of a mirror; the committed script (and a file BASH_ENV points at) would touch a
-marker file if any shell started by the job ran them.
+Each attack is a pipeline of the fake GitLab (tests/fake_gitlab.py, the stand-in for a center's
+GitLab: it checks `spec:inputs` and emulates the minimum role for pipeline variables) whose jobs run
+the shipped CI file with a shell executor in a clone of a mirror; the committed script (and the files
+a variable points at) would touch a marker file if anything the request chose ran. The gate itself
+(`python -I -m maple_ci.center`) is also run directly, as a GitLab that checked nothing would.
 """
 
+import shlex
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,9 +17,10 @@ import pytest
 import requests
 
 from fake_gitlab import REPO, FakeGitLab, center_repo, git, job_script, shell_runner
-
-sys.path.insert(0, str(REPO / "workflows" / "gitlab"))
-from maple_center_check import scheduler_parameters  # noqa: E402
+from maple_ci.center.options import pbs_select, scheduler_parameters
+from maple_ci.errors import MapleError
+from maple_ci.paths import miniapps_dir
+from maple_ci.verify.substitute import resolve_miniapp
 
 SCRIPT = """#!/bin/bash
 #SBATCH -A m1234_g -C gpu -q regular --reservation=big
@@ -28,8 +30,17 @@ SCRIPT = """#!/bin/bash
 touch "{marker}"
 srun torchrun --nnodes 64 --nproc_per_node 4 train.py
 """
+# A port whose body the batch job really runs: Lmod's `module` (the test cluster's real Lmod, given
+# by the site's root-only startup file), where it runs from, then the mini-app in place of train.py.
+RUNS = """#!/bin/bash
+#SBATCH -N 1 --time=00:05:00
+module list 2>&1 && echo module-ok
+test -e .git && echo HAS-GIT || echo no-git-here
+python train.py
+"""
 SITE = {"MAPLE_CLUSTERS": "perlmutter", "MAPLE_MAX_NODES": "2", "MAPLE_MAX_MINUTES": "30",
         "MAPLE_SITE_SCHEDULER_OPTIONS": "--account=center_acct --qos=debug"}
+SITE_STARTUP = "/opt/maple-test/site-env.sh"  # root-only, installed by tests/cluster/setup.sh
 
 
 @pytest.fixture
@@ -39,53 +50,83 @@ def center(tmp_path):
     work, marker = tmp_path / "work", tmp_path / "marker"
     (work / "scripts" / "perlmutter").mkdir(parents=True)
     (work / "scripts" / "perlmutter" / "train.sbatch").write_text(SCRIPT.format(marker=marker))
-    (work / "evil.sh").write_text(f'touch "{marker}"\n')
+    (work / "scripts" / "perlmutter" / "runs.sbatch").write_text(RUNS)
+    (work / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
+    (work / "evil.sh").chmod(0o755)
     (work / "scripts" / "perlmutter" / "link.sbatch").symlink_to("train.sbatch")
     repo = center_repo(tmp_path, work)
-    request = {"MAPLE_CLUSTER": "perlmutter", "MAPLE_SCRIPT": "scripts/perlmutter/train.sbatch",
-               "MAPLE_MINIAPP": "ddp", "MAPLE_COMMIT": repo["commit"]}
-    return {**repo, "marker": marker, "request": request, "site": {**repo["site"], **SITE}}
+    inputs = {"cluster": "perlmutter", "script": "scripts/perlmutter/train.sbatch", "miniapp": "ddp",
+              "commit": repo["commit"]}
+    return {**repo, "marker": marker, "inputs": inputs, "site": {**repo["site"], **SITE}}
 
 
-def pipeline(center, **changes) -> tuple[dict, str]:
-    """Trigger the shipped pipeline as a trigger token's holder could, and wait for it."""
-    variables = {k: v for k, v in {**center["request"], **changes}.items() if v is not None}
+def trigger(center, variables: dict | None = None, allow_variables: bool = True, **inputs) -> tuple[dict, str]:
+    """Trigger the shipped pipeline as a trigger token's holder could, and wait for it; a pipeline
+    GitLab refused to create comes back as {"status": "refused", "message": ...}."""
     runner = shell_runner(center["checkout"])
-    with FakeGitLab(runner, checkout=center["checkout"], site_variables=center["site"]) as fake:
-        form = {"token": fake.trigger_token, "ref": "main", **{f"variables[{k}]": v for k, v in variables.items()}}
-        pipeline_id = requests.post(f"{fake.url}/api/v4/projects/{fake.project.replace('/', '%2F')}/trigger/pipeline",
-                                    data=form, timeout=10).json()["id"]
+    with FakeGitLab(runner, checkout=center["checkout"], site_variables=center["site"],
+                    pipeline_variables=allow_variables) as fake:
+        body = {"token": fake.trigger_token, "ref": "main", "inputs": {**center["inputs"], **inputs},
+                "variables": variables or {}}
+        answer = requests.post(f"{fake.url}/api/v4/projects/{fake.project.replace('/', '%2F')}/trigger/pipeline",
+                               json=body, timeout=10)
+        if answer.status_code != 201:
+            return {"status": "refused", "message": answer.text}, ""
+        pipeline_id = answer.json()["id"]
         while fake.pipelines[pipeline_id]["status"] in ("pending", "running"):
             time.sleep(0.05)
         record = fake.pipelines[pipeline_id]
         return record, fake.traces[record["job_id"]]
 
 
-def check_job(center, **changes) -> tuple[int, str]:
-    """Only the first job, with a request that passes it (the second would run the mini-app)."""
-    env = {**center["site"], **center["request"], "CI_DEFAULT_BRANCH": "main", **changes}
-    return shell_runner(center["checkout"])(job_script("maple-check"), env)
+def gate(center, mode: str = "check", variables: dict | None = None, **inputs) -> tuple[int, str]:
+    """The gate's command line in the runner's checkout, with inputs no GitLab checked."""
+    args = {**center["inputs"], **inputs}
+    command = (f'"$MAPLE_CI_VENV/bin/python" -I -m maple_ci.center {mode} '
+               + " ".join(f"--{name} {shlex.quote(value)}" for name, value in args.items())
+               + (" --dotenv maple-request.env" if mode == "check" else "") + "\n")
+    env = {**center["site"], "CI_DEFAULT_BRANCH": "main", **(variables or {})}
+    return shell_runner(center["checkout"])(command, env)
 
 
-def refused(center, reason: str, **changes) -> None:
-    record, trace = pipeline(center, **changes)
+def refused(center, reason: str, variables: dict | None = None, **inputs) -> None:
+    record, trace = trigger(center, variables, **inputs)
     assert record["status"] == "failed" and "maple-center-check: refused" in trace and reason in trace, trace
     assert not center["marker"].exists()  # nothing from the request ran
 
 
 def test_a_valid_request_passes_the_check_with_center_derived_scheduler_options(center):
-    code, trace = check_job(center)
+    code, trace = gate(center)
     assert code == 0, trace
     assert (center["checkout"] / "maple-request.env").read_text() == (
         "SCHEDULER_PARAMETERS=--nodes=2 --time=00:30:00 --constraint=gpu --gpus-per-node=4 --job-name=ddp "
         "--account=center_acct --qos=debug\n")  # 64 nodes and 12 h capped; the script's account, QOS, output dropped
     assert "left to the site: -A -q --reservation --output" in trace
-    assert git(center["checkout"], "rev-parse", "HEAD") == center["request"]["MAPLE_COMMIT"]
     assert not center["marker"].exists()
 
 
-def test_a_commit_that_is_not_a_full_id_is_refused(center):
-    refused(center, "is not a full commit id", MAPLE_COMMIT="main")
+@pytest.mark.parametrize("inputs, gitlab_says, gate_says", [
+    ({"commit": "main"}, "does not match required RegEx", "is not a full commit id"),
+    ({"commit": "abc1234"}, "does not match required RegEx", "is not a full commit id"),
+    ({"miniapp": "../../evil"}, "not in the list of allowed options", "miniapp '../../evil' is not one of"),
+    ({"script": "scripts/perlmutter/../perlmutter/train.sbatch"}, "does not match", "is not scripts/perlmutter/"),
+    ({"script": "/etc/passwd"}, "does not match required RegEx", "is not scripts/perlmutter/<file name>"),
+    ({"script": "evil.sh"}, "does not match required RegEx", "is not scripts/perlmutter/<file name>"),
+    ({"script": "scripts/perlmutter/.hidden"}, "does not match required RegEx", "is not scripts/perlmutter/"),
+    ({"cluster": "a' b"}, "does not match required RegEx", "is not one of this center's clusters"),
+])
+def test_inputs_outside_their_types_are_refused_by_gitlab_and_by_the_gate(center, inputs, gitlab_says, gate_says):
+    record, _ = trigger(center, **inputs)
+    assert record["status"] == "refused" and gitlab_says in record["message"]
+    code, trace = gate(center, **inputs)
+    assert code == 1 and "maple-center-check: refused" in trace and gate_says in trace, trace
+    assert not center["marker"].exists()
+
+
+def test_a_script_of_another_cluster_and_a_cluster_not_the_centers_are_refused(center):
+    refused(center, "is not scripts/perlmutter/<file name>", script="scripts/aurora/train.sbatch")
+    refused(center, "cluster 'frontier' is not one of this center's clusters", cluster="frontier",
+            script="scripts/frontier/train.sbatch")
 
 
 def test_a_commit_on_no_trusted_branch_is_refused(center):
@@ -96,55 +137,50 @@ def test_a_commit_on_no_trusted_branch_is_refused(center):
     commit = git(work, "rev-parse", "HEAD")
     git(work, "push", "--quiet", str(center["mirror"]), "feature")  # on the mirror, neither protected nor maple/port-*
     git(center["checkout"], "fetch", "--quiet", "origin", "feature")  # as the runner does for a pipeline on `feature`
-    refused(center, "is on no protected branch", MAPLE_COMMIT=commit)
+    refused(center, "is on no protected branch", commit=commit)
     git(work, "push", "--quiet", str(center["mirror"]), "feature:maple/port-7")  # the bot's branches are trusted
-    code, trace = check_job(center, MAPLE_COMMIT=commit, MAPLE_SCRIPT="scripts/perlmutter/train.sbatch")
+    code, trace = gate(center, commit=commit)
     assert code == 0 and "SCHEDULER_PARAMETERS=--nodes=1 --time=00:30:00" in trace, trace
 
 
 def test_an_unknown_commit_is_refused_after_the_wait(center):
-    refused(center, "is not in the mirror", MAPLE_COMMIT="0" * 40)
-
-
-@pytest.mark.parametrize("script", ["scripts/perlmutter/../perlmutter/train.sbatch", "/etc/passwd",
-                                    "scripts/aurora/train.sbatch", "evil.sh", "scripts/perlmutter/.hidden"])
-def test_a_script_outside_scripts_of_the_cluster_is_refused(center, script):
-    refused(center, "is not scripts/perlmutter/<file name>", MAPLE_SCRIPT=script)
+    refused(center, "is not in the mirror", commit="0" * 40)
 
 
 def test_a_symlinked_script_is_refused(center):
-    refused(center, "is not a regular file in commit", MAPLE_SCRIPT="scripts/perlmutter/link.sbatch")
+    refused(center, "is not a regular file in commit", script="scripts/perlmutter/link.sbatch")
 
 
-def test_a_symlink_in_the_checkout_is_refused_even_if_git_has_a_file(center):
-    from maple_center_check import Refused, read_script
-
-    checkout, commit = center["checkout"], center["request"]["MAPLE_COMMIT"]
-    (checkout / "scripts" / "perlmutter").rename(checkout / "real")
-    (checkout / "scripts" / "perlmutter").symlink_to(checkout / "real")
-    with pytest.raises(Refused, match="scripts/perlmutter is a symlink"):
-        with pytest.MonkeyPatch.context() as patch:
-            patch.chdir(checkout)
-            patch.setattr("maple_center_check.git", lambda *args, check=True: subprocess.CompletedProcess(
-                args, 0, "100644 blob x\tscripts/perlmutter/train.sbatch" if args[0] == "ls-tree" else "", ""))
-            read_script(commit, "scripts/perlmutter/train.sbatch")
-
-
-@pytest.mark.parametrize("changes, reason", [
-    ({"MAPLE_CLUSTER": "frontier", "MAPLE_SCRIPT": "scripts/frontier/train.sbatch"}, "not one of this center's clusters"),
-    ({"MAPLE_MINIAPP": "../../evil"}, "MAPLE_MINIAPP '../../evil' is not one of"),
-    ({"SCHEDULER_PARAMETERS": "--nodes=512 --account=someone_else"}, "the center derives them"),
-])
-def test_values_outside_the_allowlists_are_refused(center, changes, reason):
-    refused(center, reason, **changes)
+# What a trigger that may still set variables would send: each makes something run the request's
+# code (Lmod's module runs LMOD_SETTARG_CMD; git runs a GIT_CONFIG_* core.fsmonitor; bash sources
+# BASH_ENV), or stands in for a value the center derives or the bot once sent.
+ATTACKS = {
+    "LMOD_SETTARG_CMD": {"LMOD_SETTARG_CMD": "{checkout}/evil.sh"},
+    "GIT_CONFIG_COUNT": {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.fsmonitor", "GIT_CONFIG_VALUE_0": "{checkout}/evil.sh"},
+    "BASH_ENV": {"BASH_ENV": "{checkout}/evil.sh"},
+    "LD_PRELOAD": {"LD_PRELOAD": "{checkout}/evil.so"},
+    "PROMPT_COMMAND": {"PROMPT_COMMAND": "{checkout}/evil.sh"},
+    "MODULEPATH": {"MODULEPATH": "{checkout}"},
+    "PYTHONPATH": {"PYTHONPATH": "{checkout}"},
+    "SCHEDULER_PARAMETERS": {"SCHEDULER_PARAMETERS": "--nodes=512 --account=someone_else"},
+    "MAPLE_SCRIPT": {"MAPLE_SCRIPT": "evil.sh"},
+}
 
 
-@pytest.mark.parametrize("name", ["BASH_ENV", "ENV", "LD_PRELOAD", "PROMPT_COMMAND", "GIT_SSH_COMMAND"])
-def test_variables_that_change_how_programs_start_are_refused(center, name):
-    value = f"{center['checkout']}/evil.sh"
-    record, trace = pipeline(center, **{name: value})
-    assert record["status"] == "failed" and f"{name} is set" in trace
-    assert not center["marker"].exists()
+@pytest.mark.parametrize("name", ATTACKS)
+def test_a_variable_the_center_does_not_expect_is_refused(center, name):
+    variables = {k: v.format(checkout=center["checkout"]) for k, v in ATTACKS[name].items()}
+    refused(center, f"{name} is set", variables)
+
+
+def test_a_center_that_lets_no_one_set_pipeline_variables_refuses_the_trigger_itself(center):
+    record, _ = trigger(center, {"LMOD_SETTARG_CMD": "/bin/true"}, allow_variables=False)
+    assert record["status"] == "refused" and "Insufficient permissions to set pipeline variables" in record["message"]
+
+
+def test_a_path_into_the_checkout_is_refused(center):
+    code, trace = gate(center, variables={"PATH": f"{center['checkout']}:/usr/bin:/bin"})
+    assert code == 1 and "PATH has" in trace and "in the checkout" in trace, trace
 
 
 def test_a_bash_env_of_the_site_itself_passes_and_one_a_request_could_write_does_not(center):
@@ -154,35 +190,53 @@ def test_a_bash_env_of_the_site_itself_passes_and_one_a_request_could_write_does
     try:
         site_file = site_dir / "site-env.sh"
         site_file.write_text((REPO / "tests" / "cluster" / "site-env.sh").read_text())
-        code, trace = check_job(center, BASH_ENV=str(site_file))
+        code, trace = gate(center, variables={"BASH_ENV": str(site_file)})
     finally:
         shutil.rmtree(site_dir)
     assert code == 0, trace
     writable = center["checkout"] / "site-env.sh"  # same content, in the checkout (under /tmp here)
     writable.write_text((REPO / "tests" / "cluster" / "site-env.sh").read_text())
     for value in (str(writable), f"$(touch {center['marker']})", "tests/cluster/site-env.sh"):
-        code, trace = check_job(center, BASH_ENV=value)
-        assert code == 1 and "BASH_ENV is set" in trace, value
+        code, trace = gate(center, variables={"BASH_ENV": value})
+        assert code == 1 and "BASH_ENV is set and is not a startup file only root can change" in trace, value
     assert not center["marker"].exists()
+
+
+def test_a_checkout_whose_git_config_holds_the_job_token_is_refused(center):
+    # GitLab Runner before 18.0 clones with https://gitlab-ci-token:<job token>@host/...: the ported
+    # script, running as the pipeline's owner, could read it from .git/config.
+    git(center["checkout"], "config", "remote.origin.pushurl", "https://gitlab-ci-token:glcbt-secret@gitlab.example/p.git")
+    code, trace = gate(center)
+    assert code == 1 and "stores a credential in .git/config" in trace, trace
+
+
+def test_the_batch_job_runs_from_a_copy_of_the_commit_under_an_allowlisted_environment(center):
+    # Both jobs for real (a shell stands in for the batch executor): the site lists LMOD_SETTARG_CMD
+    # as its own, so it passes the gate; the run's env -i allowlist still leaves it out, and the
+    # site's startup file gives the script a working `module`.
+    center["inputs"]["script"] = "scripts/perlmutter/runs.sbatch"
+    center["site"].update(MAPLE_SITE_VARIABLES="LMOD_SETTARG_CMD", BASH_ENV=SITE_STARTUP,
+                          LMOD_SETTARG_CMD=str(center["checkout"] / "evil.sh"))
+    record, trace = trigger(center)
+    assert record["status"] == "success", trace
+    assert "module-ok" in trace and "no-git-here" in trace and '"ok": true' in trace
+    assert "maple-center-check: passed" in trace
+    assert not center["marker"].exists()
+    assert not list(center["checkout"].parent.glob("maple-scratch-*"))  # the copy is removed
 
 
 def test_the_check_fails_clearly_without_the_centers_maple_ci(center):
     center["site"].pop("MAPLE_CI_VENV")
-    record, trace = pipeline(center)
+    record, trace = trigger(center)
     assert record["status"] == "failed" and "MAPLE_CI_VENV does not name the center's maple-ci venv" in trace
     assert not center["marker"].exists()
     jobs = job_script("maple-check") + job_script("maple-verify")
     assert "install" not in jobs and " -m pip" not in jobs  # nothing installed at job time
 
 
-def test_the_batch_job_must_run_with_the_derived_options(center, monkeypatch, capsys):
-    from maple_center_check import main
-
-    monkeypatch.chdir(center["checkout"])
-    for name, value in {**center["site"], **center["request"], "CI_DEFAULT_BRANCH": "main",
-                        "SCHEDULER_PARAMETERS": "--nodes=64 --time=12:00:00"}.items():
-        monkeypatch.setenv(name, value)
-    assert main([]) == 1 and "the job was submitted with '--nodes=64" in capsys.readouterr().err
+def test_the_batch_job_must_run_with_the_derived_options(center):
+    code, trace = gate(center, "verify", {"SCHEDULER_PARAMETERS": "--nodes=64 --time=12:00:00"})
+    assert code == 1 and "the job was submitted with '--nodes=64" in trace
 
 
 def test_pbs_directives_are_capped_and_the_site_sets_queue_and_account():
@@ -194,7 +248,30 @@ def test_pbs_directives_are_capped_and_the_site_sets_queue_and_account():
     assert dropped == ["-A", "-q", "-o"]
 
 
+def test_a_pbs_select_of_many_chunks_is_capped_in_total():
+    # `1:ngpus=4+511:ncpus=64` is 512 chunks: the first number alone said 1 and passed the rest.
+    script = "#!/bin/bash\n#PBS -l select=1:ngpus=4+511:ncpus=64\nmpiexec python train.py\n"
+    parameters, _ = scheduler_parameters(script, max_nodes=2, max_minutes=20, site_options="")
+    assert parameters == "-l select=1:ngpus=4+1:ncpus=64 -l walltime=00:20:00"
+    assert pbs_select("3:ncpus=8+2:ncpus=4", 4) == "3:ncpus=8+1:ncpus=4"
+    assert pbs_select("ncpus=8", 2) == "1:ncpus=8"
+    for bad in ("1:ngpus=4+", "1:host=$(id)", "1:ncpus=4 -W x"):
+        with pytest.raises(ValueError, match="is not \\[N:\\]resource=value"):
+            pbs_select(bad, 2)
+
+
 def test_options_with_unsafe_values_are_dropped_not_passed():
     parameters, dropped = scheduler_parameters("#SBATCH --partition='gpu debug' --gres=gpu:4\n#SBATCH -t 10\n",
                                                max_nodes=4, max_minutes=60, site_options="")
     assert parameters == "--nodes=1 --time=00:10:00 --gres=gpu:4" and dropped == ["--partition"]
+
+
+def test_a_miniapp_name_is_only_ever_the_packages(tmp_path, monkeypatch):
+    # `--miniapp ddp` in a checkout holding a file `ddp` (or `ddp.py`) ran that file first.
+    monkeypatch.chdir(tmp_path)
+    for name in ("ddp", "ddp.py"):
+        (tmp_path / name).write_text("print('MAPLE_MINIAPP_RESULT {\"ok\": true}')\n")
+    assert resolve_miniapp("ddp") == (miniapps_dir() / "ddp.py").resolve()
+    with pytest.raises(MapleError, match="unknown mini-app"):
+        resolve_miniapp("ddp.py")
+    assert resolve_miniapp("./ddp.py") == tmp_path / "ddp.py"  # a path says so with a slash

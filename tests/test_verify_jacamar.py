@@ -25,7 +25,7 @@ PATH = "scripts/perlmutter/train.sbatch"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"  # for runners that stand in for the whole center
 RESULT = {"ok": True, "miniapp": "ddp", "world_size": 8, "ranks_seen": list(range(8))}
 PASSED = "MAPLE_MINIAPP_RESULT " + json.dumps(RESULT)
-SENT = {"MAPLE_CLUSTER", "MAPLE_SCRIPT", "MAPLE_MINIAPP", "MAPLE_COMMIT"}  # all the center accepts
+SENT = {"cluster", "script", "miniapp", "commit"}  # the center's typed inputs, all it accepts
 
 
 def echo_runner(code: int, line: str):
@@ -62,10 +62,11 @@ def run(fake: FakeGitLab, path=PATH, **overrides):
     return verify_jacamar(path, **(options | overrides))
 
 
-def test_shipped_ci_job_runs_maple_verify_on_the_triggered_script():
-    script = job_script()
-    assert 'maple_ci verify "$MAPLE_SCRIPT"' in script
-    assert '--miniapp "$MAPLE_MINIAPP"' in script
+def test_shipped_ci_job_runs_the_installed_gate_on_the_triggered_inputs():
+    script = job_script(inputs={"cluster": "delta", "script": PATH.replace("perlmutter", "delta"), "miniapp": "fsdp",
+                                "commit": COMMIT})
+    assert ("-I -m maple_ci.center verify --cluster 'delta' --script 'scripts/delta/train.sbatch' --miniapp 'fsdp' "
+            f"--commit '{COMMIT}'") in script
 
 
 def test_the_center_derives_the_scheduler_options_from_the_committed_script(center):
@@ -76,8 +77,8 @@ def test_the_center_derives_the_scheduler_options_from_the_committed_script(cent
     assert result.log_url.endswith(f"/-/pipelines/{result.job_id}")
     pipeline = fake.pipelines[int(result.job_id)]
     assert pipeline["ref"] == "maple/port-1"
-    assert pipeline["variables"] == {"MAPLE_CLUSTER": "perlmutter", "MAPLE_SCRIPT": PATH, "MAPLE_MINIAPP": "ddp",
-                                     "MAPLE_COMMIT": center["commit"]}  # no SCHEDULER_PARAMETERS: the center refuses them
+    assert pipeline["variables"] == {}  # a center lets no one set pipeline variables
+    assert pipeline["inputs"] == {"cluster": "perlmutter", "script": PATH, "miniapp": "ddp", "commit": center["commit"]}
     # The batch job is submitted with what the check derived from the committed directives
     # (the account and QOS are the site's to set, a quoted job name is not passed on).
     assert pipeline["jobs"]["maple-verify"]["SCHEDULER_PARAMETERS"] == "--nodes=2 --time=00:10:00 --constraint=gpu --gpus-per-node=4"
@@ -206,7 +207,9 @@ def test_end_to_end_a_generated_delta_script_trains_in_a_batch_job_of_the_center
     (work / script).parent.mkdir(parents=True)
     (work / script).write_text(port("delta", master_port=master_port))
     center = center_repo(tmp_path, work)
-    site = {**center["site"], "MAPLE_CLUSTERS": "delta"}
+    # What the site's startup file (Lmod's init) sets in every batch shell: the site names it as its own.
+    lmod = "LMOD_CMD LMOD_DIR LMOD_PKG LMOD_ROOT LMOD_SETTARG_FULL_SUPPORT LMOD_VERSION MODULEPATH MODULESHOME"
+    site = {**center["site"], "MAPLE_CLUSTERS": "delta", "MAPLE_SITE_VARIABLES": lmod}
     with FakeGitLab(sbatch_runner(center["checkout"], slurm_cluster.job_env), checkout=center["checkout"],
                     site_variables=site) as fake:
         result = run(fake, script, cluster="delta", commit=center["commit"], timeout=900, poll_interval=1)
@@ -214,6 +217,6 @@ def test_end_to_end_a_generated_delta_script_trains_in_a_batch_job_of_the_center
     assert result.result["miniapp"] == "ddp" and result.result["world_size"] == 8
     assert result.result["ranks_seen"] == list(range(8)) and result.result["hostnames"] == ["n1", "n2"]
     pipeline = fake.pipelines[int(result.job_id)]
-    assert set(pipeline["variables"]) == SENT and pipeline["variables"]["MAPLE_SCRIPT"] == script
+    assert set(pipeline["inputs"]) == SENT and pipeline["inputs"]["script"] == script and not pipeline["variables"]
     # What a real Delta runner would submit with, derived at the center from the committed script.
     assert "--partition=gpuA100x4" in pipeline["jobs"]["maple-verify"]["SCHEDULER_PARAMETERS"]

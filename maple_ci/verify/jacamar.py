@@ -2,14 +2,15 @@
 
 maple-ci triggers a pipeline of the center-side project (workflows/gitlab/maple-verify.gitlab-ci.yml)
 with a pipeline trigger token, polls it with an `api` token, and maps the job trace to pass/fail.
-It sends only what the center's job accepts: the cluster, the mini-app, the script's path and the
-full id of the commit that holds it. The center checks out that commit and derives the scheduler
+It sends only what the center's job accepts, as the pipeline's typed inputs (spec:inputs, GitLab
+17.11+), never variables: the cluster, the mini-app, the script's path and the full id of the
+commit that holds it. The center checks out that commit and derives the scheduler
 options (SCHEDULER_PARAMETERS, which Jacamar's batch executors submit with) from the committed
 script itself, capped by the site; a trigger that sends them is refused. So the center verifies
 the committed port, never a file of the same name on another branch.
 
 GitLab REST endpoints used (API v4):
-  POST /projects/:id/trigger/pipeline                 token, ref, variables[KEY]
+  POST /projects/:id/trigger/pipeline                 token, ref, inputs (JSON)
   GET  /projects/:id/pipelines/:pipeline_id           status, web_url
   GET  /projects/:id/pipelines/:pipeline_id/jobs      the job, for its trace
   GET  /projects/:id/jobs/:job_id/trace               the log, plain text
@@ -87,14 +88,10 @@ def verify_jacamar(
         raise MapleError(f"the jacamar backend needs the full id (40 hex digits) of the commit that holds "
                          f"{script_path} (--commit), not {commit!r}")
     gitlab = _GitLab(gitlab_url, project, api_token, session or requests.Session(), sleep)
-    variables = {
-        "MAPLE_CLUSTER": cluster,
-        "MAPLE_SCRIPT": str(script_path),
-        "MAPLE_MINIAPP": miniapp,
-        "MAPLE_COMMIT": commit,
-    }
-    form = {"token": trigger_token, "ref": ref, **{f"variables[{k}]": v for k, v in variables.items()}}
-    pipeline = gitlab.call("POST", "/trigger/pipeline", data=form).json()
+    # Typed inputs, not variables: the center's CI file declares them (spec:inputs), GitLab checks
+    # them, and a center that lets no one set pipeline variables accepts nothing else.
+    inputs = {"cluster": cluster, "script": str(script_path), "miniapp": miniapp, "commit": commit}
+    pipeline = gitlab.call("POST", "/trigger/pipeline", json={"token": trigger_token, "ref": ref, "inputs": inputs}).json()
     pipeline_id, web_url = pipeline["id"], pipeline.get("web_url", "")
 
     def cancel() -> None:

@@ -36,8 +36,10 @@ _NAMES = frozenset({
         "MEM_PER_CPU", "MEM_PER_GPU", "JOB_PARTITION", "JOB_ACCOUNT", "JOB_QOS", "CLUSTER_NAME", "SUBMIT_DIR",
         "SUBMIT_HOST", "JOB_USER", "JOB_UID", "JOB_GID", "NODEID", "PROCID", "LOCALID", "ARRAY_JOB_ID",
         "ARRAY_TASK_ID", "ARRAY_TASK_COUNT", "ARRAY_TASK_MIN", "ARRAY_TASK_MAX", "RESTART_COUNT",
-        "JOB_START_TIME", "JOB_END_TIME", "TOPOLOGY_ADDR", "TOPOLOGY_ADDR_PATTERN", "CONF")),
-    "SLURMD_NODENAME",
+        "JOB_START_TIME", "JOB_END_TIME", "TOPOLOGY_ADDR", "TOPOLOGY_ADDR_PATTERN", "CONF", "GTIDS", "NODE_ALIASES",
+        "PRIO_PROCESS", "TASK_PID", "WORKING_CLUSTER", "SCRIPT_CONTEXT", "JOB_RESERVATION", "JOB_LICENSES",
+        "JOB_DEPENDENCY", "HET_SIZE", "SHARDS_ON_NODE", "UMASK")),
+    "SLURMD_NODENAME", "ENVIRONMENT",  # ENVIRONMENT=BATCH: Slurm and PBS both set it
     # PBS Professional's job variables (PBS Professional User's Guide, "Environment Variables",
     # https://help.altair.com/2022.1.0/PBS%20Professional/PBSUserGuide2022.1.pdf, read 2026-11-25),
     # and NCI Gadi's resource counts (https://opus.nci.org.au, "PBS Environment Variables", read 2026-11-25)

@@ -37,10 +37,9 @@ class VerifyResult(BaseModel):
 
 
 def resolve_miniapp(miniapp: str) -> Path:
-    """A mini-app by name ("ddp" -> miniapps/ddp.py) or by path."""
-    path = Path(miniapp)
-    if not path.is_file():
-        path = miniapps_dir() / f"{miniapp}.py"
+    """A mini-app by name ("ddp" -> miniapps/ddp.py, only ever the package's: a file `ddp` in the
+    checkout is not it) or by a path with a slash (`./my_app.py`)."""
+    path = Path(miniapp) if "/" in miniapp else miniapps_dir() / f"{miniapp}.py"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in miniapps_dir().glob("[!_]*.py")))
         raise MapleError(f"unknown mini-app {miniapp!r}; known mini-apps: {known}")
