@@ -86,8 +86,7 @@ def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) ->
     if image is None:
         why = "the image is not named in the script"
     elif not allowed(image, profile):
-        why = (f"its image is not on {profile.name}'s list of allowed images pinned by digest (@sha256:); "
-               f"{reason('container_image')}")
+        why = f"its image is not on {profile.name}'s list of allowed images pinned by digest ({reason('container_image')})"
     elif (arch, vendor) != (profile.cpu_arch, profile.gpu_vendor):
         why = (f"it is built for {arch} with {vendor} GPUs{assumed} and {profile.display_name} is {profile.cpu_arch} "
                f"with {profile.gpu_vendor} GPUs")
@@ -128,11 +127,11 @@ def binds(container: Container) -> list[tuple[str, str]]:
 def bind_notes(container: Container, profile: ClusterProfile, kept: bool) -> list[str]:
     """One note per data bind of the source, with the target's path left for the user to fill in."""
     if kept:
-        return [f"the source bound {host} at {inside}: bind your copy on {profile.name} the same way "
-                f"(<your path on {profile.name}>:{inside}); {reason('container_binds')}"
+        return [f"the source bound {host} at {inside} ({reason('container_binds')}): bind your copy on "
+                f"{profile.name} the same way (<your path on {profile.name}>:{inside})"
                 for host, inside in binds(container) if host not in _CHECKOUT]
-    return [f"the source bound {host} at {inside} in its container: the program now runs without it, so give it "
-            f"<your path on {profile.name}> wherever it reads {inside}; {reason('container_binds')}"
+    return [f"the source bound {host} at {inside} in its container ({reason('container_binds')}): the program now "
+            f"runs without it, so give it <your path on {profile.name}> wherever it reads {inside}"
             for host, inside in binds(container) if host not in _CHECKOUT]
 
 

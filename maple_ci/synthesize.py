@@ -130,8 +130,8 @@ def _account(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> Op
     if not intent.account or intent.account_given or intent.source_cluster == profile.name:
         return intent.account
     origin = f"the {intent.source_cluster} script" if intent.source_cluster else "the source script (its cluster is not known)"
-    notes.append(f"account {intent.account!r} from {origin} is not used on {profile.name}: give yours with --account "
-                 f"(or the repository's config; accounts there look like {profile.account_example}): {reason('account')}")
+    notes.append(f"account {intent.account!r} from {origin} is not used on {profile.name} ({reason('account')}): "
+                 f"give yours with --account or the repository's config (accounts there look like {profile.account_example})")
     return None
 
 

@@ -186,5 +186,5 @@ def port_wrapper(words: list[str], cluster: str) -> tuple[list[str], list[str]]:
     script = words[1] if program in ("bash", "sh") and len(words) > 1 else program
     if _inside_checkout(script) and ("/" in script or script is not program):
         return list(words), []
-    return [], [f"the per-rank wrapper `{' '.join(words)}` is not kept: {reason('wrapper')}; "
+    return [], [f"the per-rank wrapper `{' '.join(words)}` is not kept ({reason('wrapper')}): "
                 f"run the program under your own wrapper on {cluster} if it needs one"]

@@ -43,7 +43,9 @@ def test_library_covers_every_profiled_cluster():
 @pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.id)
 def test_every_template_renders_a_script_that_passes_static_checks(template):
     profile = get_profile(template.cluster)
-    intent = typical(template.framework)
+    # A single-device template renders a one-GPU job (its shape); the others a 2-node one.
+    shape = {"launcher": "python", "strategy": "single", "nodes": 1, "gpus_per_node": 1, "world_size": 1}
+    intent = typical(template.framework, **(shape if template.strategy == "single" else {}))
     script = render(intent, profile, template, "jobs/submit_pm.sh")
 
     checks = static_checks(script, intent, profile)
@@ -283,7 +285,7 @@ def test_port_keeps_nodes_fills_each_node_and_says_when_world_size_changes():
     assert "# Job: 2 node(s) x 12 ranks = 24 ranks" in script
     # An account from another center never lands in a live directive: the port asks for the user's.
     assert "#PBS -A proj123" not in script and "#PBS -A <ACCOUNT>" in script
-    assert "# Note: account 'proj123' from the perlmutter script is not used on aurora: give yours with --account" in script
+    assert "# Note: account 'proj123' from the perlmutter script is not used on aurora (an account belongs" in script
     # One the user gave (--account, the repository's config) is theirs on every target.
     given = render(typical(account="myproj", account_given=True), aurora, get_template("aurora-pytorch-ddp"))
     assert "#PBS -A myproj" in given and "is not used on aurora" not in given

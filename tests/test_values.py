@@ -105,6 +105,7 @@ def test_a_foreign_account_never_lands_in_a_live_directive(tmp_path):
     script = _port(tmp_path, "#SBATCH -A m1234")
     assert "#PBS -A m1234" not in script and "#PBS -A <ACCOUNT>" in script
     assert "account 'm1234' from the source script (its cluster is not known) is not used on polaris" in script
+    assert "give yours with --account or the repository's config" in script
 
 
 def test_profilers_are_kept_without_their_env_and_injection_options(tmp_path):
@@ -125,7 +126,7 @@ def test_profilers_are_kept_without_their_env_and_injection_options(tmp_path):
 def test_per_rank_wrappers_are_kept_only_inside_the_checkout_and_named(wrapper, kept):
     words, notes = port_wrapper(wrapper, "polaris")
     assert (words == wrapper) is kept
-    assert bool(notes) is not kept and (kept or f"`{' '.join(wrapper)}` is not kept" in notes[0])
+    assert bool(notes) is not kept and (kept or f"`{' '.join(wrapper)}` is not kept (" in notes[0])
 
 
 def _container_intent(image: str) -> JobIntent:
