@@ -49,6 +49,9 @@ PATHOLOGICAL = {
     "1 MiB of launch lines": _fill("srun -n 4 python train.py --lr 1\n"),
     "1 MiB arithmetic": "X=$((" + "1+" * 300_000 + "1))\n" + LAUNCH,
     "1 MiB of digits": "X=$((" + "9" * 500_000 + "))\n" + LAUNCH,
+    "subshells 3,000 deep": "( " * 3000 + "echo hi" + " )" * 3000 + "\n" + LAUNCH,
+    "groups 3,000 deep": "{ " * 3000 + "echo hi;" + " }" * 3000 + "\n" + LAUNCH,
+    "defaults 3,000 deep": "X=" + "${a:-" * 3000 + "x" + "}" * 3000 + "\n" + LAUNCH,
 }
 
 
@@ -69,11 +72,12 @@ def test_every_pathological_form_ends_in_5_s_and_512_mib_or_is_refused_clearly(t
     assert result.returncode in (0, 2), result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr
     if result.returncode == 2:  # a refusal names the limit it met
-        assert "steps" in result.stderr or "MiB of text" in result.stderr, result.stderr
+        assert any(limit in result.stderr for limit in ("steps", "MiB of text", "nests")), result.stderr
 
 
 @pytest.mark.parametrize("form", ["function fan-out 10^6", "a=$a$a x34", "one word of many expansions",
-                                  "replacement that multiplies", "1 MiB of commands"])
+                                  "replacement that multiplies", "1 MiB of commands", "subshells 3,000 deep",
+                                  "defaults 3,000 deep"])
 def test_exhaustion_is_a_refusal_naming_the_limit(form):
     with pytest.raises(Exception) as caught:
         extract_script(HEADER + PATHOLOGICAL[form])

@@ -150,7 +150,11 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
         if problem:
             raise MapleError(f"{problem}; fix the shell syntax there")
         base = Path(base_dir) if base_dir is not None else None
-        return _extract_script(text, base, Path(root) if root is not None else base)
+        try:
+            return _extract_script(text, base, Path(root) if root is not None else base)
+        except RecursionError:  # ( ( ( ... ), ${a:-${a:-...}} thousands deep: bounded, like the budget
+            raise MapleError("the script nests subshells, groups or expansions deeper than extraction follows; "
+                             "extraction stopped") from None
     except MapleError as exc:
         raise MapleError(f"{name}: {exc}", exc.exit_code) from exc
 
