@@ -139,9 +139,11 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
     require_port_facts(intent, source_name)
     notes = list(intent.notes)
-    if template.strategy == "single" and intent.nodes != 1:  # one process uses one node; more would idle
-        notes.append(f"the program runs as one process on one GPU: 1 node, not {intent.nodes or 'a size chosen at submit time'}")
+    if template.strategy == "single" and intent.nodes is None:  # one process: one node, not a submit-time size
         intent = replace(intent, nodes=1)
+    elif template.strategy == "single" and intent.nodes > 1:  # kept: the size is the source's to change
+        notes.append(f"the program starts once (one process on one GPU) but the source asks for {intent.nodes} nodes: "
+                     "give --nodes 1, or --gpus-per-node and --strategy if the program starts workers of its own")
     if intent.nodes is None:
         nodes, queue, note = _allocation_size(intent, profile)
         notes.append(note)
