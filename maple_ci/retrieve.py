@@ -80,7 +80,8 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
       1. the wanted strategy first: intent.strategy, or when the intent does not state one,
          DEFAULT_STRATEGY for its framework (pytorch: ddp, deepspeed: zero3, accelerate: ddp;
          other frameworks have none; an unknown framework reads as JobIntent's default, pytorch);
-         then the generic family, then the framework's templates of other strategies;
+         then the generic family, each in the source's process model (per device or per node)
+         before either in the other, then the framework's templates of other strategies;
       2. then the intent's own launcher, since the script was written for it: it picks between a
          cluster's variants of one strategy (srun per GPU vs one torchrun per node); Lightning
          counts as launched per device, as its cluster environments expect;
@@ -106,8 +107,12 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
 
     def rank(c: Candidate):
         strategy, launcher = c.template.strategy, c.template.launcher
-        return (0 if strategy == wanted else 1 if strategy == GENERIC else 2, launcher != own_launcher,
-                (launcher in PER_DEVICE_LAUNCHERS) != per_device, -c.score)
+        other_kind = (launcher in PER_DEVICE_LAUNCHERS) != per_device
+        # The process model outranks the wanted strategy's own template: the generic family runs any
+        # torch.distributed program, so a torchrun-per-node DDP job takes Anvil's generic torchrun
+        # form rather than its srun-per-GPU DDP template (issue 16: one launcher per node stays one).
+        fit = 0 if strategy == wanted else 1 if strategy == GENERIC else 4
+        return (fit + (2 if other_kind and fit < 4 else 0), launcher != own_launcher, other_kind, -c.score)
 
     return sorted(candidates, key=rank)[:k]
 

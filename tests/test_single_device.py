@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from maple_ci.extract import extract
+from maple_ci.intent import PER_DEVICE_LAUNCHERS
+from maple_ci.library import get_template
 from maple_ci.port import port_intent
 from maple_ci.profiles import load_profiles
 from maple_ci.verify.local import verify_local
@@ -96,3 +98,26 @@ def test_a_one_process_job_that_asks_for_more_nodes_keeps_them_and_says_so(tmp_p
     assert "#SBATCH --nodes=2" in result.script
     assert "the program starts once (one process on one GPU) but the source asks for 2 nodes" in result.script
     assert result.status == "failed"
+
+
+# --- one launcher per node stays one per node; a rank per GPU stays one (item 2) ---
+
+PER_NODE = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\n"
+            "srun torchrun --nnodes 2 --nproc_per_node 4 --rdzv_backend c10d --rdzv_endpoint $(hostname):29500 train.py\n")
+PER_GPU = SOURCES["srun"].replace("-n 1", "-n 8").replace("-N 1", "-N 2").replace("gpu:1", "gpu:4")
+# The centers whose documented launch has no per-node torchrun: OLCF ("nesting torchrun within srun
+# ... the two task managers will clash", pytorch_frontier) and ALCF Aurora (mpiexec per tile).
+NO_PER_NODE = {"frontier", "aurora"}
+
+
+@pytest.mark.parametrize("source", [PER_NODE, PER_GPU], ids=["torchrun-per-node", "srun-per-gpu"])
+def test_the_process_model_is_kept_where_the_target_has_it_and_named_where_not(source, tmp_path):
+    intent = extract(source, "job.sh")
+    per_device = intent.launcher in PER_DEVICE_LAUNCHERS
+    for result in port_intent(intent, CLUSTERS, "job.sh", tmp_path):
+        kept = get_template(result.template).launcher in PER_DEVICE_LAUNCHERS
+        if kept == per_device:
+            assert "the process model changes" not in result.script, result.cluster
+        else:
+            assert not per_device and result.cluster in NO_PER_NODE, result.cluster
+            assert "the process model changes from one torchrun per node to one rank per device" in result.script
