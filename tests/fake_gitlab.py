@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +22,7 @@ from urllib.parse import parse_qs, unquote
 import yaml
 
 from maple_ci.verify.slurm import adapt_directives
+from venvs import nested_venv
 
 REPO = Path(__file__).resolve().parents[1]
 CI_FILE = REPO / "workflows" / "gitlab" / "maple-verify.gitlab-ci.yml"
@@ -86,11 +86,7 @@ def center_repo(tmp_path: Path, work: Path) -> dict:
     git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", "port")
     git(tmp_path, "clone", "--quiet", "--bare", str(work), str(mirror))
     git(tmp_path, "clone", "--quiet", str(mirror), str(checkout))
-    (venv / "bin").mkdir(parents=True)
-    # A wrapper, not a link: a link to a venv's interpreter outside that venv finds no pyvenv.cfg and
-    # starts the base interpreter, without the venv's maple-ci (make test inside an activated venv).
-    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
-    (venv / "bin" / "python").chmod(0o755)
+    nested_venv(venv)
     return {"work": work, "mirror": mirror, "checkout": checkout, "commit": git(work, "rev-parse", "HEAD"),
             "site": {"MAPLE_CI_VENV": str(venv), "MAPLE_FETCH_WAIT_SECONDS": "0"}}
 

@@ -1,0 +1,20 @@
+"""A venv inside the test run, as tests that start maple-ci from a center's or a user's venv need.
+
+A link to this interpreter is not one: started through a link outside its own venv, Python finds no
+pyvenv.cfg and runs as the base interpreter, without the packages of the venv the tests run in
+(`make test` inside an activated virtualenv). A real venv that adds this interpreter's
+site-packages (with their .pth files: an editable maple-ci is one) sees what this one sees."""
+
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+
+def nested_venv(path: Path) -> Path:
+    """A venv at `path` that imports what this interpreter imports; its bin folder."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
+    [site_packages] = path.glob("lib/python*/site-packages")
+    dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    (site_packages / "outer.pth").write_text("import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
+    return path / "bin"
