@@ -68,3 +68,25 @@ def test_a_gpu_affinity_wrapper_in_front_of_the_program_is_never_the_program(lin
     the program after it was not started by python."""
     intent = extract_script(SLURM + line + "\n")
     assert (intent.entrypoint, intent.script_args) == ("./train.py", ["--lr", "1"])
+
+
+def _spellings(name: str) -> list[tuple[str, str]]:
+    """(spelling on the line, option name) for every option the grammar knows."""
+    spec = grammar(name)
+    found = [(("-" if len(alias) == 1 or name in ("aprun", "mpiexec", "mpirun") else "--") + alias, option)
+             for alias, option in spec.aliases.items()]
+    return found + [("--" + option.replace("_", "-"), option) for option in spec.values | spec.flags]
+
+
+@pytest.mark.parametrize("name", sorted(MPI_LAUNCHERS | DL_LAUNCHERS))
+def test_contract_no_option_of_any_launcher_is_taken_for_the_program(name):
+    """Every spelling of every option in the registry, alone in front of the program: the program
+    and its arguments come out unchanged (a value option takes `VALUE`, a flag takes nothing)."""
+    spec = grammar(name)
+    for spelling, option in _spellings(name):
+        two = option in spec.pairs or (option == "env" and spec.env_name_value)  # --mca NAME VALUE, -env NAME VALUE
+        words = [spelling, "NAME", "VALUE"] if two else [spelling, "VALUE"] \
+            if spec.takes_value(option) and not option.startswith("no_") else [spelling]
+        opts, rest = parse_options([*words, "train.py", "--lr", "1"], spec)
+        assert rest == ["train.py", "--lr", "1"], (spelling, option, opts)
+        assert option in opts, (spelling, opts)
