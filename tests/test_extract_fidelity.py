@@ -152,3 +152,12 @@ def test_a_port_to_pbs_runs_the_program_from_the_submit_directory_and_computes_s
 def test_part_of_the_job_s_arguments_is_kept_as_written_not_dropped():
     assert extract_script(HEADER + 'srun python train.py "${@:2}"\n').script_args == ["${@:2}"]
     assert extract_script(HEADER + 'f() { srun python train.py "${@:2}"; }\nf a b c\n').script_args == ["b", "c"]
+
+
+def test_the_submit_line_shows_the_job_s_arguments_where_the_scheduler_passes_them(tmp_path):
+    intent = extract_script(HEADER + "#SBATCH -A m1234\nsrun python train.py \"$@\"\n")
+    slurm, pbs = port_intent(intent, ["perlmutter", "polaris"], "job.sbatch", tmp_path)
+    submit = next(line for line in slurm.script.splitlines() if line.startswith("# Submit:"))
+    assert "job.sbatch ARGS..." in submit and "the program's own arguments" in submit
+    assert "ARGS" not in next(line for line in pbs.script.splitlines() if line.startswith("# Submit:"))
+    assert any("PBS passes none" in line for line in pbs.script.splitlines() if line.startswith("# Note:"))
