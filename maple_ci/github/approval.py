@@ -7,12 +7,14 @@ records its source: trailers on the bot's commit (repository, commit, request), 
 ported from a fork a stamp at its end that verification reads back whatever merge strategy later
 moved the file. A fork-derived port is verified only once a maintainer approved that fork commit
 with `/maple approve <sha>` (as Hubcast does). The approval is a commit status that the bot puts
-on that SHA in this repository, which a fork cannot write, naming the approver; the approver's
+on that SHA in this repository, which a fork cannot write, naming the approver; only the bot's own
+statuses count (bot_login), and a pin of a PR head has at least 12 hex digits; the approver's
 write access is asked again at every read, so taking it away takes the approval away too.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import NamedTuple
 
@@ -62,8 +64,16 @@ def permission(repo: Repository, login: str) -> str | None:
         return None
 
 
+def bot_login() -> str:
+    """Who the bot's approval statuses come from: GitHub Actions' GITHUB_TOKEN acts as
+    github-actions[bot]; a GitHub App's token as `<app>[bot]` (set MAPLE_BOT_LOGIN)."""
+    return os.environ.get("MAPLE_BOT_LOGIN") or "github-actions[bot]"
+
+
 def approver(repo: Repository, sha: str) -> str | None:
-    """Who approved verifying ports made from `sha`, if one who still has write access did."""
+    """Who approved verifying ports made from `sha`, if one who still has write access did. Only a
+    status the bot itself wrote counts: any app or workflow with `statuses: write` can write one
+    that says "approved by @maintainer"."""
     try:  # the combined status: the newest status of each context
         statuses = repo.get_commit(sha).get_combined_status().statuses
     except GithubException as error:
@@ -72,8 +82,8 @@ def approver(repo: Repository, sha: str) -> str | None:
         raise
     for status in statuses:
         match = _APPROVER.fullmatch(status.description or "")
-        if status.context == CONTEXT and status.state == "success" and match \
-                and permission(repo, match[1]) in WRITE_PERMISSIONS:
+        if status.context == CONTEXT and status.state == "success" and match and status.creator is not None \
+                and status.creator.login == bot_login() and permission(repo, match[1]) in WRITE_PERMISSIONS:
             return match[1]
     return None
 

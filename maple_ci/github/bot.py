@@ -223,9 +223,10 @@ def _narrowed(repo: Repository, command: Command, target: Target, settings: Conf
 
 
 def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_at: str | None) -> str:
-    """The PR head to port: the one the comment pinned (`@sha`), or one committed before the comment.
-    A fork can push while the job waits in the queue; the maintainer asked about what they saw.
-    (A committer date can be set by whoever commits: the approval of fork SHAs is the guarantee.)"""
+    """The PR head to port: the one the comment pinned (`@sha`), or, for a fork's PR, the head only
+    if the fork was last pushed before the comment. A fork can push while the job waits in the
+    queue; the maintainer asked about what they saw. The push time is GitHub's (the fork's
+    `pushed_at`), not the committer date, which whoever commits sets."""
     head = pr.head.sha
     if command.name != "port":
         return head
@@ -234,9 +235,11 @@ def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_
             raise MapleError(f"The PR head is now `{head}`, not `{command.sha}`: review it, then ask again with "
                              f"{code(replace(command, sha=head).text())}", exit_code=2)
         return head
-    committed = repo.get_git_commit(head).committer.date
-    if requested_at and committed > datetime.fromisoformat(requested_at.replace("Z", "+00:00")):
-        raise MapleError(f"The PR head `{head}` was committed after this request; review it, then ask again with "
+    fork = pr.head.repo
+    if fork is None or fork.full_name == repo.full_name or not requested_at:
+        return head  # a deleted fork pushes nothing; a same-repository head is pushed by people with write access
+    if fork.pushed_at is None or fork.pushed_at > datetime.fromisoformat(requested_at.replace("Z", "+00:00")):
+        raise MapleError(f"The PR head `{head}` was pushed after this request; review it, then ask again with "
                          f"{code(replace(command, sha=head).text())} (its `@{head}` ports exactly that commit).", exit_code=2)
     return head
 

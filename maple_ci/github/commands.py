@@ -33,7 +33,7 @@ _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 _ENTRYPOINT = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./+-]*")
 _WALLTIME = re.compile(r"[0-9]{1,4}:[0-5][0-9]:[0-5][0-9]")
 SHA = re.compile(r"[0-9a-f]{40}")
-_PIN = re.compile(r"@([0-9a-f]{7,40})")
+_PIN = re.compile(r"@([0-9a-f]{12,40})")  # 7 hex digits are 28 bits: a fork can make a commit that shares them
 # Flags that take a value; the JobIntent overrides are the port options named like its fields.
 _VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes", "--entrypoint", "--gpus-per-node", "--account",
                 "--queue", "--walltime")
@@ -199,7 +199,7 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
         if word.startswith("@"):
             pin = _PIN.fullmatch(word)
             if not pin or "@" in options:
-                raise CommandError(f"{code(word)}: give one `@SHA` (7 to 40 lowercase hex digits) of the PR head.", known)
+                raise CommandError(f"{code(word)}: give one `@SHA` (12 to 40 lowercase hex digits) of the PR head.", known)
             options["@"] = pin[1]
             continue
         if not word.startswith("--"):

@@ -40,6 +40,7 @@ class FakeGitHub:
         self.check_runs: list[dict] = []
         self.permissions: dict[str, str] = {}
         self.statuses: list[dict] = []  # commit statuses, oldest first
+        self.token_login = "github-actions[bot]"  # who API calls act as (GITHUB_TOKEN's identity)
         self.requests: list[dict] = []  # every request: method, path, query, body, and the route it hit
         self.fail_next: list[int] = []  # statuses to answer the next requests with; 403 = secondary rate limit
         self.fail_routes: dict[str, int] = {}  # route pattern -> status it answers every time (a persistent 5xx)
@@ -304,7 +305,8 @@ class FakeGitHub:
         if sha not in self.commits:
             return 422, {"message": f"No commit found for SHA: {sha}"}
         status = {"id": len(self.statuses) + 1, "sha": sha, "state": body["state"], "context": body.get("context", "default"),
-                  "description": body.get("description"), "url": self.url(f"/statuses/{sha}")}
+                  "description": body.get("description"), "url": self.url(f"/statuses/{sha}"),
+                  "creator": {"login": self.token_login, "type": "Bot"}}  # who the token acts as
         self.statuses.append(status)
         return 201, {k: v for k, v in status.items() if k != "sha"}
 

@@ -99,7 +99,7 @@ def test_authorize_needs_association_and_write_permission(association, permissio
     assert authorize(association, permission) is allowed
 
 
-@pytest.mark.parametrize("line", ["/maple port aurora --framework deepspeed --nodes 2 --no-verify @abcdef1",
+@pytest.mark.parametrize("line", ["/maple port aurora --framework deepspeed --nodes 2 --no-verify @abcdef123456",
                                   "/maple port perlmutter aurora --from jobs/a.sh --entrypoint train.py --walltime 01:00:00",
                                   "/maple recreate aurora", "/maple ignore polaris jobs/old.sh", "/maple verify perlmutter"])
 def test_a_command_written_back_asks_for_the_same(line):

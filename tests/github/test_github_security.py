@@ -47,7 +47,8 @@ def fork_pr(fake):
     fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sbatch": EXAMPLE.read_text()}, [fake.refs["heads/main"]], "add")
     fake.permissions["Codertocat"] = "write"
     pull = fake.open_pull("feature", "main")
-    pull["head_repo"] = fake.repo_json() | {"full_name": FORK, "owner": {"login": "someone", "type": "User"}}
+    pull["head_repo"] = fake.repo_json() | {"full_name": FORK, "owner": {"login": "someone", "type": "User"},
+                                            "pushed_at": "2019-05-15T15:00:00Z"}  # before the recorded comments
     return pull
 
 
@@ -214,22 +215,53 @@ def test_an_unexpected_error_is_answered_and_its_traceback_cannot_issue_workflow
 
 # --- finding 9: the PR head is pinned ---
 
-def test_a_head_committed_after_the_comment_is_not_ported(fake, repo, source_pr, webhook):
-    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sh": SCRIPT + "# later\n"}, [fake.refs["heads/feature"]],
-                                                   "pushed while the job queued", date="2019-05-15T15:20:59Z")
+def test_a_fork_pushed_after_the_comment_is_not_ported_whatever_its_committer_date(fake, repo, webhook):
+    # The fork commits with a date before the comment (2011, the fake's default) but pushes after it:
+    # the committer date is the fork's to set, the push time is GitHub's.
+    pull = fork_pr(fake)
     head = fake.refs["heads/feature"]
-    plan, _ = comment_plan(webhook, source_pr["number"], "/maple port aurora")
-    with pytest.raises(MapleError, match="committed after this request"):
+    pull["head_repo"]["pushed_at"] = "2019-05-15T15:25:00Z"  # the comment is from 15:20:21
+    plan, _ = comment_plan(webhook, pull["number"], "/maple port aurora")
+    with pytest.raises(MapleError, match="pushed after this request"):
         run_plan(repo, plan, lambda *args: pytest.fail("nothing may be ported"))
     assert f"`@{head}`" in fake.comments[-1]["body"] and len(fake.pulls) == 1
 
-    with pytest.raises(MapleError, match="not `0123456`"):
-        run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple port aurora @0123456")[0], lambda *a: pytest.fail())
+    with pytest.raises(MapleError, match="not `012345678901`"):
+        run_plan(repo, comment_plan(webhook, pull["number"], "/maple port aurora @012345678901")[0], lambda *a: pytest.fail())
     ported = []
-    pinned, _ = comment_plan(webhook, source_pr["number"], f"/maple port aurora @{head[:12]}")
+    pinned, _ = comment_plan(webhook, pull["number"], f"/maple port aurora @{head[:12]}")
     run_plan(repo, pinned, lambda command, sources, ref: ported.append(ref) or port_results())
     assert ported == [head] and f"Maple-Source-Commit: {head}" in fake.commits[fake.refs["heads/maple/port-pr-1"]]["message"]
-    assert f"at `{head}`" in fake.pulls[-1]["body"]
+
+    # Pushed before the comment, with a committer date after it: the head is what was seen.
+    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sh": SCRIPT + "# later\n"}, [head], "dated later",
+                                                   date="2030-01-01T00:00:00Z")
+    pull["head_repo"]["pushed_at"] = "2019-05-15T15:00:00Z"
+    run_plan(repo, comment_plan(webhook, pull["number"], "/maple port aurora")[0],
+             lambda command, sources, ref: ported.append(ref) or port_results())
+    assert ported[-1] == fake.refs["heads/feature"]
+
+
+@pytest.mark.parametrize("pin", ["@0123456", "@0123456789a"])
+def test_a_pin_shorter_than_12_hex_digits_is_an_invalid_command(pin):
+    # 7 hex digits are 28 bits: a fork can grind a commit whose id starts like the reviewed one.
+    with pytest.raises(CommandError, match="12 to 40 lowercase hex digits"):
+        parse_comment(f"/maple port aurora {pin}", KNOWN)
+
+
+@pytest.mark.parametrize("creator", ["mallory", "other-ci[bot]"])
+def test_an_approval_status_written_by_anyone_but_the_bot_is_not_an_approval(fake, repo, creator):
+    # Any app or workflow with `statuses: write` (or a collaborator's token) can write this status.
+    from maple_ci.github.approval import approver
+
+    sha = fake.refs["heads/main"]
+    fake.permissions["Codertocat"] = "admin"
+    fake.token_login = creator
+    repo.get_commit(sha).create_status(state="success", context="maple-ci/approval", description="approved by @Codertocat")
+    assert approver(repo, sha) is None
+    fake.token_login = "github-actions[bot]"  # the same status from the bot's own token counts
+    repo.get_commit(sha).create_status(state="success", context="maple-ci/approval", description="approved by @Codertocat")
+    assert approver(repo, sha) == "Codertocat"
 
 
 # --- finding 11: untrusted text is inert ---

@@ -101,13 +101,13 @@ def test_a_new_port_is_verified_with_the_directives_it_commits(fake, repo, port_
         done = run_plan(repo, plan, jacamar_pipeline(checkout, settings(gitlab)).port,
                         jacamar_pipeline(checkout, settings(gitlab)).verify)
     head = fake.refs["heads/maple/port-pr-1"]
-    [job] = center.jobs
-    sent = job["variables"]
-    assert (sent["MAPLE_SCRIPT"], sent["MAPLE_COMMIT"]) == (PORTED, head)
+    assert len(center.jobs) == 1
     # Nothing read here: the center checks out that commit and derives the scheduler options from
     # the file there, not from the working directory's stale port (tests/test_verify_jacamar.py).
     [triggered] = gitlab.pipelines.values()
-    assert set(triggered["variables"]) == {"MAPLE_CLUSTER", "MAPLE_SCRIPT", "MAPLE_MINIAPP", "MAPLE_COMMIT"}
+    sent = triggered["inputs"]  # typed inputs, no variables (the center's spec:inputs)
+    assert (sent["script"], sent["commit"]) == (PORTED, head) and set(sent) == {"cluster", "script", "miniapp", "commit"}
+    assert triggered["variables"] == {}
     assert [c["verification"] for r in done.results for c in r["clusters"]] == ["passed"]
     assert verification_runs(fake) == [("completed", "success")]
 
