@@ -50,7 +50,8 @@ _ERROR_PATTERNS = [
     r"\blaunch failed on \S+:",  # PALS (mpiexec on HPE Cray PBS)
     r"\[error\]|: (?:write|read) error\b",  # mercury/DAOS, libcxi
     r"\b(?:hip|cuda)Error[A-Z]\w*",  # hipErrorNoBinaryForGpu, cudaErrorECCUncorrectable
-    r"is/are busy or unavailable",  # CUDA devices in exclusive-process mode  # ALCF's submit filter (sbank), printed without a qsub: prefix
+    r"is/are busy or unavailable",  # CUDA devices in exclusive-process mode
+    r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
     r"Unexpected page fault from GPU",
@@ -81,7 +82,7 @@ _KEYWORDS = (
     "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
     "page fault", "socket", "[E", "No active allocation", "Unable to allocate", "Batch job submission",
     "cannot find name", "unknown userid", "must specify", "not been specified", "now required",
-    "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable",
+    "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "fork: ", "Disk quota",
 )  # fmt: skip
 
 
