@@ -11,6 +11,7 @@ carries, live (not in a comment), something of the source's site that the target
   account    the source's account in a live directive of another cluster's port
   container  the source's image run without a digest pin (@sha256:)
   wrapper    a per-rank wrapper outside the checkout, or a profiler's env/injection option
+  argpath    a program argument that is a path on the source site's file systems, kept with no note
 The detectors are written from what the issue names, apart from maple_ci/values.py, so the count
 does not grade the table by itself.
 """
@@ -70,6 +71,10 @@ def leaks(intent, script: str, profile) -> list[str]:
         image = intent.container.image.split("://")[-1].replace("#", "/").removeprefix("docker:")
         if image in live:
             found.append(f"container {intent.container.image}")
+    named = "\n".join(line for line in script.splitlines() if line.startswith("# Note: "))
+    if intent.source_cluster != profile.name:  # an argument naming a path of the source site, unnamed
+        found += [f"argpath {arg}" for arg in intent.script_args
+                  if re.match(r"([^=\s]*=)?/(?!tmp/|dev/shm)", arg) and arg.split("=")[-1].split("$")[0] not in named]
     for i, word in enumerate(intent.wrapper):
         outside = word.startswith("/") and not word.startswith("/tmp/") or i == 0 and word.startswith(("$", "~"))
         if (outside or _PROFILER_OPTION.match(word)) and word in live:

@@ -38,7 +38,7 @@ from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
-from .values import Target, port_env, port_wrapper, reason
+from .values import Target, path_notes, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, program_notes
 from .process_model import model_notes
 
@@ -299,6 +299,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     return _environment().get_template(template.path).render(
         meta=template,
         profile=profile,
+    job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
         setup=setup,
         site_env=site_env,
         user_env=user_env,

@@ -30,6 +30,8 @@ FORMS = {
 }
 # An absolute path, or one under a variable of the source site ($PROJECT_DIR/data): the user's to map.
 _SITE_PATH = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/)[^`()\n;|&<>]*")
+# An argument (or --name=/value) that is an absolute path outside what every node has (/tmp, /dev/shm).
+_ARGUMENT_PATH = re.compile(r"(?:[^=\s]*=)?(/(?!tmp/|tmp$|dev/shm)[^\s,]+)")
 _FORM_TEXT = {"word": "a literal word", "count": "a whole number",
               "path": "a path under $HOME, $SCRATCH, $WORK, $PWD or /tmp, or relative to the checkout"}
 
@@ -134,6 +136,16 @@ def port_env(env: dict[str, str], target: Target, site: set[str]) -> tuple[dict[
         notes.append(f"not carried over, no row of templates/values.yaml makes them portable: {', '.join(sorted(unlisted))}; "
                      "export them yourself on the target if the program reads them")
     return kept, notes
+
+
+def path_notes(args: list[str], cluster: str, same_cluster: bool) -> list[str]:
+    """A header note naming the program's arguments that are paths on the source site's file
+    systems: the port keeps arguments as written (they are the program's), so the user maps them."""
+    paths = [m.group(1) for arg in args if (m := _ARGUMENT_PATH.match(arg))]
+    if same_cluster or not paths:
+        return []
+    return [f"the program's arguments name paths on the source site's file systems, kept as written: "
+            f"{', '.join(dict.fromkeys(paths))}; give your paths on {cluster} (for example under $SCRATCH)"]
 
 
 def edit_refusal(name: str, value: str) -> Optional[str]:

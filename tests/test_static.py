@@ -16,7 +16,7 @@ from maple_ci.verify.static import checks_ok, parse_directives, static_checks
 from maple_ci.verify.substitute import substitute_entrypoint
 
 INTENT = JobIntent(nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=["--lr", "0.1"],
-                   account="m1234_g").with_defaults()
+                   account="m1234_g", account_given=True).with_defaults()
 
 
 def script_for(template_id: str, intent: JobIntent = INTENT) -> str:

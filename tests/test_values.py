@@ -167,5 +167,13 @@ def test_the_debug_agents_edits_pass_the_same_table(name, value, refused):
 
 def test_the_sources_modules_are_named_as_replaced_by_the_targets_set_up(tmp_path):
     script = _port(tmp_path, "module load pytorch/2.3.1 cudatoolkit/12.2")
-    assert "# Note: the source's modules (pytorch/2.3.1, cudatoolkit/12.2) are not loaded: the source's module loads" in script
+    assert "# Note: the source's modules (pytorch/2.3.1, cudatoolkit/12.2) are not loaded: module names are the source site's" in script
     assert "module load pytorch/2.3.1" not in script
+
+
+def test_arguments_naming_the_source_sites_paths_are_kept_and_named(tmp_path):
+    launch = "srun python train.py --data /lustre/orion/proj/data --out=/eagle/p/out --tmp /tmp/x --cache $SCRATCH/c"
+    script = _port(tmp_path, "", "perlmutter", launch)
+    assert "train.py --data /lustre/orion/proj/data --out=/eagle/p/out --tmp /tmp/x" in script  # the program's own
+    assert ("# Note: the program's arguments name paths on the source site's file systems, kept as written: "
+            "/lustre/orion/proj/data, /eagle/p/out; give your paths on perlmutter") in script
