@@ -62,23 +62,37 @@ def test_every_third_party_action_is_pinned_by_full_sha_with_its_version():
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
 def test_jobs_use_the_protected_environment_and_keep_no_token_in_git_config(workflow):
     for job in yaml.safe_load(workflow.read_text())["jobs"].values():
+        if not any(step.get("uses", "").startswith("maple-ci/maple-ci@") for step in job["steps"]):
+            assert "environment" not in job and job["permissions"] == {}  # no secret, no write token
+            continue
         assert job["environment"] == "maple"  # the MAPLE_GITLAB_* secrets live only there
         checkout = [step for step in job["steps"] if step.get("uses", "").startswith("actions/checkout@")]
         assert checkout and all(step["with"]["persist-credentials"] is False for step in checkout)
 
 
-def test_comment_requests_from_outsiders_start_nothing_and_never_cancel():
-    job = yaml.safe_load((REPO / "workflows" / "github" / "maple-comment.yml").read_text())["jobs"]["maple"]
-    assert job["if"].startswith("contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), "
-                                "github.event.comment.author_association)")
-    assert job["concurrency"] == {"group": "maple-pr-${{ github.event.issue.number }}", "cancel-in-progress": False}
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_every_job_has_a_timeout(workflow):
+    # GitHub's default is 6 hours, during which a stuck run holds its concurrency group.
+    for job in yaml.safe_load(workflow.read_text())["jobs"].values():
+        assert 0 < job["timeout-minutes"] <= 150
 
 
-def test_push_and_dispatch_write_the_bot_branch_in_one_group():
+def test_comment_requests_from_outsiders_start_nothing_and_only_writers_join_the_queue():
+    jobs = yaml.safe_load((REPO / "workflows" / "github" / "maple-comment.yml").read_text())["jobs"]
+    assert jobs["authorize"]["if"].startswith("contains(fromJSON('[\"OWNER\", \"MEMBER\", \"COLLABORATOR\"]'), "
+                                              "github.event.comment.author_association)")
+    assert "concurrency" not in jobs["authorize"]  # tests/github/test_github_security.py runs its step
+    assert jobs["maple"]["needs"] == "authorize" and jobs["maple"]["if"] == "needs.authorize.outputs.write == 'true'"
+    assert jobs["maple"]["concurrency"] == {"group": "maple-pr-${{ github.event.issue.number }}", "cancel-in-progress": False}
+
+
+def test_push_and_nightly_wait_in_queues_of_their_own():
+    # A concurrency group keeps one waiting run and cancels the one it replaces: one group for both
+    # let a push cancel a waiting nightly run and the reverse.
     groups = {name: yaml.safe_load((REPO / "workflows" / "github" / name).read_text())["jobs"]["maple"]["concurrency"]
               for name in ("maple-push.yml", "maple-nightly.yml")}
-    assert groups["maple-push.yml"] == groups["maple-nightly.yml"]
-    assert groups["maple-push.yml"]["cancel-in-progress"] is False
+    assert groups["maple-push.yml"]["group"] != groups["maple-nightly.yml"]["group"]
+    assert all(group["cancel-in-progress"] is False for group in groups.values())
 
 
 def test_the_action_installs_only_hash_checked_pins_and_reports_timings():

@@ -3,11 +3,15 @@ commit; the bot reads only regular files inside the checkout; every failure is a
 head is pinned; untrusted text stays inert in Markdown and in the Actions log."""
 
 import json
+import os
 import re
 import shutil
+import subprocess
+from pathlib import Path
 from contextlib import nullcontext
 
 import pytest
+import yaml
 from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results, workflow_commands
 from test_github_action import action_env
 from test_github_end_to_end import EXAMPLE, Cluster
@@ -338,3 +342,22 @@ def test_comment_options_reach_the_port_like_the_cli_options(tmp_path):
 def test_comment_options_are_validated(option):
     with pytest.raises(CommandError):
         parse_comment(f"/maple port perlmutter {option}", KNOWN)
+
+
+# --- issue 15: a read-only commenter cannot take a maintainer's place in the queue ---
+
+COMMENT_WORKFLOW = Path(__file__).resolve().parents[2] / "workflows" / "github" / "maple-comment.yml"
+
+
+@pytest.mark.parametrize("permission, joins", [("read", False), ("none", False), ("write", True), ("admin", True)])
+def test_only_a_commenter_with_write_access_joins_the_queue(fake, tmp_path, permission, joins):
+    # The comment workflow's `authorize` step, run as Actions runs it, against the fake's permission
+    # endpoint: a MEMBER with read access (the `if` lets members through) must not reach the
+    # `maple` job, whose concurrency group keeps only the newest waiting request.
+    [step] = yaml.safe_load(COMMENT_WORKFLOW.read_text())["jobs"]["authorize"]["steps"]
+    fake.permissions["member"] = permission
+    output = tmp_path / "output"
+    env = {"PATH": os.environ["PATH"], "API_URL": fake.base_url, "REPOSITORY": f"{fake.owner}/{fake.name}",
+           "COMMENTER": "member", "GH_TOKEN": "ghs_x", "GITHUB_OUTPUT": str(output)}
+    subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env, check=True, timeout=60)
+    assert (output.exists() and "write=true" in output.read_text()) == joins
