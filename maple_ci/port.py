@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from .errors import MapleError
 from .extract import extract, load_source
-from .intent import PER_DEVICE_LAUNCHERS, JobIntent
+from .intent import JobIntent
 from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, with_python_env
 from .retrieve import best_template
@@ -78,18 +78,6 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
     return profile, replace(intent, notes=[*intent.notes, *notes]) if notes else intent
 
 
-def _model_note(intent: JobIntent, template, profile: ClusterProfile) -> Optional[str]:
-    """Why the process model changed, when it did: retrieval keeps it wherever the target has a
-    template of that kind, so a change is the target's (Frontier and Aurora offer no per-node torchrun)."""
-    per_device = template.launcher in PER_DEVICE_LAUNCHERS
-    if intent.strategy == "single" or per_device == (intent.launcher in PER_DEVICE_LAUNCHERS):
-        return None
-    source = "one rank per device" if not per_device else f"one {intent.launcher} per node"
-    port = f"one rank per device ({template.launcher})" if per_device else f"one {template.launcher} per node"
-    return (f"the process model changes from {source} to {port}: {profile.name} has no launch of the source's "
-            "kind among its center's documented ones")
-
-
 def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir: Path,
                 progress: Callable[[str], None] = lambda message: None,
                 python_envs: Mapping[str, str] = {}, source_text: Optional[str] = None) -> list[PortResult]:
@@ -110,8 +98,6 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
         if not template.supported:
             results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=template.reason))
             continue
-        if note := _model_note(target_intent, template, profile):
-            target_intent = replace(target_intent, notes=[*target_intent.notes, note])
         # the source scheduler's job variables in the program's path and arguments, as the target's
         # job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR), for the script and for its checks
         target_intent = on_scheduler(target_intent, profile.scheduler,

@@ -18,7 +18,7 @@ from maple_ci.library import GENERIC, load_templates
 from maple_ci.port import port_intent
 from maple_ci.profiles import get_profile, load_profiles
 from maple_ci.programs import model_parallel, program_notes
-from maple_ci.retrieve import best_template
+from maple_ci.retrieve import best_template, list_templates
 from maple_ci.verify.static import static_checks
 
 CLUSTERS = sorted(load_profiles())
@@ -140,11 +140,22 @@ def test_pytorch_tensor_and_3d_parallel_use_the_generic_family(cluster, strategy
 
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_the_frameworks_own_templates_still_win_their_strategies(cluster):
-    """The generic family never replaces a template made for the framework and strategy."""
-    for framework, strategy in [("pytorch", "ddp"), ("pytorch", "fsdp"), ("pytorch", None), ("deepspeed", "zero3"),
-                                ("deepspeed", "zero2"), ("accelerate", "ddp"), ("accelerate", "fsdp")]:
-        template = best_template(_intent(framework=framework, strategy=strategy, script_args=[]), cluster)
-        assert template.framework == framework and template.strategy != GENERIC, (framework, strategy, template.id)
+    """The generic family replaces a template made for the framework and strategy only to keep the
+    source's process model (issue 16): a torchrun job on Anvil, whose DDP template is srun per GPU,
+    gets the generic torchrun form."""
+    per_node = lambda t: t.launcher not in PER_DEVICE_LAUNCHERS  # noqa: E731
+    for launcher in ("torchrun", "srun"):
+        for framework, strategy in [("pytorch", "ddp"), ("pytorch", "fsdp"), ("pytorch", None), ("deepspeed", "zero3"),
+                                    ("deepspeed", "zero2"), ("accelerate", "ddp"), ("accelerate", "fsdp")]:
+            intent = _intent(framework=framework, strategy=strategy, script_args=[], launcher=launcher)
+            template = best_template(intent, cluster)
+            why = (launcher, framework, strategy, template.id)
+            if template.strategy != GENERIC:
+                assert template.framework == framework, why
+                continue
+            own = [t for t in list_templates(cluster, framework) if t.strategy == (strategy or "ddp") and t.supported]
+            assert framework == "pytorch" and per_node(template) == (launcher == "torchrun"), why
+            assert own and not any(per_node(t) == per_node(template) for t in own), why
 
 
 def test_parallel_sizes_are_read_in_megatron_nemo_and_torchtitan_spellings():
