@@ -27,10 +27,11 @@ from typing import Callable, Optional
 import yaml
 
 from .errors import MapleError
-from .extract import extract
+from .extract import extract, extract_script
 from .files import read_text
 from .paths import bundled
 from .port import PortResult, port_intent, write_results
+from .process_model import PER_NODE, process_model
 from .profiles import get_profile
 from .retrieve import best_template
 from .verify.readback import readback_checks
@@ -76,17 +77,20 @@ def facts_not_shown(cases: list[dict]) -> list[str]:
             if fact.get("in_script", True) and not fact_present(fact, case["text"])]
 
 
-def target_facts(cases: list[dict], cluster: str, kind: str, container: bool) -> list[dict]:
-    """The center's facts for a kind of workload: every fact its scripts of that kind show, once.
-    A fact is needed (its absence makes a port wrong) only where the center marks it so and every
-    one of its scripts of that kind shows it: those in a container when the port's source is in
-    one, the others when it is not (an image brings its own Python), all when it has no such script."""
+def target_facts(cases: list[dict], cluster: str, kind: str, conditions: frozenset[str] = frozenset()) -> list[dict]:
+    """The center's facts for a kind of workload: every fact its scripts of that kind show, once;
+    a fact `when: container` or `when: per-node` only where the port's source runs in a container
+    or the port starts one launcher per node (`conditions`). A fact is needed (its absence makes a
+    port wrong) only where the center marks it so and every one of its scripts of that kind shows
+    it: those in a container when the port's source is in one, the others when it is not (an image
+    brings its own Python), all when it has no such script."""
     same = [case for case in cases if case["cluster"] == cluster and case["kind"] == kind]
+    container = "container" in conditions
     pool = [case for case in same if case.get("container", False) == container] or same
     facts = {}
     for case in same:
         for fact in case["facts"]:
-            if fact.get("when") != "container" or container:
+            if fact.get("when") is None or fact["when"] in conditions:
                 facts.setdefault(fact["id"], dict(fact))
     for fact in facts.values():
         fact["needed"] = bool(fact.get("needed")) and all(
@@ -150,7 +154,9 @@ def _port_case(case: dict, cases: list[dict], targets: list[str], out_dir: Path)
         if result.status == "unsupported":
             rows.append(_refused(case, result.cluster, result.reason))
             continue
-        facts = target_facts(cases, result.cluster, case["kind"], intent.container is not None)
+        conditions = frozenset({"container"} if intent.container is not None else set()) | (
+            {"per-node"} if process_model(extract_script(result.script)) == PER_NODE else set())
+        facts = target_facts(cases, result.cluster, case["kind"], conditions)
         rows.append(_score_port(case, intent, result, facts))
     return rows
 

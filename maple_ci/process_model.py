@@ -11,32 +11,43 @@ and the read-back gate (verify/readback.py) accepts that change and no other.
 from functools import lru_cache
 from typing import Optional
 
-from .intent import PER_DEVICE_LAUNCHERS, JobIntent
+from .intent import JobIntent
 from .library import TemplateMeta, load_templates
 from .paths import templates_dir
 
 ONE_PROCESS, PER_NODE, PER_DEVICE = "one process", "one launcher per node", "one rank per device"
+# The launchers that run once per node and fork the per-device workers (DESIGN.md, JobIntent's
+# launcher); every other launcher (srun, mpiexec, mpirun, ibrun, aprun, jsrun) starts the ranks.
+PER_NODE_LAUNCHERS = frozenset({"torchrun", "deepspeed", "accelerate"})
 
 
 def process_model(intent: JobIntent) -> str:
     """The model a job (a source, or a port read back) starts its program with: a launcher per node
     stays one with a single worker (torchrun --nproc_per_node=1 on a one-GPU node)."""
-    if intent.launcher not in PER_DEVICE_LAUNCHERS:
+    if intent.launcher in PER_NODE_LAUNCHERS:
         return PER_NODE
-    return ONE_PROCESS if intent.launcher == "python" or intent.world_size == 1 else PER_DEVICE
+    return ONE_PROCESS if intent.launcher == "python" else PER_DEVICE
+
+
+def same_model(one: JobIntent, other: JobIntent) -> bool:
+    """Whether two jobs start their program the same way: one rank started by srun or mpiexec
+    (srun -n 1 python x.py) is one process too."""
+    models = {process_model(one), process_model(other)}
+    single = 1 in (one.world_size, other.world_size)
+    return len(models) == 1 or (models == {ONE_PROCESS, PER_DEVICE} and single)
 
 
 def template_model(template: TemplateMeta) -> str:
     if template.strategy == "single" or template.launcher == "python":
         return ONE_PROCESS
-    return PER_DEVICE if template.launcher in PER_DEVICE_LAUNCHERS else PER_NODE
+    return PER_NODE if template.launcher in PER_NODE_LAUNCHERS else PER_DEVICE
 
 
 def forced_change(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
     """The model the target forces on this port (no supported template there for the same framework
     and strategy starts the source's model), or None when the port must keep the source's model."""
     want, got = process_model(intent), template_model(template)
-    if want == got:
+    if want == got or (got == ONE_PROCESS and intent.world_size == 1):
         return None
     keeps = (template.cluster, template.framework, template.strategy, want) in _supported(str(templates_dir()))
     return None if keeps else got

@@ -214,6 +214,17 @@ def _deepspeed(intent: JobIntent) -> Optional[dict]:
     return {"path": intent.configs.get("deepspeed")}
 
 
+def deepspeed_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:
+    """The header's word on the --deepspeed_config the port gives a DeepSpeed program whose
+    arguments name none (_deepspeed): the read-back gate accepts those two words and no others."""
+    given = _deepspeed(intent) if template.framework == "deepspeed" else None
+    if given is None:
+        return []
+    what = f"the source's config {given['path']}" if given["path"] else "a minimal ZeRO-3 config it writes (ds_config.maple.json)"
+    return [f"the program's arguments name no DeepSpeed config: the port passes --deepspeed_config with {what}; "
+            "drop it if the program builds its own"]
+
+
 def _comment(text: str) -> str:
     # Header values come from user input; a newline would end the comment and start a command.
     return re.sub(r"[\x00-\x1f\x7f]", "?", str(text))
@@ -294,6 +305,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
                          f"{profile.name}'s {template.framework} set-up is used")
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
+    job.notes += deepspeed_notes(intent, template)
     if template.reason:
         job.notes.append(template.reason)
     return _environment().get_template(template.path).render(

@@ -102,12 +102,16 @@ def test_a_needed_fact_is_one_every_script_of_the_kind_shows():
     from maple_ci.bench_golden import load_golden, target_facts
 
     cases = load_golden()
-    bare = {f["id"]: f["needed"] for f in target_facts(cases, "polaris", "multi-node", container=False)}
-    boxed = {f["id"]: f["needed"] for f in target_facts(cases, "polaris", "multi-node", container=True)}
+    bare = {f["id"]: f["needed"] for f in target_facts(cases, "polaris", "multi-node")}
+    boxed = {f["id"]: f["needed"] for f in target_facts(cases, "polaris", "multi-node", frozenset({"container"}))}
     assert bare["conda"] and not boxed["conda"]
     assert "apptainer" in boxed and "apptainer" not in bare
     assert not bare["place-scatter"]  # the center's data marks only what a job cannot do without
     assert not bare["mpiexec-ppn"]  # ALCF's 2022 aprun script shows no mpiexec: not every Polaris job needs it
+    # TACC's scripts start torchrun per node: that launcher is a fact for a port that does too
+    assert "torchrun" not in {f["id"] for f in target_facts(cases, "vista", "multi-node")}
+    assert {"torchrun": True}.items() <= {f["id"]: f["needed"] for f in
+                                          target_facts(cases, "vista", "multi-node", frozenset({"per-node"}))}.items()
 
 
 def test_golden_verdicts_follow_the_stated_rules():

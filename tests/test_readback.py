@@ -135,3 +135,15 @@ def test_maple_port_exits_1_when_a_template_drops_the_arguments(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     output = " ".join((run.stdout + run.stderr).split())
     assert "readback:arguments" in output and "'--epochs'" in output
+
+
+def test_the_deepspeed_config_a_port_adds_is_said_and_accepted_and_nothing_else(tmp_path):
+    """A DeepSpeed program whose arguments name no config gets --deepspeed_config from the port
+    (a minimal ZeRO-3 file it writes): the header says so and the gate accepts those two words only."""
+    source = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\ndeepspeed train.py --epochs 3\n"
+    intent, result = _port(source, "polaris", tmp_path)
+    assert "passes --deepspeed_config with a minimal ZeRO-3 config it writes" in result.script
+    assert next(c for c in result.checks if c.name == "readback:arguments").ok
+    edited = result.script.replace('--deepspeed_config "$DS_CONFIG"', '--deepspeed_config "$DS_CONFIG" --zero 2')
+    [failure] = _failed(_recheck(edited, intent, result, source), "arguments")
+    assert "'--zero'" in failure.message

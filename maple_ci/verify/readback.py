@@ -22,9 +22,9 @@ from typing import Optional
 from ..extract import RENDEZVOUS_VARS, extract_script
 from ..intent import JobIntent
 from ..library import TemplateMeta
-from ..process_model import forced_change, process_model
+from ..process_model import ONE_PROCESS, forced_change, process_model, same_model, template_model
 from ..profiles import ClusterProfile
-from ..synthesize import resolve_job
+from ..synthesize import deepspeed_notes, resolve_job
 from .static import Check
 
 # Launchers that give every worker all the rendezvous variables themselves (torchrun's contract).
@@ -41,11 +41,11 @@ def rendezvous_given(script: str, intent: JobIntent) -> set[str]:
             if re.search(rf"(?:^|[\s;'\"(,=]){name}=|(?:-x|--env|-env|--genv|-genv)\s+{name}\b", code)}
 
 
-def _ranks_per_node(intent: JobIntent) -> Optional[float]:
+def _ranks_per_node(intent: JobIntent) -> Optional[int]:
     """Ranks the launch line starts on a node: its world size over its nodes where both read back
-    (the directives' GPU count says what a node has, not what the launch starts)."""
-    if intent.world_size and intent.nodes:
-        return intent.world_size / intent.nodes
+    and divide (the directives' GPU count says what a node has, not what the launch starts)."""
+    if intent.world_size and intent.nodes and intent.world_size % intent.nodes == 0:
+        return intent.world_size // intent.nodes
     return intent.gpus_per_node
 
 
@@ -77,8 +77,12 @@ def _as_port_reads(word: str, env: dict[str, str]) -> str:
     return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
 
 
-def _arguments(back: JobIntent, intent: JobIntent) -> Check:
+def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta) -> Check:
+    """The source's arguments word for word, and the --deepspeed_config the port adds (and says so)
+    where a DeepSpeed program's arguments name none (synthesize.deepspeed_notes)."""
     want, got = intent.script_args, back.script_args
+    if deepspeed_notes(intent, template) and got[len(want):len(want) + 1] == ["--deepspeed_config"]:
+        got = got[:len(want)] + got[len(want) + 2:]
     problem = None
     if got != want and [_as_port_reads(word, back.env) for word in want] != got:
         index = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
@@ -94,7 +98,8 @@ def _model(back: JobIntent, intent: JobIntent, template: TemplateMeta) -> Check:
     source, got = process_model(intent), process_model(back)
     forced = forced_change(intent, template)
     want = forced or source
-    problem = None if want == got else (
+    kept = got == forced if forced else same_model(back, intent)
+    problem = None if kept else (
         f"process model changed: the source starts {source} ({intent.launcher}), the port {got} ({back.launcher})")
     why = f"as {template.cluster} runs {template.framework} (the header says so)" if forced else "as the source"
     return _check("process-model", problem, f"{want}, {why}")
@@ -107,7 +112,7 @@ def _size(back: JobIntent, intent: JobIntent, per_node: int, world: Optional[int
     if ranks is None:
         return [_check("ranks", "cannot read the ranks per node back from the launch line", "", "warning")]
     checks = [_check("ranks", None if ranks == per_node else (
-        f"the launch line starts {ranks:g} ranks per node, the port decided {per_node}"), f"{per_node} ranks per node")]
+        f"the launch line starts {ranks} ranks per node, the port decided {per_node}"), f"{per_node} ranks per node")]
     source_rpd, port_rpd = _ranks_per_device(intent), _ranks_per_device(back)
     if source_rpd != port_rpd:
         checks.append(_check("ranks-per-device", f"the source runs {source_rpd:g} rank(s) per device, the port "
@@ -134,8 +139,9 @@ def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, tem
     script, when there is one) adds the environment check."""
     back = extract_script(script)
     job = resolve_job(intent, profile, template)
-    world = None if job.from_allocation else job.world_size
-    checks = [_program(back, intent), _arguments(back, intent), _model(back, intent, template),
+    # A one-process template starts one process whatever nodes the job holds.
+    world = 1 if template_model(template) == ONE_PROCESS else None if job.from_allocation else job.world_size
+    checks = [_program(back, intent), _arguments(back, intent, template), _model(back, intent, template),
               *_size(back, intent, job.gpus_per_node, world)]
     if env := _environment(script, back, source_text, intent):
         checks.append(env)
