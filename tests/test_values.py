@@ -41,6 +41,9 @@ def test_the_table_gives_every_row_a_verdict_a_reason_and_a_known_form():
     assert all(rule.verdict in VERDICTS and len(rule.reason) > 20 for rule in rules)
     assert {"modules", "account", "queue", "constraint", "container_image", "container_binds", "wrapper"} <= set(values)
     assert env_rule("HF_HOME").verdict == "keep" and env_rule("MY_OWN_FLAG") is None
+    # No name a row spells out is taken by an earlier row: each row's reason is the one that applies.
+    named = [(name, rule) for rule in rules for name in rule.names if not set(name) & set("*?[")]
+    assert [name for name, rule in named if env_rule(name) is not rule] == []
 
 
 # Issue 15's medium findings: each was carried into ports and ran (or redirected) at the center.
