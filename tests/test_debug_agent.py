@@ -86,6 +86,18 @@ def test_port_in_use_with_a_pinned_node_rank_ranks_one_launcher_per_node_first()
     assert "export MASTER_PORT=" in found.candidates[1].script
 
 
+def test_the_modules_lmod_lists_become_ranked_candidates():
+    script = "#!/bin/bash\n#SBATCH -N 1\nmodule load hdf5/1.14.3\nsrun ./app\n"
+    log = ('Lmod has detected the following error:  These module(s) or extension(s) exist but cannot be loaded as requested:\n'
+           '"hdf5/1.14.3"\n   Try: "module spider hdf5/1.14.3" to see how to load the module(s).\n'
+           "   Or load any one of these options:\n      module load intel/2024.1 hdf5/1.14.3\n      module load gcc/13.2.0 hdf5/1.14.3\n")  # fmt: skip
+    found = debug.diagnose(script, log, cluster=None)
+    loads = [c.script.split("\n")[2] for c in found.candidates]
+    assert loads == ["module load gcc/13.2.0 hdf5/1.14.3", "module load intel/2024.1 hdf5/1.14.3",
+                     "module load <prerequisite> hdf5/1.14.3"]  # fmt: skip
+    assert found.candidates[2].find == {"prerequisite": "module spider <module>/<version>"}
+
+
 # --------------------------------------------------------------------------------------------
 # 3. Wording variants of known classes
 

@@ -31,6 +31,7 @@ SITE_VALUES = {
     "devices_per_node": {"slurm": 'sinfo -o "%P %G"', "pbs": "pbsnodes -a | grep ngpus"},
     "constraint": {"slurm": 'sinfo -o "%P %f"'},
     "framework_module": {"slurm": "module spider pytorch", "pbs": "module spider pytorch"},
+    "prerequisite": {"slurm": "module spider <module>/<version>", "pbs": "module spider <module>/<version>"},
     "value": {"slurm": "scontrol show partition  (the partition's limits and defaults)"},
     "mem": {"slurm": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS"},
     "gpus": {"slurm": "the GPUs the program uses (one per process); per node: sinfo -o \"%P %G\""},
