@@ -51,7 +51,7 @@ _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
 # Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS): the
 # port sets NNODES to a number, so bash computes it at run time and runs nothing else.
-_SIZE_ARITHMETIC = re.compile(r"\$\(\((?:[\d\s+*/%()-]|\bNNODES\b)+\)\)")
+_SIZE_ARITHMETIC = re.compile(r"\$\(\((?=[^)]*\bNNODES\b)(?:[\d\s+*/%()-]|\bNNODES\b)+\)\)")
 
 
 @dataclass
