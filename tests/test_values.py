@@ -2,6 +2,7 @@
 issue 16 items 4-5). Each test ports a source the way a user would (real extraction, real
 templates) and reads the script a center would run."""
 
+import json
 import re
 from pathlib import Path
 
@@ -16,7 +17,17 @@ from maple_ci.port import port
 from maple_ci.profiles import get_profile
 from maple_ci.synthesize import render
 from maple_ci.values import VERDICTS, env_rule, port_wrapper, table
+from maple_ci.verify.local import verify_local
 
+ALLREDUCE = Path(__file__).parent / "cluster" / "allreduce_miniapp.py"
+# The test cluster's mini-app, after rank 0 writes down the variables the program was given.
+ENV_MINIAPP = f"""import json, os, runpy
+if os.environ.get("PMI_RANK", os.environ.get("RANK", "0")) == "0":
+    names = ("HF_HOME", "OMP_NUM_THREADS", "WANDB_MODE", "HOME", "LD_PRELOAD", "GLOO_SOCKET_IFNAME", "PYTHONPATH")
+    with open("program-env.json", "w") as out:
+        json.dump({{name: os.environ.get(name) for name in names}}, out)
+runpy.run_path({str(ALLREDUCE)!r}, run_name="__main__")
+"""
 HEAD = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:30:00\n"
 DIGEST = "@sha256:" + "0123456789abcdef" * 4
 
@@ -180,3 +191,21 @@ def test_arguments_naming_the_source_sites_paths_are_kept_and_named(tmp_path):
     assert "train.py --data /lustre/orion/proj/data --out=/eagle/p/out --tmp /tmp/x" in script  # the program's own
     assert ("# Note: the program's arguments name paths on the source site's file systems, kept as written: "
             "/lustre/orion/proj/data, /eagle/p/out; give your paths on perlmutter") in script
+
+
+@pytest.mark.cluster
+def test_the_program_gets_the_kept_values_and_none_of_the_dropped_ones(slurm_cluster, tmp_path, master_port):
+    # End to end on the local Slurm cluster, run the way a center runs a Polaris port.
+    body = ("export HF_HOME=$HOME/hf\nexport OMP_NUM_THREADS=16\nexport WANDB_MODE=offline\n"
+            f"export LD_PRELOAD={tmp_path}/evil.so\nexport GLOO_SOCKET_IFNAME=ib0\nexport PYTHONPATH=$PWD/tools:$PYTHONPATH")
+    script = _port(tmp_path, body, "polaris", "HOME=/tmp srun python train.py --epochs 1")
+    path = tmp_path / "port.pbs"
+    path.write_text(re.sub(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", script))
+    (tmp_path / "env_miniapp.py").write_text(ENV_MINIAPP)
+    run = verify_local(path, miniapp=str(tmp_path / "env_miniapp.py"), timeout=180, env=slurm_cluster.job_env, workdir=tmp_path)
+    assert run.ok, run.message + "\n" + run.log
+    seen = json.loads((tmp_path / "program-env.json").read_text())
+    home = slurm_cluster.job_env.get("HOME")
+    assert seen["HF_HOME"] == f"{home}/hf" and seen["OMP_NUM_THREADS"] == "8" and seen["WANDB_MODE"] == "offline"
+    assert seen["HOME"] == home and seen["LD_PRELOAD"] is None and seen["GLOO_SOCKET_IFNAME"] is None
+    assert "tools" not in (seen["PYTHONPATH"] or "")
