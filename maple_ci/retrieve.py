@@ -13,8 +13,9 @@ from pydantic import BaseModel
 
 from . import vectordb
 from .errors import MapleError
-from .intent import PER_DEVICE_LAUNCHERS, Framework, JobIntent
+from .intent import Framework, JobIntent
 from .library import GENERIC, TemplateMeta, launch_dir, library_hash, load_templates
+from .process_model import PER_NODE_LAUNCHERS
 from .profiles import get_profile
 
 TABLE = "templates"
@@ -103,11 +104,12 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     # srun task per GPU, checked against Trainer(devices)); a torchrun inside srun confuses them.
     lightning = intent.framework == "lightning"
     own_launcher = None if lightning else intent.launcher
-    per_device = lightning or intent.launcher in PER_DEVICE_LAUNCHERS
+    # Every launcher but the per-node ones starts the ranks itself (aprun, jsrun as much as srun).
+    per_device = lightning or intent.launcher not in PER_NODE_LAUNCHERS
 
     def rank(c: Candidate):
         strategy, launcher = c.template.strategy, c.template.launcher
-        other_kind = (launcher in PER_DEVICE_LAUNCHERS) != per_device
+        other_kind = (launcher not in PER_NODE_LAUNCHERS) != per_device
         # The process model outranks the wanted strategy's own template: the generic family runs any
         # torch.distributed program, so a torchrun-per-node DDP job takes Anvil's generic torchrun
         # form rather than its srun-per-GPU DDP template (issue 16: one launcher per node stays one).

@@ -121,3 +121,13 @@ def test_the_process_model_is_kept_where_the_target_has_it_and_named_where_not(s
         else:
             assert not per_device and result.cluster in NO_PER_NODE, result.cluster
             assert f"{result.cluster} runs pytorch only as one rank per device" in result.script  # the header says so
+
+
+def test_an_aprun_job_keeps_one_rank_per_device(tmp_path):
+    # aprun (like jsrun) starts the ranks itself: it is a per-device launcher, not a per-node one.
+    text = ("#!/bin/bash\n#PBS -l select=2:system=polaris\n#PBS -l walltime=01:00:00\n#PBS -A p\n"
+            "aprun -n 8 -N 4 --cc depth -d 8 python train.py --epochs 3\n")
+    intent = extract(text, "aprun.pbs")
+    assert intent.launcher == "aprun"
+    for result in port_intent(intent, ["perlmutter", "delta", "lonestar6"], "aprun.pbs", tmp_path):
+        assert get_template(result.template).launcher in PER_DEVICE_LAUNCHERS, result.template
