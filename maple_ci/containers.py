@@ -101,6 +101,8 @@ def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) ->
         else:
             words = [*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name]
             notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
+            if container.options:  # overlays, --pwd, --env: the runtime's own flags are not carried
+                notes.append(f"the source's {container.runtime} options are not carried over ({' '.join(container.options)})")
             return Ported(words, notes + bind_notes(container, profile, kept=True))
     return Ported(None, [f"{what}; not used here: {why}, so {profile.name}'s own framework set-up runs it",
                          *bind_notes(container, profile, kept=False)])

@@ -163,6 +163,7 @@ def test_a_sources_image_runs_only_when_the_target_allows_it_pinned_by_digest():
     kept = render(_container_intent(f"docker://{pinned}"), listed, template)
     assert f"docker://{pinned}" in kept.replace(_notes(kept), "")
     assert "bind your copy on delta the same way (<your path on delta>:/data)" in kept
+    assert "the source's apptainer options are not carried over (--nv -B /eagle/proj/data:/data -B $PWD:/work)" in kept
 
 
 @pytest.mark.parametrize("name, value, refused", [
