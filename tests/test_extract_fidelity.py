@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from maple_ci.extract import extract_script, program_line
+from maple_ci.extract import extract, extract_script, program_line
 from maple_ci.port import apply_overrides, port_intent
 from maple_ci.schedulers.jobvars import translate
 
@@ -161,3 +161,12 @@ def test_the_submit_line_shows_the_job_s_arguments_where_the_scheduler_passes_th
     assert "job.sbatch ARGS..." in submit and "the program's own arguments" in submit
     assert "ARGS" not in next(line for line in pbs.script.splitlines() if line.startswith("# Submit:"))
     assert any("PBS passes none" in line for line in pbs.script.splitlines() if line.startswith("# Note:"))
+
+
+@pytest.mark.parametrize("text, nodes", [
+    ("Need train_vit.py (ViT) running on a couple of nodes? no — four nodes, 4 GPUs/node, torchrun please", 4),
+    ("run train.py with torchrun on 2 nodes, actually make it 3 nodes", 3),
+    ("run train.py with torchrun on 2 nodes and 4 gpus per node", 2),
+])
+def test_a_request_that_corrects_itself_means_the_value_said_last(text, nodes):
+    assert extract(text).nodes == nodes

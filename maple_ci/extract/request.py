@@ -104,16 +104,23 @@ def _request_cluster(text: str) -> Optional[str]:
     return None
 
 
+_CORRECTION = re.compile(r"[?,.;:!\u2014\u2013-]\s*(?:no|nope|actually|sorry|correction|i mean|scratch that)\b"
+                         r"|\b(?:make (?:it|that)|rather|instead)\b")
+
+
 def extract_request(text: str) -> JobIntent:
     """JobIntent of a request in words, e.g. "train ViT with torchrun on 8 GPUs across 2 nodes"."""
     names = tuple(cluster_data())
     lowered = _fix_typos(text.lower(), _KEYWORDS + names)
     words = _NUMBER_RE.sub(lambda m: str(_NUMBER_WORDS[m.group(1)]), lowered)
 
+    # "on a couple of nodes? no — four nodes": a correction; the value said last is the one meant
+    corrected = bool(_CORRECTION.search(words))
+
     def first_int(*patterns: str) -> Optional[int]:
         for pattern in patterns:
-            if match := re.search(pattern, words):
-                return int(match.group(1))
+            if found := list(re.finditer(pattern, words)):
+                return int(found[-1 if corrected else 0].group(1))
         return None
 
     nodes = first_int(rf"(\d+)\s*(?:x\s+)?{_HOST}\b",
