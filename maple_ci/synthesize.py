@@ -131,7 +131,7 @@ def _account(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> Op
         return intent.account
     origin = f"the {intent.source_cluster} script" if intent.source_cluster else "the source script (its cluster is not known)"
     notes.append(f"account {intent.account!r} from {origin} is not used on {profile.name} ({reason('account')}): "
-                 f"give yours with --account or the repository's config (accounts there look like {profile.account_example})")
+                 f"give yours with --account (in a `/maple port` comment too; accounts there look like {profile.account_example})")
     return None
 
 

@@ -286,7 +286,7 @@ def test_port_keeps_nodes_fills_each_node_and_says_when_world_size_changes():
     # An account from another center never lands in a live directive: the port asks for the user's.
     assert "#PBS -A proj123" not in script and "#PBS -A <ACCOUNT>" in script
     assert "# Note: account 'proj123' from the perlmutter script is not used on aurora (an account belongs" in script
-    # One the user gave (--account, the repository's config) is theirs on every target.
+    # One the user gave (--account, on the command line or in a /maple port comment) is theirs on every target.
     given = render(typical(account="myproj", account_given=True), aurora, get_template("aurora-pytorch-ddp"))
     assert "#PBS -A myproj" in given and "is not used on aurora" not in given
     same = render(typical(), get_profile("polaris"), get_template("polaris-pytorch-ddp"))

@@ -119,7 +119,7 @@ def test_a_foreign_account_never_lands_in_a_live_directive(tmp_path):
     script = _port(tmp_path, "#SBATCH -A m1234")
     assert "#PBS -A m1234" not in script and "#PBS -A <ACCOUNT>" in script
     assert "account 'm1234' from the source script (its cluster is not known) is not used on polaris" in script
-    assert "give yours with --account or the repository's config" in script
+    assert "give yours with --account (in a `/maple port` comment too" in script
 
 
 def test_profilers_are_kept_without_their_env_and_injection_options(tmp_path):
