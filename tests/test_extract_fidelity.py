@@ -119,6 +119,7 @@ def test_maple_port_runs_the_entrypoint_command_line_given(tmp_path):
     ("$((2*PBS_JOBSIZE*4/1/1))", "slurm", "$((2*NNODES*4/1/1))"),
     ("$PBS_O_WORKDIR/cfg.yaml", "slurm", "$SLURM_SUBMIT_DIR/cfg.yaml"),
     ("$SLURM_NNODES", "slurm", "$SLURM_NNODES"),  # the target's own: kept
+    ("$((2*PBS_JOBSIZE*4))", "pbs", "$((2*NNODES*4))"),  # ALCF's ezpz sets it, PBS does not
 ])
 def test_the_source_scheduler_s_job_variables_become_the_target_s(source, target, expected):
     assert translate(source, target, 4) == expected

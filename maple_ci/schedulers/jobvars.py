@@ -32,6 +32,7 @@ _CONCEPTS = {
                        "pbs": ["PBS_NUM_PPN"]},
 }
 _PREFIX = {"slurm": "SLURM_", "pbs": "PBS_"}
+_SET_BY_HELPERS = {"PBS_JOBSIZE"}  # named like PBS's but set by site helpers: no PBS job has it by itself
 _REFERENCE = re.compile(r"\$\{((?:SLURM|PBS)_[A-Z0-9_]+)\}|\$((?:SLURM|PBS)_[A-Z0-9_]+)\b|\b((?:SLURM|PBS)_[A-Z0-9_]+)\b")
 
 
@@ -58,7 +59,7 @@ def translate(word: str, target: str, per_node: int) -> str:
     def replace(match: re.Match) -> str:
         braced, plain, bare = match.groups()
         name = braced or plain or bare
-        if name.startswith(_PREFIX[target]):
+        if name.startswith(_PREFIX[target]) and name not in _SET_BY_HELPERS:
             return match.group(0)
         concept = _concept_of(name)
         if concept is None:
