@@ -92,7 +92,9 @@ def pending(path: str) -> dict:
 
 
 def verification_runs(fake, name="maple / perlmutter / jobs/train.sbatch"):
-    return [(run["status"], run.get("conclusion")) for run in fake.check_runs if run["name"] == name]
+    """The check runs on the bot's commit (the same verdicts also go to the contributor's PR head)."""
+    bot = fake.refs.get("heads/maple/port-pr-1")
+    return [(run["status"], run.get("conclusion")) for run in fake.check_runs if run["name"] == name and run["head_sha"] == bot]
 
 
 def test_a_new_port_is_verified_with_the_directives_it_commits(fake, repo, port_request):
