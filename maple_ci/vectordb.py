@@ -47,8 +47,12 @@ def _import_lancedb():
 
         package.__getattr__ = run_init
         sys.modules[name] = package
-    import lancedb
+    try:
+        import lancedb
+    except ImportError as error:
+        from .embedding import not_installed
 
+        raise not_installed("LanceDB") from error
     return lancedb
 
 
@@ -83,11 +87,10 @@ def cached_table(name: str, content_hash: str, build_rows: Callable[[], list[dic
     Each row is a dict of scalar columns plus "text", the string that is embedded into "vector".
     Tables of the same name with another hash are stale and are dropped, with their answers.
     """
-    import pyarrow as pa
-
     from .embedding import DIMENSION, embed
 
-    db = connect()
+    db = connect()  # first: on a lean install, LanceDB's absence is the error that says what to install
+    import pyarrow as pa  # a dependency of LanceDB
     table_name = _version(name, content_hash)
     existing = set(db.list_tables().tables)
     if table_name in existing:

@@ -103,6 +103,9 @@ def test_the_action_installs_only_hash_checked_pins_and_reports_timings():
     assert steps[0]["with"]["cache-dependency-path"].endswith("/requirements/action.txt")
     lock = (REPO / "requirements" / "action.txt").read_text()
     pins = re.findall(r"^([a-z0-9._-]+)==(\S+) \\\n\s+--hash=sha256:[0-9a-f]{64}", lock, re.M)
-    assert len(pins) == len(re.findall(r"^[a-z0-9._-]+==", lock, re.M)) > 50  # every pin is hashed
-    assert ("torch", "2.13.0") in pins and any(name == "hatchling" for name, _ in pins)
+    assert len(pins) == len(re.findall(r"^[a-z0-9._-]+==", lock, re.M)) > 20  # every pin is hashed
+    assert any(name == "hatchling" for name, _ in pins)
+    # A lean install: the embedding model's stack is the `embeddings` extra, not the action's.
+    assert not {"torch", "sentence-transformers", "transformers", "triton"} & {name for name, _ in pins}
+    assert not any(name.startswith("nvidia-") for name, _ in pins)
     assert "GITHUB_STEP_SUMMARY" in steps[-1]["run"] and steps[-1]["if"] == "always()"
