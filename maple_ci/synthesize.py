@@ -299,6 +299,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
     wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
     job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
+    job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
     if intent.modules:
         job.notes.append(f"the source's modules ({', '.join(intent.modules)}) are not loaded: {reason('modules')}")
     if intent.python_env:
@@ -311,7 +312,6 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     return _environment().get_template(template.path).render(
         meta=template,
         profile=profile,
-    job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
         setup=setup,
         site_env=site_env,
         user_env=user_env,
