@@ -141,3 +141,12 @@ def test_a_constraint_that_is_not_a_feature_expression_is_not_kept(tmp_path):
     script = port("perlmutter", tmp_path, SAME.replace("'gpu&hbm80g'", "'gpu;x'"))
     assert "#SBATCH --constraint=gpu\n" in script and not re.search(r"^#SBATCH.*gpu;x", script, re.M)
     assert "constraint 'gpu;x' is not a plain feature expression; not kept" in script
+
+
+def test_lower_impact_facts_match_the_centers_tables():
+    profiles = load_profiles()
+    batch = next(q for q in profiles["frontier"].queues if q.name == "batch")
+    assert batch.max_nodes == 9472 and batch.max_walltime_for(9472) == "12:00:00"  # OLCF's largest bin
+    stampede3 = profiles["stampede3"]
+    assert stampede3.gpu_memory_gb == 96 and "24 H100 nodes" in stampede3.queues[0].note  # 3stampede/system.md
+    assert {"--gres", "--gpus-per-task", "--mem"} <= set(profiles["lonestar6"].rejected_directives)  # 6lonestar/running.md
