@@ -16,7 +16,7 @@ from maple_ci.library import get_template
 from maple_ci.port import port
 from maple_ci.profiles import get_profile
 from maple_ci.synthesize import render
-from maple_ci.values import VERDICTS, env_rule, port_wrapper, table
+from maple_ci.values import VERDICTS, Target, env_rule, port_env, port_wrapper, table
 from maple_ci.verify.local import verify_local
 
 ALLREDUCE = Path(__file__).parent / "cluster" / "allreduce_miniapp.py"
@@ -65,7 +65,7 @@ FINDINGS = [
     "https_proxy=http://evil.example:3128", "LUA_INIT='os.execute(\"id\")'", "OMPI_MCA_plm_rsh_agent=$PWD/agent.sh",
     "PDSH_SSH_ARGS_APPEND='-o ProxyCommand=evil'", "MODULEPATH=$PWD/modules:$MODULEPATH", "PATH=$PWD/tools:$PATH",
     "PYTHONPATH=$HOME/lib:$PYTHONPATH", "LD_LIBRARY_PATH=$SCRATCH/lib:$LD_LIBRARY_PATH", "LMOD_SETTARG_CMD=$PWD/x.sh",
-    "GIT_CONFIG_COUNT=1", "WANDB_API_KEY=secret123",
+    "GIT_CONFIG_COUNT=1", "WANDB_API_KEY=secret123", "FI_PROVIDER_PATH=$HOME/prov", "NCCL_NET_PLUGIN=$HOME/net.so",
 ]
 
 
@@ -210,3 +210,10 @@ def test_the_program_gets_the_kept_values_and_none_of_the_dropped_ones(slurm_clu
     assert seen["HF_HOME"] == f"{home}/hf" and seen["OMP_NUM_THREADS"] == "8" and seen["WANDB_MODE"] == "offline"
     assert seen["HOME"] == home and seen["LD_PRELOAD"] is None and seen["GLOO_SOCKET_IFNAME"] is None
     assert "tools" not in (seen["PYTHONPATH"] or "")
+
+
+def test_a_port_to_the_sources_own_cluster_keeps_its_tuning_but_never_what_loads_code():
+    env = {"NCCL_SOCKET_IFNAME": "hsn0", "FI_PROVIDER_PATH": "$HOME/prov", "OMP_NUM_THREADS": "16", "LD_PRELOAD": "x.so"}
+    kept, notes = port_env(env, Target("perlmutter", "nvidia", same_cluster=True, cores_per_rank=16), set())
+    assert kept == {"NCCL_SOCKET_IFNAME": "hsn0", "OMP_NUM_THREADS": "16"}
+    assert any(note.startswith("FI_PROVIDER_PATH is not carried over: it names a directory or plugin") for note in notes)
