@@ -169,6 +169,7 @@ def test_a_sources_image_runs_only_when_the_target_allows_it_pinned_by_digest():
 @pytest.mark.parametrize("name, value, refused", [
     ("LD_PRELOAD", "/tmp/evil.so", True), ("PYTHONPATH", "/tmp/x", True), ("LMOD_SETTARG_CMD", "id", True),
     ("MY_OWN_FLAG", "1", True), ("NCCL_DEBUG", "INFO", False), ("NCCL_SOCKET_IFNAME", "hsn0", False),
+    ("SRUN_CPUS_PER_TASK", "$SLURM_CPUS_PER_TASK", False), ("SRUN_TASK_PROLOG", "./p.sh", True),
 ])
 def test_the_debug_agents_edits_pass_the_same_table(name, value, refused):
     op = debug.ExportEnv(op="export_env", name=name, value=value)
