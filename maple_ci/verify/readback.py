@@ -22,19 +22,17 @@ from typing import Optional
 from ..extract import RENDEZVOUS_VARS, extract_script
 from ..intent import JobIntent
 from ..library import TemplateMeta
-from ..process_model import ONE_PROCESS, forced_change, process_model, same_model, template_model
+from ..process_model import ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, process_model, same_model, template_model
 from ..profiles import ClusterProfile
 from ..synthesize import deepspeed_notes, resolve_job
 from .static import Check
 
-# Launchers that give every worker all the rendezvous variables themselves (torchrun's contract).
-_SETS_RENDEZVOUS = frozenset({"torchrun", "deepspeed", "accelerate"})
-
-
 def rendezvous_given(script: str, intent: JobIntent) -> set[str]:
-    """Rendezvous variables the job hands its program: all of them under a launcher that sets them,
-    else those the script assigns (NAME=..., export NAME=..., --env NAME=..., -x NAME, --export=...NAME)."""
-    if intent.launcher in _SETS_RENDEZVOUS:
+    """Rendezvous variables the job hands its program: all of them under a per-node launcher (torchrun's
+    contract, deepspeed's and accelerate's too), else those the script itself assigns (NAME=...,
+    export NAME=..., --env NAME=..., -x NAME); a file it sources is not read, so a source that sets
+    them there asks nothing of the port."""
+    if intent.launcher in PER_NODE_LAUNCHERS:
         return {"RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
     code = "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
     return {name for name in RENDEZVOUS_VARS
