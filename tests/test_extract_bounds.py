@@ -49,6 +49,10 @@ PATHOLOGICAL = {
     "1 MiB of launch lines": _fill("srun -n 4 python train.py --lr 1\n"),
     "1 MiB arithmetic": "X=$((" + "1+" * 300_000 + "1))\n" + LAUNCH,
     "1 MiB of digits": "X=$((" + "9" * 500_000 + "))\n" + LAUNCH,
+    "a file run again and again": "cat > f.sh <<'EOF'\n" + "#xxxxxxxx\n" * 90_000 + "EOF\n" + "bash f.sh\n" * 3000
+                                  + LAUNCH,
+    "bash -c checked 10^4 times": "g() { srun bash -c 'python train.py --lr 1'; }\n"
+                                  + _fan_out(4, 10).replace(f"{{ {LAUNCH.strip()}; }}", "{ g; }"),
     "subshells 3,000 deep": "( " * 3000 + "echo hi" + " )" * 3000 + "\n" + LAUNCH,
     "groups 3,000 deep": "{ " * 3000 + "echo hi;" + " }" * 3000 + "\n" + LAUNCH,
     "defaults 3,000 deep": "X=" + "${a:-" * 3000 + "x" + "}" * 3000 + "\n" + LAUNCH,

@@ -17,7 +17,8 @@ import re
 from ..errors import MapleError
 
 MAX_STEPS = 20_000  # the corpus's longest script takes under 300 (words read, commands walked)
-MAX_EXPANDED_BYTES = 8 << 20  # what expansions produce in all; a launch script's values are a few KiB
+MAX_EXPANDED_BYTES = 8 << 20  # text expanded or parsed in all; a launch script's values are a few KiB
+SYNTAX_CHECK_STEPS = 100  # what asking `bash -n` about a `bash -c` string costs: at most 200 of them
 
 
 class Budget:
@@ -37,8 +38,8 @@ class Budget:
         """Charge `size` bytes of expanded text, before it is built where that is possible."""
         self.expanded -= size
         if self.expanded < 0:
-            raise MapleError(f"expanding the script's variables would produce more than {MAX_EXPANDED_BYTES >> 20} MiB "
-                             "of text (a value that doubles itself, a loop of expansions); extraction stopped")
+            raise MapleError(f"reading the script would expand or parse more than {MAX_EXPANDED_BYTES >> 20} MiB of text "
+                             "(a value that doubles itself, a file run again and again); extraction stopped")
 
 
 # -- glob patterns ------------------------------------------------------------------------------

@@ -181,6 +181,7 @@ class Expander:
 
     def text(self, body: str) -> str:
         """A here-document body whose delimiter was not quoted: expansions happen, quotes stay."""
+        self.budget.spend(len(body))
         out, i = [], 0
         while i < len(body):
             if body[i] == "\\" and body[i + 1:i + 2] in ("$", "`", "\\"):

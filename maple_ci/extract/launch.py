@@ -19,6 +19,7 @@ from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
+from .budget import SYNTAX_CHECK_STEPS
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
     if head in ("bash", "sh", "zsh") and command_flag:  # -c, or combined as in `sh -xeuc '...'`
         if command_flag + 1 >= len(argv):
             return None
+        shell.budget.step(SYNTAX_CHECK_STEPS)  # `bash -n` is a process: a function calling it 10^4 times is not read
         problem = bash_syntax_error(argv[command_flag + 1])
         if problem:  # the port would carry a launch line bash cannot run
             raise MapleError(f"in the {head} -c command, {problem}; fix the shell syntax there")

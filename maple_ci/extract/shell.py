@@ -19,7 +19,7 @@ from .budget import Budget
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
 _REDIRECT = re.compile(r"(\d*|&)(<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
 _ARRAY_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
-_BLANK_LINES = re.compile(r"(?:[ \t]*\n)+")
+_BLANK_LINES = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n)+")  # blank lines and comment lines
 _SKIPPED_KEYWORDS = {"do", "while", "until", "!", "done", "esac", "}"}
 
 
@@ -153,7 +153,7 @@ class _Lexer:
                 yield "word", word, start_line, start
 
     def _skip_blank_lines(self) -> None:
-        """Blank lines after a newline: one separator, read at C speed (a file of them is quick)."""
+        """Blank and comment lines after a newline: one separator, read at C speed."""
         match = _BLANK_LINES.match(self.text, self.i)
         if match:
             self.line += match.group(0).count("\n")
@@ -214,7 +214,9 @@ class _Lexer:
 def parse(text: str, budget: Optional[Budget] = None) -> list[Node]:
     """The commands of `text`, in order, with function bodies kept apart as Function nodes; each
     word read is a step of `budget` (the script's, shared with what it evals and sources)."""
-    nodes, _ = _parse(list(_Lexer(text, budget or Budget()).tokens()), 0, None)
+    budget = budget or Budget()
+    budget.spend(len(text))  # a text parsed again and again (`bash f.sh` in a loop of calls) is text read
+    nodes, _ = _parse(list(_Lexer(text, budget).tokens()), 0, None)
     return nodes
 
 
