@@ -445,7 +445,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = args.run(args)
     except MapleError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)  # a message may hold [brackets]
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -237,3 +237,20 @@ def test_a_missing_linter_is_a_warning_in_the_results_table(tmp_path, monkeypatc
     assert exit_info.value.code == 0  # a warning, not a failure
     assert " warning(s)" in out  # counted in the table (other checks may warn too)
     assert "polaris: shellcheck: shellcheck is not installed; shell lint skipped" in out
+
+
+@pytest.mark.parametrize("module", ["sentence_transformers", "lancedb"])
+def test_a_lean_install_says_which_extra_a_new_search_needs(tmp_path, monkeypatch, capsys, module):
+    # The action installs neither (requirements/action.txt): a search whose answer does not ship
+    # must name the extra, not end in an ImportError.
+    monkeypatch.setitem(sys.modules, module, None)  # `import` of it raises ImportError
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(embedding, "shipped", lambda: {})  # nothing shipped, nothing cached: a new search
+    monkeypatch.setattr(vectordb, "shipped_answers", lambda: {})
+    embedding._model.cache_clear()
+    monkeypatch.setattr("sys.argv", ["maple", "templates", "search", "an uncommon job"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    embedding._model.cache_clear()
+    assert exit_info.value.code != 0
+    assert "pip install 'maple-ci[embeddings]'" in capsys.readouterr().err.replace("\n", "")
