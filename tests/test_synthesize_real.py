@@ -179,15 +179,13 @@ def test_a_port_sized_at_submit_time_runs_eight_ranks_when_submitted_with_two_no
     assert result.result["hostnames"] == ["n1", "n2"]
 
 
-def test_an_argument_reading_the_source_schedulers_variables_is_named_where_the_target_does_not_set_them():
-    """Lightning CLI style (`--trainer.num_nodes=$SLURM_NNODES`): a PBS machine leaves it empty."""
+def test_an_argument_reading_the_source_schedulers_variables_reads_the_targets_equivalent(tmp_path):
+    """Lightning CLI style (`--trainer.num_nodes=$SLURM_NNODES`): a PBS machine would leave it empty, so
+    a port (port_intent, as `maple port` runs it) gives the target's own variable (schedulers/jobvars.py)."""
     intent = submit_time(script_args=["--trainer.num_nodes=$SLURM_NNODES", "--run", "${SLURM_JOB_ID}", "--data",
                                       "$SCRATCH/d", "--world", "$((SLURM_NNODES * 4))"])
-    on_polaris = port("polaris-pytorch-ddp", intent)
-    assert "# Note: argument '--trainer.num_nodes=$SLURM_NNODES' reads SLURM_NNODES, which a PBS job on polaris" in on_polaris
-    assert "# Note: argument '${SLURM_JOB_ID}' reads SLURM_JOB_ID" in on_polaris
-    assert "'$SCRATCH/d' reads" not in on_polaris
-    # $((...)) stays literal text, with its own note (a port never runs what the source computed)
-    assert "argument '$((SLURM_NNODES * 4))' is passed as literal text" in on_polaris
-    assert "'$((SLURM_NNODES * 4))' reads" not in on_polaris
-    assert " reads SLURM_" not in port("perlmutter-pytorch-ddp", intent)  # Slurm sets them there
+    polaris, perlmutter = port_intent(intent, ["polaris", "perlmutter"], "jobs/train.sh", tmp_path)
+    launch = next(line for line in polaris.script.splitlines() if "train.py" in line and not line.startswith("#"))
+    assert launch.split("train.py ")[1] == '"--trainer.num_nodes=$NNODES" --run "${PBS_JOBID}" --data "$SCRATCH/d" --world "$((NNODES * 4))"'
+    assert polaris.status == "ok" and "SLURM_" not in launch
+    assert '"--trainer.num_nodes=$SLURM_NNODES" --run "${SLURM_JOB_ID}"' in perlmutter.script  # Slurm sets them there
