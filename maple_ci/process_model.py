@@ -49,6 +49,8 @@ def forced_change(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
     want, got = process_model(intent), template_model(template)
     if want == got or (got == ONE_PROCESS and intent.world_size == 1):
         return None
+    if intent.framework == "lightning" and got == PER_DEVICE:
+        return got  # retrieval's rule: Lightning's SLURM/MPI environments expect the scheduler to start every rank
     keeps = (template.cluster, template.framework, template.strategy, want) in _supported(str(templates_dir()))
     return None if keeps else got
 
@@ -65,7 +67,8 @@ def model_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:
     forced = forced_change(intent, template)
     if forced is None:
         return []
-    return [f"the source starts {process_model(intent)} ({intent.launcher}); {template.cluster} runs "
-            f"{template.framework} only as {forced} ({template.launcher}), so the port does: the program gets "
+    why = ("Lightning's cluster environments expect the scheduler to start every rank" if intent.framework == "lightning"
+           else f"{template.cluster} runs {template.framework} only as {forced} ({template.launcher})")
+    return [f"the source starts {process_model(intent)} ({intent.launcher}); {why}, so the port does: the program gets "
             "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as before; check it reads nothing else "
             "of its old launcher's (torchrun's LOCAL_WORLD_SIZE, MPI's rank variables)"]
