@@ -43,7 +43,7 @@ def ported(source: str, cluster: str, tmp_path: Path):
 
 def launch_lines(script: str) -> list[str]:
     body = script[script.index("export MASTER_PORT="):].splitlines()[1:]
-    return [line for line in body if line and not line.startswith("export ")]
+    return [line for line in body if line and not line.startswith(("export ", "#"))]
 
 
 @pytest.mark.parametrize("source", sorted(SOURCES))
