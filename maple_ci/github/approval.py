@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from itertools import islice
 from typing import NamedTuple
 
 from github import GithubException, UnknownObjectException
@@ -25,6 +26,7 @@ from maple_ci.errors import MapleError
 from maple_ci.github.commands import WRITE_PERMISSIONS
 
 CONTEXT = "maple-ci/approval"
+HISTORY = 50  # commits of a script's history searched for a fork's PR (newest first)
 _APPROVER = re.compile(r"approved by @([A-Za-z0-9-]{1,39})")
 # The stamp's two lines; the LAST pair in a file counts: the bot appends it after everything a fork
 # could have put in the port (a fork-written look-alike higher up is overridden).
@@ -54,6 +56,17 @@ def stamped(content: str) -> tuple[str, str] | None:
     """(repository, commit) of the last stamp in `content`; None for a port with no stamp."""
     found = _STAMP.findall(content)
     return found[-1] if found else None
+
+
+def merged_fork_source(repo: Repository, path: str, ref: str, request: str) -> Provenance | None:
+    """The fork a script came from if any commit that changed it up to `ref` came from a fork's PR
+    (merged: merging a fork's PR is not approving its code for the center); its PR head as the commit."""
+    for commit in islice(repo.get_commits(sha=ref, path=path), HISTORY):  # a PaginatedList slice overruns
+        for pull in commit.get_pulls():
+            head = pull.head.repo
+            if head is None or head.full_name != repo.full_name:
+                return Provenance(head.full_name if head else "unknown/deleted-fork", pull.head.sha, request)
+    return None
 
 
 def permission(repo: Repository, login: str) -> str | None:

@@ -39,6 +39,8 @@ OPERATIONS = {
     "/repos/{owner}/{repo}/statuses/{sha}": ["post"],
     "/repos/{owner}/{repo}/commits/{ref}/status": ["get"],
     "/repos/{owner}/{repo}/commits/{ref}/check-runs": ["get"],
+    "/repos/{owner}/{repo}/commits": ["get"],  # a script's history, for a merged fork PR (approval.py)
+    "/repos/{owner}/{repo}/commits/{commit_sha}/pulls": ["get"],
 }
 
 

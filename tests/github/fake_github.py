@@ -342,6 +342,29 @@ class FakeGitHub:
         run["requests"] += 1
         return 200, {"id": run["id"], "name": run["name"], "head_sha": run["head_sha"], "url": self.url(f"/check-runs/{run['id']}")}
 
+    def list_commits(self, body, query):
+        """GET /commits?sha=&path=: the commits reachable from `sha` that changed `path`, newest first."""
+        sha, path = self.refs.get(f"heads/{query['sha'][0]}", query["sha"][0]), query.get("path", [None])[0]
+        found, queue, seen = [], [sha], set()
+        while queue:
+            sha = queue.pop(0)
+            if sha in seen or sha not in self.commits:
+                continue
+            seen.add(sha)
+            parents = self.commits[sha]["parents"]
+            blob = self.trees[self.commits[sha]["tree"]].get(path, {}).get("sha")
+            before = self.trees[self.commits[parents[0]]["tree"]].get(path, {}).get("sha") if parents else None
+            if path is None or blob != before:
+                found.append({"sha": sha, "url": self.url(f"/commits/{sha}"), "commit": self.commit_json(sha),
+                              "parents": [{"sha": p} for p in parents]})
+            queue += parents
+        return 200, found
+
+    def commit_pulls(self, body, query, sha):
+        """GET /commits/{sha}/pulls: the PRs whose merge (or head) is that commit."""
+        return 200, [self.pull_json(p) for p in self.pulls
+                     if sha in (p.get("merge_commit_sha"), self.refs.get(f"heads/{p['head']}", p.get("head_sha")))]
+
     def list_check_runs(self, body, query, sha):
         status = query.get("status", [None])[0]
         found = [{k: run.get(k) for k in ("id", "name", "head_sha", "status", "conclusion")} | {"url": self.url(f"/check-runs/{run['id']}")}
@@ -380,6 +403,8 @@ class FakeGitHub:
         (r"POST /statuses/(\w+)", create_status),
         (r"GET /commits/(\w+)/status", combined_status),
         (r"GET /commits/(\w+)/check-runs", list_check_runs),
+        (r"GET /commits", list_commits),
+        (r"GET /commits/(\w+)/pulls", commit_pulls),
     ]
 
     # --- serving ---

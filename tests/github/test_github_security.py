@@ -361,3 +361,40 @@ def test_only_a_commenter_with_write_access_joins_the_queue(fake, tmp_path, perm
            "COMMENTER": "member", "GH_TOKEN": "ghs_x", "GITHUB_OUTPUT": str(output)}
     subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env, check=True, timeout=60)
     assert (output.exists() and "write=true" in output.read_text()) == joins
+
+
+# --- issue 15: merging a fork's PR is not approving its code for the center ---
+
+def test_a_merged_fork_script_ported_on_push_is_verified_only_after_approval(fake, webhook, tmp_path, monkeypatch):
+    pull = fork_pr(fake)
+    head = fake.refs["heads/feature"]
+    merge = fake.commit_files({"jobs/train.sbatch": EXAMPLE.read_text()}, [fake.refs["heads/main"], head], "Merge #1")
+    fake.refs["heads/main"] = merge
+    pull.update(merged=True, state="closed", merge_commit_sha=merge)
+    cluster = Passing()
+    config = Config(targets=["perlmutter"], sources=["jobs/*.sbatch"], verification={"default": "slurm"})
+    pipeline = Pipeline(config, lambda ref: nullcontext(materialize(fake, ref, tmp_path)), env={}, backend=cluster)
+
+    def push():
+        payload = webhook("push")
+        payload.update(ref="refs/heads/main", deleted=False, after=merge, head_commit={"url": "http://github.test/push"},
+                       commits=[{"added": ["jobs/train.sbatch"], "modified": [], "removed": []}])
+        payload["repository"]["default_branch"] = "main"
+        action_env(monkeypatch, fake, tmp_path, payload, event="push")
+        return run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False, verify=pipeline.verify)
+
+    push()
+    ported = fake.files_at("heads/maple/port-branch-main")["scripts/perlmutter/train.sbatch"]
+    assert ported.endswith(f"# Maple-Source-Repository: {FORK}\n# Maple-Source-Commit: {head}\n")  # nightly reads it too
+    assert cluster.runs == [] and "waits for a maintainer's approval" in fake.check_runs[-1]["output"]["summary"]
+
+    # The bot's PR is merged; the nightly run verifies nothing until a maintainer approves the fork's head.
+    fake.refs["heads/main"] = fake.refs["heads/maple/port-branch-main"]
+    action_env(monkeypatch, fake, tmp_path, {"repository": {"default_branch": "main"}}, event="schedule")
+    run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False, verify=pipeline.verify)
+    assert cluster.runs == []
+    fake.permissions["Codertocat"] = "write"
+    fake.create_status({"state": "success", "context": "maple-ci/approval", "description": "approved by @Codertocat"},
+                       {}, head)  # what `/maple approve` writes, from the bot's token
+    run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False, verify=pipeline.verify)
+    assert len(cluster.runs) == 1
