@@ -5,8 +5,8 @@ pipeline (x context) parallel ranks; the rest of the world is data parallel. A p
 world size and keeps those flags, so the world size must stay a multiple of the model-parallel
 group, and the global batch size a multiple of data-parallel size x micro batch size.
 Lightning's Trainer(devices=, num_nodes=) must equal the ranks per node and the node count.
-An argument that reads the source scheduler's variables ($SLURM_NNODES on a PBS machine) is empty
-there. The port rewrites none of these arguments: it checks them and says what to change.
+The port rewrites none of these arguments: it checks them and says what to change (the source
+scheduler's job variables in them are translated before, by schedulers/jobvars.py).
 """
 
 import math
