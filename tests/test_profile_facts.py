@@ -131,6 +131,7 @@ def test_a_perlmutter_script_ported_to_perlmutter_keeps_its_80gb_constraint_and_
     assert "#SBATCH --constraint=gpu&hbm80g" in script
     assert "#SBATCH --constraint=gpu\n" not in script  # one constraint: the source's
     assert "--ntasks-per-node=4 --cpus-per-task=32" in script
+    assert "export CUDA_VISIBLE_DEVICES=3,2,1,0" in script  # the source's device order, on its own cluster
 
 
 def test_another_clusters_constraint_is_not_carried(tmp_path):
