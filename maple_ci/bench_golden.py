@@ -29,11 +29,11 @@ import yaml
 from .errors import MapleError
 from .extract import extract, extract_script
 from .files import read_text
+from .library import get_template
 from .paths import bundled
 from .port import PortResult, port_intent, write_results
 from .process_model import PER_NODE, process_model
 from .profiles import get_profile
-from .retrieve import best_template
 from .verify.readback import readback_checks
 
 VERDICTS = ("as-is", "edit", "wrong", "refused")
@@ -103,8 +103,10 @@ def header_notes(script: str) -> list[str]:
 
 
 def asks_for_edit(result: PortResult) -> bool:
-    return (any(_ASKS.search(note) for note in header_notes(result.script)) or _PLACEHOLDER.search(live_text(result.script)) is not None
-            or any(not c.ok and c.severity == "error" and not c.name.startswith("readback:") for c in result.checks))
+    asks = any(_ASKS.search(note) for note in header_notes(result.script))
+    placeholder = _PLACEHOLDER.search(live_text(result.script)) is not None
+    failed = any(not c.ok and c.severity == "error" and not c.name.startswith("readback:") for c in result.checks)
+    return asks or placeholder or failed
 
 
 def verdict(result: Optional[PortResult], gate_failures: list[str], missing_needed: list[str]) -> str:
@@ -123,8 +125,8 @@ def _score_port(case: dict, intent, result: PortResult, facts: list[dict]) -> di
                       and not (f.get("remedy") and re.search(f["remedy"], notes))]
     # Against the source itself, the port's own decisions (an argument's scheduler variable put in
     # for the target) show as differences too: listed so a reader can judge each one.
-    direct = readback_checks(result.script, intent, get_profile(result.cluster),
-                             best_template(intent, result.cluster), case["text"])
+    direct = readback_checks(result.script, intent, get_profile(result.cluster), get_template(result.template),
+                             case["text"])
     differs = [f"{c.name}: {c.message}" for c in direct if not c.ok and c.severity == "error"]
     shipped = [c for c in result.checks if c.name.startswith("readback:")]
     failures = [f"{c.name}: {c.message}" for c in shipped if not c.ok and c.severity == "error"] if shipped else differs
