@@ -2,10 +2,11 @@
 
 Three process models: one process; one launcher per node that forks a worker per device
 (torchrun, deepspeed, accelerate); one rank per device started by the scheduler or MPI (srun,
-mpiexec, ibrun). A port keeps the source's model. The one deliberate exception is a target that
+mpiexec, ibrun). A port keeps the source's model. The deliberate exceptions, each said in the
+port's header and the only changes the read-back gate (verify/readback.py) accepts: a target that
 runs the framework and strategy only one other way (no supported template there starts the
-source's model, e.g. OLCF's srun per GCD for PyTorch on Frontier): the port says so in its header,
-and the read-back gate (verify/readback.py) accepts that change and no other.
+source's model, e.g. OLCF's srun per GCD for PyTorch on Frontier), and a Lightning program, which
+runs one rank per device (retrieval's rule: Lightning's SLURM/MPI environments expect it).
 """
 
 from functools import lru_cache

@@ -99,7 +99,7 @@ def _model(back: JobIntent, intent: JobIntent, template: TemplateMeta) -> Check:
     kept = got == forced if forced else same_model(back, intent)
     problem = None if kept else (
         f"process model changed: the source starts {source} ({intent.launcher}), the port {got} ({back.launcher})")
-    why = f"as {template.cluster} runs {template.framework} (the header says so)" if forced else "as the source"
+    why = "a change the port's rule makes (the header says so)" if forced else "as the source"
     return _check("process-model", problem, f"{want}, {why}")
 
 
