@@ -67,6 +67,14 @@ def test_the_option_a_site_says_to_switch_to_is_read_from_its_message():
     assert top.script == "#!/bin/bash\n#SBATCH --time=1:00:00\n#SBATCH --gpus=2\nsrun python train.py\n"
 
 
+def test_a_site_filter_naming_the_option_gets_it_with_the_value_it_names_or_a_placeholder():
+    one_node = debug.diagnose(SLURM, "All GPU jobs are limited to 1 node. Please reschedule your job using `--nodes=1`.\n", None)
+    assert "#SBATCH --nodes=1\n" in one_node.candidates[0].script and "--nodes=2" not in one_node.candidates[0].script
+    ntasks = debug.diagnose(SLURM, "Users must specify `--ntasks` or `--mem` for all GPU partitions.\n", None)
+    assert ops_of(ntasks.candidates[0]) == [{"op": "set_directive", "name": "--ntasks", "value": "<value>"}]
+    assert ntasks.advice.kind == "site_value" and "scontrol show partition" in ntasks.advice.text
+
+
 def test_invalid_device_ordinal_under_gpus_per_task_is_not_given_a_torchrun_edit():
     script = "#!/bin/bash\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\nsrun python train.py\n"
     log = "RuntimeError: CUDA error: invalid device ordinal\n"
