@@ -14,6 +14,7 @@ write access is asked again at every read, so taking it away takes the approval 
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from itertools import islice
@@ -58,15 +59,26 @@ def stamped(content: str) -> tuple[str, str] | None:
     return found[-1] if found else None
 
 
-def merged_fork_source(repo: Repository, path: str, ref: str, request: str) -> Provenance | None:
-    """The fork a script came from if any commit that changed it up to `ref` came from a fork's PR
-    (merged: merging a fork's PR is not approving its code for the center); its PR head as the commit."""
+def fork_source(repo: Repository, path: str, ref: str, request: str) -> Provenance | None:
+    """The fork a script at commit `ref` came from: its own stamp (a port of a fork's port), else the PR of
+    any commit that changed it up to `ref` that came from a fork (merged: merging a fork's PR is not
+    approving its code for the center), with that PR's head as the commit."""
+    found = stamped(_file_at(repo, path, ref) or "")
+    if found is not None and found[0] != repo.full_name:
+        return Provenance(*found, request)
     for commit in islice(repo.get_commits(sha=ref, path=path), HISTORY):  # a PaginatedList slice overruns
         for pull in commit.get_pulls():
             head = pull.head.repo
             if head is None or head.full_name != repo.full_name:
                 return Provenance(head.full_name if head else "unknown/deleted-fork", pull.head.sha, request)
     return None
+
+
+def _file_at(repo: Repository, path: str, commit: str) -> str | None:
+    """A file's text at a commit, through the git data API; None when it is not a file there."""
+    tree = repo.get_git_tree(repo.get_git_commit(commit).tree.sha, recursive=True)
+    entry = next((e for e in tree.tree if e.path == path and e.type == "blob"), None)
+    return base64.b64decode(repo.get_git_blob(entry.sha).content).decode(errors="replace") if entry else None
 
 
 def permission(repo: Repository, login: str) -> str | None:

@@ -27,7 +27,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.approval import (Provenance, approve, approver, merged_fork_source, permission, stamp, stamped,
+from maple_ci.github.approval import (Provenance, approve, approver, fork_source, permission, stamp, stamped,
                                       waiting_note)
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.checks import conclusion, verify_with_check_runs
@@ -133,7 +133,7 @@ def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, 
         if command.name == "port":
             source = Provenance(target.origin, commit_sha(repo, target.ref), plan.request or plan.reason)
             if target.fork_head is None:
-                _stamp_merged_fork_content(repo, results, target.ref, source.request)
+                _stamp_fork_content(repo, results, source.commit, source.request)
             results, message, pr = publish(repo, replace(plan, key=target.key), command, results, target.base, source,
                                            target.fork_head is not None, gated, settings)
         else:
@@ -159,11 +159,11 @@ def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, 
     return Done(results, pr)
 
 
-def _stamp_merged_fork_content(repo: Repository, results: list[PortResult], ref: str, request: str) -> None:
-    """Ports of a script a fork's merged PR wrote carry that fork commit's stamp, as a fork PR's own
-    ports do, so that they are verified (now and nightly) only once that commit is approved."""
+def _stamp_fork_content(repo: Repository, results: list[PortResult], ref: str, request: str) -> None:
+    """Ports of a script a fork wrote (a merged PR's, or a fork's port ported again) carry that fork
+    commit's stamp, as a fork PR's own ports do: verified, now and nightly, only once it is approved."""
     for result in results:
-        merged = merged_fork_source(repo, result["source"], ref, request)
+        merged = fork_source(repo, result["source"], ref, request)
         for c in result["clusters"] if merged else ():
             c["content"] = stamp(c["content"], merged)
 

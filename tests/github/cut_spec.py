@@ -41,6 +41,8 @@ OPERATIONS = {
     "/repos/{owner}/{repo}/commits/{ref}/check-runs": ["get"],
     "/repos/{owner}/{repo}/commits": ["get"],  # a script's history, for a merged fork PR (approval.py)
     "/repos/{owner}/{repo}/commits/{commit_sha}/pulls": ["get"],
+    "/repos/{owner}/{repo}/git/trees/{tree_sha}": ["get"],  # a source's own stamp (a port of a port)
+    "/repos/{owner}/{repo}/git/blobs/{file_sha}": ["get"],
 }
 
 

@@ -8,6 +8,7 @@ also proves the bot never assumes api.github.com's root paths.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -360,6 +361,20 @@ class FakeGitHub:
             queue += parents
         return 200, found
 
+    def get_tree(self, body, query, sha):
+        """GET /git/trees/{sha}?recursive=1: the fake's trees are flat, every path at once."""
+        if sha not in self.trees:
+            return 404, {"message": "Not Found"}
+        entries = [{"path": path, "mode": e["mode"], "type": "blob", "sha": e["sha"], "url": self.url(f"/git/blobs/{e['sha']}")}
+                   for path, e in self.trees[sha].items()]
+        return 200, {"sha": sha, "url": self.url(f"/git/trees/{sha}"), "tree": entries, "truncated": False}
+
+    def get_blob(self, body, query, sha):
+        if sha not in self.blobs:
+            return 404, {"message": "Not Found"}
+        return 200, {"sha": sha, "encoding": "base64", "content": base64.b64encode(self.blobs[sha].encode()).decode(),
+                     "size": len(self.blobs[sha]), "url": self.url(f"/git/blobs/{sha}")}
+
     def commit_pulls(self, body, query, sha):
         """GET /commits/{sha}/pulls: the PRs whose merge (or head) is that commit."""
         return 200, [self.pull_json(p) for p in self.pulls
@@ -404,6 +419,8 @@ class FakeGitHub:
         (r"GET /commits/(\w+)/status", combined_status),
         (r"GET /commits/(\w+)/check-runs", list_check_runs),
         (r"GET /commits", list_commits),
+        (r"GET /git/trees/(\w+)", get_tree),
+        (r"GET /git/blobs/(\w+)", get_blob),
         (r"GET /commits/(\w+)/pulls", commit_pulls),
     ]
 

@@ -398,3 +398,26 @@ def test_a_merged_fork_script_ported_on_push_is_verified_only_after_approval(fak
                        {}, head)  # what `/maple approve` writes, from the bot's token
     run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False, verify=pipeline.verify)
     assert len(cluster.runs) == 1
+
+
+def test_porting_a_forks_port_again_keeps_its_stamp(fake, webhook, tmp_path, monkeypatch):
+    # Laundering: the bot's stamped port of a fork's script is on main; a maintainer ports that
+    # port (a same-repository file now) to another cluster. The new port keeps the fork's stamp.
+    fork = "f" * 40
+    stamped_port = EXAMPLE.read_text() + f"\n# Maple-Source-Repository: {FORK}\n# Maple-Source-Commit: {fork}\n"
+    fake.refs["heads/main"] = fake.commit_files({"scripts/perlmutter/train.sbatch": stamped_port},
+                                                [fake.refs["heads/main"]], "Merge the bot's PR")
+    fake.permissions["Codertocat"] = "write"
+    cluster = Passing()
+    config = Config(targets=["perlmutter"], verification={"default": "slurm"})
+    pipeline = Pipeline(config, lambda ref: nullcontext(materialize(fake, ref, tmp_path)), env={}, backend=cluster)
+    payload = webhook("issue_comment", action="created")
+    payload["comment"]["body"] = "/maple port polaris --from scripts/perlmutter/train.sbatch"
+    payload["issue"].pop("pull_request", None)
+    payload["repository"]["default_branch"] = "main"
+    action_env(monkeypatch, fake, tmp_path, payload)
+    run_action(pipeline.port, KNOWN, config.sources, config.targets, pace=False, verify=pipeline.verify)
+    [ported] = [text for path, text in fake.files_at(next(r for r in fake.refs if r.startswith("heads/maple/"))).items()
+                if path.startswith("scripts/polaris/")]
+    assert ported.endswith(f"# Maple-Source-Repository: {FORK}\n# Maple-Source-Commit: {fork}\n")
+    assert cluster.runs == [] and f"/maple approve {fork}" in fake.comments[-1]["body"]
