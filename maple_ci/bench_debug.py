@@ -167,6 +167,8 @@ def score_case(case: DebugCase, diagnosis, classes: dict) -> dict:
         classified = first_entry in row["entries"]
     else:
         classified = bool(failure) and failure.category == row["category"]
+    # A fix's precondition may name a narrower cause than the message's entry (kb.Fix.cause).
+    classified = classified or bool(diagnosis.candidates) and diagnosis.candidates[0].cause == case.class_
     ranked = [[op.model_dump() for op in c.ops] for c in diagnosis.candidates]
     edits, advice_kind = case.expected.edits, case.expected.advice_kind
     hit = [meets(edits, ops, case.script or "", c.script) for ops, c in zip(ranked[:TOP_K], diagnosis.candidates)]

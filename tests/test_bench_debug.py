@@ -6,7 +6,8 @@ import shutil
 import pytest
 import yaml
 
-from maple_ci.bench_debug import debug_dir, load_debug_cases, meets, run_debug
+from maple_ci.bench_debug import debug_dir, load_classes, load_debug_cases, meets, run_debug
+from maple_ci.debug import load_kb
 from maple_ci.errors import MapleError
 
 CASE = {
@@ -39,6 +40,11 @@ def write(root, case):
 def test_the_collected_cases_follow_the_schema():
     cases = load_debug_cases()
     assert len({c.id for c in cases}) == len(cases) >= 1
+
+
+def test_every_cause_a_fix_names_is_a_class():
+    causes = {fix.cause for e in load_kb() for fix in e.alternatives if fix.cause}
+    assert causes and causes <= set(load_classes())
 
 
 @pytest.mark.parametrize("broken, field", [

@@ -106,7 +106,7 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
             explanation = " ".join(filter(None, [m.entry.explanation, fix.explanation]))
             ops = [resolve(op, values) for op in fix.ops]
             found.append(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched,
-                                   workaround=fix.workaround))
+                                   workaround=fix.workaround, cause=fix.cause))
     return found, reasons, lookups
 
 

@@ -19,6 +19,7 @@ class Candidate(BaseModel):
     find: dict[str, str] = Field(default_factory=dict)  # placeholder -> the command that finds its value
     script: Optional[str] = None  # the patched script, when the ops apply to it
     workaround: bool = False  # avoids a cause outside the script (the advice names it)
+    cause: Optional[str] = None  # the narrower cause its precondition identified (kb.Fix.cause)
 
 
 class Advice(BaseModel):

@@ -104,6 +104,9 @@ class Fix(BaseModel):
     unless: list[str] = Field(default_factory=list)
     explanation: str = ""  # why this alternative, when it differs from the entry's
     workaround: bool = False  # the cause is elsewhere (the entry's outcome says where); this edit avoids it
+    # The narrower cause its precondition identifies (a class of benchmarks/debug/classes.yaml),
+    # e.g. a port in use because the script starts two launchers per node.
+    cause: Optional[str] = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
 
     @field_validator("requires", "unless")
     @classmethod
