@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Mapping, NamedTuple
 
 from maple_ci.errors import MapleError
+from maple_ci.extract.isolated import Limits, extract_isolated
 from maple_ci.files import inside, read_inside
 from maple_ci.github.commands import Command
 from maple_ci.github.config import Config
@@ -90,6 +91,10 @@ class Pipeline:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     backend: Backend = run_backend
     model: llm.Backend | None = None  # the debug agent's language model (MAPLE_LLM), for failures the KB cannot fix
+    # What reading one untrusted script may take, in a child process (every request's scripts pass through
+    # _read): a script that needs more is refused and nothing is pushed. The port's own read-back of the
+    # same text in this process then repeats a computation known to fit.
+    limits: Limits = Limits()
     _analysis: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     # --- step 1: generate ---
@@ -119,12 +124,10 @@ class Pipeline:
         return sorted(name for name in found if inside(root, Path(name)))  # a symlink among them is not read
 
     def _port_one(self, root: Path, name: str, command: Command) -> PortResult:
-        from maple_ci.extract import extract
         from maple_ci.port import apply_overrides, port_intent
 
         # The name comes from a comment or the PR's tree: read only a regular file inside the checkout.
-        text = read_inside(root, name, name)
-        intent = extract(text, name, base_dir=(root / name).parent)
+        text, intent = self._read(root, name)
         intent = apply_overrides(intent, **command.overrides())
         missing = [fact for fact in REQUIRED_FOR_PORT if getattr(intent, fact) is None]
         if missing:  # the refusal carries the request to copy, with what to fill in
@@ -142,7 +145,6 @@ class Pipeline:
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
         """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
-        from maple_ci.extract import extract
         from maple_ci.profiles import get_profile, load_profiles
         from maple_ci.verify.static import static_checks
 
@@ -154,12 +156,16 @@ class Pipeline:
             # request fails before anything from it is extracted or posted.
             for file in sorted(p for p in (out / cluster).glob("*") if not p.is_dir() or p.is_symlink()):
                 path = file.relative_to(root).as_posix()
-                text = read_inside(root, path, path)
-                intent = extract(text, path, base_dir=file.parent)
+                text, intent = self._read(root, path)
                 checks = static_checks(text, intent, get_profile(cluster))
                 results.append(PortResult(source=path, intent=asdict(intent),
                                           clusters=[_cluster(cluster, path, text, "", checks)]))
         return results
+
+    def _read(self, root: Path, name: str):
+        """The text of repo file `name` and its JobIntent, read within self.limits."""
+        text = read_inside(root, name, name)
+        return text, extract_isolated(text, name, (root / name).parent, self.limits)
 
     # --- step 2: verify (after the files are committed at `commit`) ---
     def verify(self, command: Command, results: list[PortResult], commit: str, skip: str | None = None,
