@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Iterable
 
 from maple_ci.errors import MapleError
+from maple_ci.extract import program_line
 from maple_ci.github.markdown import code
 
 # The JobIntent vocabulary (DESIGN.md); a flag may only override a field with a value it can hold.
@@ -21,6 +23,7 @@ STRATEGIES = ("ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single")
 MAX_NODES = 10000
 MAX_GPUS_PER_NODE = 64
 MAX_PATH = 1024  # characters of a --from path or an entrypoint; longer is no file anyone meant
+MAX_LINE = 16384  # characters of a `/maple` line: every option at its longest (MAX_PATH) fits
 
 # author_association values of people with a standing relation to the repository; anyone else is
 # ignored without an API call. The association alone is not enough (an org MEMBER may only have
@@ -30,13 +33,17 @@ WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 # Names the scheduler takes (accounts, queues): a word, never a shell or Markdown metacharacter.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
-_ENTRYPOINT = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./+-]*")
+_ENTRYPOINT = re.compile(r"[A-Za-z0-9_./][A-Za-z0-9_./+-]*|-m [A-Za-z_][A-Za-z0-9_.]*")
+# A program argument: literal text that means the same unquoted in any shell (no $, quotes, globs).
+_ARGUMENT = re.compile(r"[A-Za-z0-9_./:=,+@%-]+")
 _WALLTIME = re.compile(r"[0-9]{1,4}:[0-5][0-9]:[0-5][0-9]")
 SHA = re.compile(r"[0-9a-f]{40}")
 _PIN = re.compile(r"@([0-9a-f]{12,40})")  # 7 hex digits are 28 bits: a fork can make a commit that shares them
 # Flags that take a value; the JobIntent overrides are the port options named like its fields.
-_VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes", "--entrypoint", "--gpus-per-node", "--account",
-                "--queue", "--walltime")
+_VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes", "--entrypoint", "--program-args", "--gpus-per-node",
+                "--account", "--queue", "--walltime")
+_OPTIONS = ("framework", "strategy", "nodes", "entrypoint", "program_args", "gpus_per_node", "account", "queue",
+            "walltime")  # the Command fields a `--flag value` sets, in the order text() writes them
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,8 @@ class Command:
     strategy: str | None = None
     nodes: int | None = None
     verify: bool = True
-    entrypoint: str | None = None
+    entrypoint: str | None = None  # a command line, as `maple port --entrypoint`: 'train.py --config x'
+    program_args: str | None = None  # the program's arguments, replacing the script's: '--config x'
     gpus_per_node: int | None = None
     account: str | None = None
     queue: str | None = None
@@ -64,14 +72,16 @@ class Command:
         if self.recreate:
             return " ".join(["/maple recreate", *self.clusters])
         words = ["/maple", self.name, *self.clusters, *self.files] + (["--from", self.source] if self.source else [])
-        words += [f"--{name.replace('_', '-')} {value}" for name, value in self.overrides().items() if value is not None]
+        words += [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(self, name)))}" for name in _OPTIONS
+                  if getattr(self, name) is not None]
         return " ".join(words + ([] if self.verify else ["--no-verify"]) + ([f"@{self.sha}"] if self.sha else []))
 
     def overrides(self) -> dict:
         """The JobIntent fields this command sets, for port.apply_overrides (as the CLI's options)."""
+        entrypoint, script_args = program_line(self.entrypoint, self.program_args)
         return {"framework": self.framework, "strategy": self.strategy, "nodes": self.nodes,
-                "entrypoint": self.entrypoint, "gpus_per_node": self.gpus_per_node, "account": self.account,
-                "queue": self.queue, "walltime": self.walltime}
+                "entrypoint": entrypoint, "script_args": script_args, "gpus_per_node": self.gpus_per_node,
+                "account": self.account, "queue": self.queue, "walltime": self.walltime}
 
 
 COMMANDS = ("port", "verify", "recreate", "ignore", "unignore", "approve", "help")
@@ -99,8 +109,9 @@ def help_text(known_clusters: Iterable[str]) -> str:
     return (
         "Usage:\n"
         "```\n"
-        "/maple port <cluster>... [--from PATH] [--framework F] [--strategy S] [--nodes N] [--entrypoint PROGRAM]\n"
-        "            [--gpus-per-node G] [--account A] [--queue Q] [--walltime HH:MM:SS] [--no-verify] [@SHA]\n"
+        "/maple port <cluster>... [--from PATH] [--framework F] [--strategy S] [--nodes N]\n"
+        "            [--entrypoint 'PROGRAM [ARGS]'] [--program-args 'ARGS'] [--gpus-per-node G]\n"
+        "            [--account A] [--queue Q] [--walltime HH:MM:SS] [--no-verify] [@SHA]\n"
         "/maple verify [cluster...]\n"
         "/maple recreate [cluster...]       (discard others' commits on the bot's branch, port again)\n"
         "/maple ignore <cluster|file>...    (stop porting them in this PR; unignore undoes, no argument: all)\n"
@@ -135,7 +146,7 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
     if line is None:
         return None
     known = tuple(known_clusters)
-    words = line.split()[1:]
+    words = _words(line, known)[1:]
     if not words:
         raise CommandError("`/maple` needs a command.", known)
     name, args = words[0].lower(), words[1:]
@@ -171,7 +182,8 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
             strategy=_choice(options, "--strategy", STRATEGIES, known),
             nodes=_number(options, "--nodes", MAX_NODES, known),
             verify="--no-verify" not in options,
-            entrypoint=_matching(options, "--entrypoint", _ENTRYPOINT, "a program path (letters, digits, `_./+-`)", known),
+            entrypoint=_program(options, "--entrypoint", known),
+            program_args=_program(options, "--program-args", known),
             gpus_per_node=_number(options, "--gpus-per-node", MAX_GPUS_PER_NODE, known),
             account=_matching(options, "--account", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
             queue=_matching(options, "--queue", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
@@ -179,6 +191,20 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
             sha=options.get("@"),
         )
     raise CommandError(f"Unknown command {code(words[0])}{did_you_mean(name, COMMANDS)}", known)
+
+
+def _words(line: str, known: tuple[str, ...]) -> list[str]:
+    """The line's words, split at blanks outside quotes ('...' or "..."), so that a value holds a
+    command line. Quotes only: a backslash is kept (and refused where a value cannot hold one)."""
+    if len(line) > MAX_LINE:
+        raise CommandError(f"A `/maple` line is at most {MAX_LINE} characters.", known)
+    lexer = shlex.shlex(line, posix=True)
+    lexer.whitespace_split, lexer.commenters, lexer.escape = True, "", ""
+    try:
+        return list(lexer)
+    except ValueError:
+        raise CommandError("A quote is not closed: quote a command line as one value, "
+                           "`--entrypoint 'train.py --config x'`.", known) from None
 
 
 def _ignore(name: str, args: list[str], known: tuple[str, ...]) -> Command:
@@ -215,7 +241,8 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
         elif flag in _VALUE_FLAGS:
             if not eq:
                 value = next(words, "")
-            if not value or value.startswith("--"):
+            # a flag where the value should be means the value is missing (`--program-args '--lr 3'` is a value)
+            if not value or value.partition("=")[0] in FLAGS:
                 raise CommandError(f"`{flag}` needs a value.", known)
             if flag in options:
                 raise CommandError(f"`{flag}` is given twice.", known)
@@ -266,6 +293,28 @@ def _matching(options: dict[str, str], flag: str, pattern: re.Pattern, what: str
     value = options[flag]
     if len(value) > MAX_PATH or not pattern.fullmatch(value) or ".." in value.split("/"):
         raise CommandError(f"`{flag}` must be {what}; got {code(value[:200])}.", known)
+    return value
+
+
+def _program(options: dict[str, str], flag: str, known: tuple[str, ...]) -> str | None:
+    """`--entrypoint 'train.py --config x'` or `--program-args '--config x'` as given, when every word
+    is literal text and the program a path inside the checkout (or `-m module`)."""
+    if flag not in options:
+        return None
+    value = options[flag]
+    words = value.split()
+    literal = len(value) <= MAX_PATH and words and all(_ARGUMENT.fullmatch(word) for word in words)
+    if literal and flag == "--entrypoint":
+        try:
+            program = program_line(value, None)[0]  # as `maple port` reads it: `python` in front dropped
+        except MapleError:  # `python` alone
+            program = ""
+        literal = _ENTRYPOINT.fullmatch(program) and ".." not in program.split("/")
+    if not literal:
+        what, example = (("a program and its arguments", "'train.py --config x'") if flag == "--entrypoint"
+                         else ("the program's arguments", "'--config x --lr 3e-4'"))
+        raise CommandError(f"`{flag}` must be {what}: words of letters, digits and `_./:=,+@%-`, quoted as one "
+                           f"value (`{flag} {example}`); got {code(value[:200])}.", known)
     return value
 
 

@@ -1,6 +1,10 @@
+from contextlib import nullcontext
+
 import pytest
 
-from maple_ci.github.commands import Command, CommandError, authorize, parse_comment
+from maple_ci.github.commands import MAX_LINE, Command, CommandError, authorize, parse_comment
+from maple_ci.github.config import Config
+from maple_ci.github.pipeline import Pipeline
 
 KNOWN = ("perlmutter", "aurora", "polaris")
 
@@ -43,6 +47,7 @@ def test_verify_and_help():
     ("/maple port aurora --nodes 10001", "--nodes"),
     ("/maple port aurora --nodes ²", "--nodes"),
     ("/maple port aurora --nodes", "needs a value"),
+    ("/maple port aurora --from --no-verify", "needs a value"),
     ("/maple port aurora --framework jax", "--framework"),
     ("/maple port aurora --strategy zero4", "--strategy"),
     ("/maple port aurora --from a.sh --from b.sh", "twice"),
@@ -101,8 +106,54 @@ def test_authorize_needs_association_and_write_permission(association, permissio
 
 @pytest.mark.parametrize("line", ["/maple port aurora --framework deepspeed --nodes 2 --no-verify @abcdef123456",
                                   "/maple port perlmutter aurora --from jobs/a.sh --entrypoint train.py --walltime 01:00:00",
+                                  "/maple port aurora --entrypoint 'train.py --config x' --program-args '--lr 3e-4'",
                                   "/maple recreate aurora", "/maple ignore polaris jobs/old.sh", "/maple verify perlmutter"])
 def test_a_command_written_back_asks_for_the_same(line):
     # Refusals quote it as the request to copy (with the missing value or the new head filled in).
     command = parse(line)
     assert command.text() == line and parse(command.text()) == command
+
+
+# --- issue 16 item 1: --entrypoint takes a command line, as `maple port --entrypoint` does ---
+
+@pytest.mark.parametrize("line, program, arguments", [
+    ("/maple port aurora --entrypoint 'train.py --config x' --program-args \"--lr 3e-4\"",
+     "train.py", ["--config", "x", "--lr", "3e-4"]),
+    ("/maple port aurora --entrypoint='python3 -m pkg.train +trainer.devices=4'", "-m pkg.train", ["+trainer.devices=4"]),
+    ("/maple port aurora --entrypoint tools/train.py", "tools/train.py", None),  # the script's arguments stay
+    ("/maple port aurora --program-args '--config=configs/a.yaml'", None, ["--config=configs/a.yaml"]),
+])
+def test_entrypoint_is_a_command_line_read_as_the_cli_reads_it(line, program, arguments):
+    overrides = parse(line).overrides()
+    assert (overrides["entrypoint"], overrides["script_args"]) == (program, arguments)
+
+
+@pytest.mark.parametrize("option", [
+    "--entrypoint 'train.py --config x",  # a quote not closed
+    "--entrypoint 'train.py $(id)'", "--entrypoint 'train.py; touch x'", "--entrypoint 'train.py `id`'",
+    "--program-args '--name \"a\"'", "--program-args 'a\\b'", "--entrypoint python", "--entrypoint '../x.py --a'",
+    "--entrypoint '-m'", "--entrypoint '-m ../x'", "--program-args '  '", "--entrypoint 'train.py ~/.ssh/*'",
+    "--program-args '" + "a " * 600 + "'",
+])
+def test_a_command_line_holds_only_literal_words(option):
+    with pytest.raises(CommandError) as info:
+        parse(f"/maple port aurora {option}")
+    assert "quote" in str(info.value) and "/maple help" in str(info.value)
+
+
+def test_a_line_longer_than_the_limit_is_refused_before_it_is_read():
+    with pytest.raises(CommandError, match=f"at most {MAX_LINE} characters"):
+        parse("/maple port aurora --program-args '" + "--x " * MAX_LINE + "'")
+
+
+def test_the_comment_s_command_line_reaches_the_ported_script(tmp_path):
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "train.sh").write_text("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gpus-per-node=4\n"
+                                                 "srun python old.py --epochs 1\n")
+    command = parse("/maple port perlmutter --from jobs/train.sh --entrypoint 'tools/train.py --config configs/a.yaml' "
+                    "--program-args '--lr 3e-4'")
+    [result] = Pipeline(Config(), lambda ref: nullcontext(tmp_path), env={}).port(command, (), "c0")
+    assert (result["intent"]["entrypoint"], result["intent"]["script_args"]) == \
+        ("tools/train.py", ["--config", "configs/a.yaml", "--lr", "3e-4"])
+    script = result["clusters"][0]["content"]
+    assert "tools/train.py --config configs/a.yaml --lr 3e-4" in script and "old.py" not in script
