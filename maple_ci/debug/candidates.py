@@ -35,7 +35,18 @@ SITE_VALUES = {
     "value": {"slurm": "scontrol show partition  (the partition's limits and defaults)"},
     "mem": {"slurm": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS"},
     "gpus": {"slurm": "the GPUs the program uses (one per process); per node: sinfo -o \"%P %G\""},
+    # Interfaces as ip(8) lists them; loopback, container bridges and veth pairs are node-local.
+    "socket_ifname": {s: "ip -o -4 addr show  (the interface every node has: not lo, docker0, br-*, virbr*, veth*)"
+                      for s in ("slurm", "pbs")},
+    "cache_dir": {s: "a directory with free space you can write from the job: echo $SCRATCH; df -h $SCRATCH"
+                  for s in ("slurm", "pbs")},
+    "bind_path": {s: "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names"
+                  for s in ("slurm", "pbs")},
+    "cuda_module": {s: "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)"
+                    for s in ("slurm", "pbs")},
+    "slots": {s: "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)" for s in ("slurm", "pbs")},
 }  # fmt: skip
+SITE_VALUES["mem"]["pbs"] = "qstat -Qf <queue>  (resources_max.mem), or the memory of the node: pbsnodes -a"
 
 
 def _scheduler(script: str, log: str, context: dict) -> str:

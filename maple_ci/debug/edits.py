@@ -210,14 +210,27 @@ def _replace_flag(lines: list[str], op: ReplaceFlag, context: dict) -> list[str]
     return out
 
 
+# A container runtime started by a launcher ("srun apptainer exec ..."): its flags follow its verb.
+_WRAPPED = re.compile(r"(?<!\S)(?P<cmd>apptainer|singularity)\s+(?:exec|run)(?=\s)")
+
+
+def _launcher_end(line: str, launcher: str) -> Optional[int]:
+    """Where `launcher`'s own flags start on a launch line, or None if it does not run there."""
+    launch = _LAUNCH.match(line)
+    if launch and launch["cmd"] == launcher:
+        return launch.end("cmd")
+    wrapped = _WRAPPED.search(line) if launch or line.lstrip().startswith(launcher) else None
+    return wrapped.end() if wrapped and wrapped["cmd"] == launcher else None
+
+
 def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
-    launches = [i for i in _launch_lines(lines) if _LAUNCH.match(lines[i])["cmd"] == op.launcher]
+    launches = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#") and _launcher_end(line, op.launcher)]
     if not launches:
         raise MapleError(f"the script has no {op.launcher} line to add {op.flag} to")
     i = launches[-1]
     line = lines[i]
     existing = re.compile(rf"(?<!\S){re.escape(op.flag)}(?:(?P<sep>=|\s+)(?P<value>[^-\s]\S*))?(?=\s|$)")
-    end = _LAUNCH.match(line).end("cmd")
+    end = _launcher_end(line, op.launcher)
     m = existing.search(line, end)
     flag = _format_option("", op.flag, op.value)
     if m:

@@ -56,6 +56,12 @@ _ERROR_PATTERNS = [
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
     r"Unexpected page fault from GPU",
     r"(?:server|client) socket (?:has failed to (?:bind|listen)|cannot be initialized|has timed out)",
+    # NCCL/RCCL's own result names and wording, printed without a Python exception around them.
+    r"\b(?:nccl|rccl)[A-Z]\w*Error\b|\b[Rr]ccl error\b|unhandled system error",
+    r"\b(?:CUDA|HIP|XPU) out of memory",  # quoted in prose as often as in a traceback
+    r"There are not enough slots available",  # Open MPI's mpirun (horovodrun, torchpack use it)
+    r"\b[Mm]ust request\b",  # a site's submit filter (Torque/PBS), in a sentence
+    r"\bur_die:",  # Intel's Unified Runtime aborting (oneCCL on XPU)
 ]
 # Lines that look like errors but are documented as harmless.
 _BENIGN_PATTERNS = [
@@ -65,6 +71,9 @@ _BENIGN_PATTERNS = [
     r"from LD_PRELOAD cannot be preloaded .*: ignored",
     r"PMIX ERROR: PMIX_ERR(?:OR|_NOT_FOUND) in file dstore_base\.c",  # single-node runs (Aurora known issues)
     r"\b(?:User|Future|Deprecation|Runtime)Warning\b",
+    # torchelastic's header before it dumps a worker's error record as JSON; the record's own
+    # "message" line that follows names the error.
+    r"errors\.error_handler:\{\s*$",
     # torch C++ warning-level lines ("[W socket.cpp:...]", after an srun label "0: "): c10d retries,
     # except retries to a host name that does not resolve, which can never succeed.
     r"^\s*(?:\[?(?:rank|default)?\d+\]?:\s?)?\[W(?:\d{4})?[ \]](?!.*Name or service not known)",
@@ -83,6 +92,7 @@ _KEYWORDS = (
     "page fault", "socket", "[E", "No active allocation", "Unable to allocate", "Batch job submission",
     "cannot find name", "unknown userid", "must specify", "not been specified", "now required",
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "fork: ", "Disk quota",
+    "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
 )  # fmt: skip
 
 
