@@ -137,3 +137,18 @@ def test_deepspeed_without_cuda_home_loads_modules_in_the_sites_own_naming():
 def test_every_variable_the_new_rules_export_passes_the_ports_value_filter():
     for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "HF_HOME"):
         assert edit_refusal(name, "<placeholder>") is None
+
+
+def test_a_submit_filters_own_sentence_is_the_first_error_and_names_the_class():
+    qsub = "qsub: submit filter returned an error code, aborting job submission.\n"
+    script = "#!/bin/bash\n#PBS -q gpu\npython x.py\n"
+    found = debug.diagnose(script, "You must request ngpus>=1 for queue gpu\n" + qsub, cluster=None)
+    assert found.failure.line_no == 1 and found.matches[0].entry.id == "pbs-submit-filter-rejected"
+    terse = debug.diagnose(script, "queue gpu: no GPU in request\n" + qsub, cluster=None)  # no error words
+    assert terse.failure.line_no == 2 and terse.matches[0].entry.id == "pbs-submit-filter-rejected"
+
+
+def test_torchelastics_json_header_is_skipped_for_the_error_it_records():
+    log = ('ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n  "message": {\n'
+           '    "message": "RendezvousConnectionError: The connection to the C10d store has failed.",\n')  # fmt: skip
+    assert "RendezvousConnectionError" in debug.locate(log).line
