@@ -7,6 +7,8 @@ and, for PBS, the local backend's emulation; the ddp mini-app reports the world 
 """
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,8 +37,9 @@ BOUND = re.compile(r"^#SBATCH --gpus(-per-node)?=(\S+:)?1$|--gpus-per-task=1 |"
                    r"^export (CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|ZE_AFFINITY_MASK)=0$", re.M)
 
 
-def ported(source: str, cluster: str, tmp_path: Path):
-    [result] = port_intent(extract(SOURCES[source], f"{source}.sh"), [cluster], f"{source}.sh", tmp_path)
+def ported(source: str, cluster: str, tmp_path: Path, python_envs=None):
+    [result] = port_intent(extract(SOURCES[source], f"{source}.sh"), [cluster], f"{source}.sh", tmp_path,
+                           python_envs=python_envs or {})
     assert result.status == "ok", result
     return result
 
@@ -70,7 +73,9 @@ def test_a_multi_gpu_job_is_not_given_the_single_template(tmp_path):
 @pytest.mark.cluster
 @pytest.mark.parametrize("cluster", ["perlmutter", "lonestar6"])  # a one-task srun; the batch shell itself
 def test_a_one_gpu_port_runs_one_process_on_the_local_cluster(slurm_cluster, cluster, tmp_path, master_port):
-    script = ported("sbatch", cluster, tmp_path / "out").script
+    venv = tmp_path / "venv"  # Lonestar6 has no center PyTorch: the user's venv (this machine's torch)
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    script = ported("sbatch", cluster, tmp_path / "out", {"default": str(venv)}).script
     path = tmp_path / "job.sbatch"
     path.write_text(script.replace("export MASTER_PORT=29500", f"export MASTER_PORT={master_port}"))
     result = verify_slurm(path, miniapp="ddp", timeout=600, env=slurm_cluster.job_env, workdir=tmp_path)
