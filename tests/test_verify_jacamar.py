@@ -207,8 +207,10 @@ def test_end_to_end_a_generated_delta_script_trains_in_a_batch_job_of_the_center
     (work / script).parent.mkdir(parents=True)
     (work / script).write_text(port("delta", master_port=master_port))
     center = center_repo(tmp_path, work)
-    # What the site's startup file (Lmod's init) sets in every batch shell: the site names it as its own.
-    lmod = "LMOD_CMD LMOD_DIR LMOD_PKG LMOD_ROOT LMOD_SETTARG_FULL_SUPPORT LMOD_VERSION MODULEPATH MODULESHOME"
+    # What the site's startup file (Lmod's init) sets in every batch shell, its exported `module` and
+    # `ml` functions included (init/bash runs `export -f`): the site names them as its own.
+    lmod = ("LMOD_CMD LMOD_DIR LMOD_PKG LMOD_ROOT LMOD_SETTARG_FULL_SUPPORT LMOD_VERSION MODULEPATH MODULESHOME"
+            " BASH_FUNC_module%% BASH_FUNC_ml%%")
     site = {**center["site"], "MAPLE_CLUSTERS": "delta", "MAPLE_SITE_VARIABLES": lmod}
     with FakeGitLab(sbatch_runner(center["checkout"], slurm_cluster.job_env), checkout=center["checkout"],
                     site_variables=site) as fake:
