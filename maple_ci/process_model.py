@@ -38,6 +38,12 @@ def same_model(one: JobIntent, other: JobIntent) -> bool:
     return len(models) == 1 or (models == {ONE_PROCESS, PER_DEVICE} and single)
 
 
+def model_given(intent: JobIntent) -> bool:
+    """Whether the source says how its program starts: a request in words (or a bare command) for
+    several devices leaves the process model to the target's templates."""
+    return not (intent.scheduler == "none" and intent.launcher == "python" and intent.world_size != 1)
+
+
 def template_model(template: TemplateMeta) -> str:
     if template.strategy == "single" or template.launcher == "python":
         return ONE_PROCESS
@@ -48,7 +54,7 @@ def forced_change(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
     """The model the target forces on this port (no supported template there for the same framework
     and strategy starts the source's model), or None when the port must keep the source's model."""
     want, got = process_model(intent), template_model(template)
-    if want == got or (got == ONE_PROCESS and intent.world_size == 1):
+    if want == got or (got == ONE_PROCESS and intent.world_size == 1) or not model_given(intent):
         return None
     if intent.framework == "lightning" and got == PER_DEVICE:
         return got  # retrieval's rule: Lightning's SLURM/MPI environments expect the scheduler to start every rank

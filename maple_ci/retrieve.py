@@ -15,7 +15,7 @@ from . import vectordb
 from .errors import MapleError
 from .intent import Framework, JobIntent
 from .library import GENERIC, TemplateMeta, launch_dir, library_hash, load_templates
-from .process_model import PER_NODE_LAUNCHERS
+from .process_model import PER_NODE_LAUNCHERS, model_given
 from .profiles import get_profile
 
 TABLE = "templates"
@@ -106,10 +106,11 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     own_launcher = None if lightning else intent.launcher
     # Every launcher but the per-node ones starts the ranks itself (aprun, jsrun as much as srun).
     per_device = lightning or intent.launcher not in PER_NODE_LAUNCHERS
+    free = not model_given(intent)  # a request in words: any process model the target's templates use
 
     def rank(c: Candidate):
         strategy, launcher = c.template.strategy, c.template.launcher
-        other_kind = (launcher not in PER_NODE_LAUNCHERS) != per_device
+        other_kind = (launcher not in PER_NODE_LAUNCHERS) != per_device and not free
         # The process model outranks the wanted strategy's own template: the generic family runs any
         # torch.distributed program, so a torchrun-per-node DDP job takes Anvil's generic torchrun
         # form rather than its srun-per-GPU DDP template (issue 16: one launcher per node stays one).

@@ -22,7 +22,8 @@ from typing import Optional
 from ..extract import RENDEZVOUS_VARS, extract_script
 from ..intent import JobIntent
 from ..library import TemplateMeta
-from ..process_model import ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, process_model, same_model, template_model
+from ..process_model import (ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, model_given, process_model, same_model,
+                             template_model)
 from ..profiles import ClusterProfile
 from ..synthesize import deepspeed_notes, resolve_job
 from .static import Check
@@ -96,7 +97,7 @@ def _model(back: JobIntent, intent: JobIntent, template: TemplateMeta) -> Check:
     source, got = process_model(intent), process_model(back)
     forced = forced_change(intent, template)
     want = forced or source
-    kept = got == forced if forced else same_model(back, intent)
+    kept = got == forced if forced else same_model(back, intent) or not model_given(intent)
     problem = None if kept else (
         f"process model changed: the source starts {source} ({intent.launcher}), the port {got} ({back.launcher})")
     why = "a change the port's rule makes (the header says so)" if forced else "as the source"
