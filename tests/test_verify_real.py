@@ -2,8 +2,8 @@
 (extract with the case's folder and its checkout, then port_intent) to a Slurm target with 4 GPUs
 per node, really train the mini-app maple-ci picks for the program (miniapp_for) on the local
 two-node test cluster: 2 nodes x 4 ranks = 8 ranks, every rank seen, both nodes used. Each case names what its port must show, so a
-case cannot quietly stop testing what it is here for (the container kept, the Megatron flags kept,
-the size taken from the allocation).
+case cannot quietly stop testing what it is here for (an unpinned container named and replaced by the
+site's set-up, the Megatron flags kept, the size taken from the allocation).
 
 Containers: Apptainer and Shifter cannot be installed here. The ports' `apptainer exec ...` and
 `shifter --image=... --module=...` lines run through the test cluster's stand-ins
@@ -46,18 +46,22 @@ RUNS = [
     # Megatron-LM, arguments in bash arrays, torchrun per node; TP 4 x PP 1 divides 8 ranks.
     RealRun("centers/deltaai/megatron_tp.slurm", "delta",
             ("pretrain_gpt.py", "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 1", "torchrun")),
-    # Megatron in a Pyxis container (NGC image), the command built in a CMD string run by `sh -c`;
-    # on Perlmutter the image runs under Shifter. TP 2 x PP 2 divides 8 ranks.
+    # Megatron in a Pyxis container (NGC image), the command built in a CMD string run by `sh -c`; the
+    # image is not on Perlmutter's allowlist pinned by digest, so the site's set-up runs the program
+    # and the header says so (issue 15). TP 2 x PP 2 divides 8 ranks.
     RealRun("frameworks/megatron_lm/examples/sc21/run_gpt_1.3b.sbatch", "perlmutter",
-            ("shifter --module=gpu,nccl-plugin", "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2")),
-    # NeMo (Lightning) in a Pyxis container, several commands in one `bash -c` string -> Shifter.
+            ("not on perlmutter's list of allowed images pinned by digest",
+             "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2")),
+    # NeMo (Lightning) in a Pyxis container, several commands in one `bash -c` string; its data bind
+    # becomes a path for the user to give.
     RealRun("frameworks/nemo/asr_finetune.sbatch", "perlmutter",
-            ("shifter --module=gpu,nccl-plugin --image=docker:nvcr.io/nvidia/nemo:24.07", "trainer.num_nodes=2")),
+            ("its image is not on perlmutter's list", "<your path on perlmutter>", "trainer.num_nodes=2")),
     # Lightning, one srun task per GPU (its SLURMEnvironment).
     RealRun("centers/alliance/lightning-narval.sh", "perlmutter", ("Lightning's Trainer", "pl_trainer.py")),
-    # Lightning CLI in an Apptainer SIF, nodes chosen at submit time (`sbatch -N 2`).
+    # Lightning CLI in an Apptainer SIF (not carried: a .sif path is no pinned image), nodes chosen at
+    # submit time (`sbatch -N 2`).
     RealRun("frameworks/lightning/cli/apptainer_cli.sbatch", "delta",
-            ("apptainer exec --nv", "# Submit: sbatch -N <nodes>"), ("-N", "2")),
+            ("not used here", "# Submit: sbatch -N <nodes>"), ("-N", "2")),
     # A per-rank wrapper from the repository (Polaris' GPU affinity script) under PBS mpiexec.
     RealRun("centers/polaris/ddp_affinity.pbs", "perlmutter",
             ("./set_affinity_gpu_polaris.sh only binds each rank to its device", "train_ddp.py")),
