@@ -11,6 +11,7 @@ from typing import Callable, Mapping, Optional
 
 from pydantic import BaseModel, Field
 
+from .containers import allowed
 from .errors import MapleError
 from .extract import extract, load_source
 from .intent import JobIntent
@@ -73,7 +74,10 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
     among them what the program's code must change when it moves to another GPU vendor)."""
     profile, env_note = with_python_env(profile, python_envs)
     profile, constraint_note = _own_constraint(intent, profile)
-    notes = [note for note in (env_note if intent.container is None else None, constraint_note,
+    # a source image runs only where the target allows it (containers.allowed); elsewhere the site's
+    # set-up runs the program, and where that has no PyTorch the user's environment is needed
+    in_image = intent.container is not None and bool(intent.container.image) and allowed(intent.container.image, profile)
+    notes = [note for note in (None if in_image else env_note, constraint_note,
                                vendor_note(intent.source_cluster, profile)) if note]
     return profile, replace(intent, notes=[*intent.notes, *notes]) if notes else intent
 
