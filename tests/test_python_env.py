@@ -63,6 +63,19 @@ def test_the_users_environment_is_activated_and_the_job_goes_on(cluster, tmp_pat
     assert "the job activates yours, $SCRATCH/envs/torch" in script
 
 
+CONTAINER = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:20:00\n"
+             "srun apptainer exec --nv pytorch_24.06.sif python train.py\n")
+
+
+@pytest.mark.parametrize("cluster", NO_PYTORCH)
+def test_a_source_image_the_target_does_not_allow_still_asks_for_the_environment(cluster, tmp_path):
+    # The image is not carried (not on the site's allowlist pinned by digest), so the site's set-up
+    # runs the program: the header must ask for --python-env, as it does without a container.
+    script = ported(cluster, tmp_path, text=CONTAINER)
+    assert "not used here" in script
+    assert re.search(rf"^# Note: {cluster} provides no PyTorch environment: port again with --python-env", script, re.M)
+
+
 def test_a_cluster_named_environment_applies_to_that_target_only(tmp_path):
     envs = parse_python_envs(["frontier=/ccs/proj/abc/torch", "/scratch/me/venv"])
     assert envs == {"frontier": "/ccs/proj/abc/torch", "default": "/scratch/me/venv"}
