@@ -34,9 +34,16 @@ srun torchrun --nnodes 64 --nproc_per_node 4 train.py
 # by the site's root-only startup file), where it runs from, then the mini-app in place of train.py.
 RUNS = """#!/bin/bash
 #SBATCH -N 1 --time=00:05:00
+# Note: the source ran the program in an apptainer container (x.sif); not used here
 module list 2>&1 && echo module-ok
 test -e .git && echo HAS-GIT || echo no-git-here
 python train.py
+"""
+# A fork's image: a tag anyone may push again after approval, run by the batch job (issue 15).
+IMAGE = """#!/bin/bash
+#SBATCH -N 1 --time=00:05:00
+touch "{marker}"
+srun apptainer exec --nv docker://someone/pytorch:latest python train.py
 """
 SITE = {"MAPLE_CLUSTERS": "perlmutter", "MAPLE_MAX_NODES": "2", "MAPLE_MAX_MINUTES": "30",
         "MAPLE_SITE_SCHEDULER_OPTIONS": "--account=center_acct --qos=debug"}
@@ -51,6 +58,7 @@ def center(tmp_path):
     (work / "scripts" / "perlmutter").mkdir(parents=True)
     (work / "scripts" / "perlmutter" / "train.sbatch").write_text(SCRIPT.format(marker=marker))
     (work / "scripts" / "perlmutter" / "runs.sbatch").write_text(RUNS)
+    (work / "scripts" / "perlmutter" / "image.sbatch").write_text(IMAGE.format(marker=marker))
     (work / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
     (work / "evil.sh").chmod(0o755)
     (work / "scripts" / "perlmutter" / "link.sbatch").symlink_to("train.sbatch")
@@ -127,6 +135,17 @@ def test_a_script_of_another_cluster_and_a_cluster_not_the_centers_are_refused(c
     refused(center, "is not scripts/perlmutter/<file name>", script="scripts/aurora/train.sbatch")
     refused(center, "cluster 'frontier' is not one of this center's clusters", cluster="frontier",
             script="scripts/frontier/train.sbatch")
+
+
+def test_a_container_image_not_on_the_clusters_allowlist_is_refused(center):
+    refused(center, "(docker://someone/pytorch:latest) that is not on perlmutter's list of allowed images",
+            script="scripts/perlmutter/image.sbatch")
+
+
+def test_a_port_that_names_its_sources_container_only_in_a_note_passes(center):
+    # maple's header says what it did with the source's image; a comment runs nothing.
+    code, trace = gate(center, script="scripts/perlmutter/runs.sbatch")
+    assert code == 0, trace
 
 
 def test_a_commit_on_no_trusted_branch_is_refused(center):

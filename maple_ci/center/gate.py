@@ -76,6 +76,32 @@ def check_inputs(args, env: dict) -> list[str]:
     return problems
 
 
+# A container runtime in a command or a directive (comments are the port's notes): the image decides
+# what runs, so it must be one the cluster's profile allows, pinned by digest (containers.allowed).
+_RUNTIME = re.compile(r"\b(apptainer|singularity|shifter|podman-hpc|enroot)\b|--container-image")
+
+
+def refuse_unlisted_image(text: str, cluster: str) -> None:
+    """Refused unless every container the script runs is on the cluster's allowlist."""
+    from maple_ci.containers import allowed
+    from maple_ci.errors import MapleError
+    from maple_ci.extract import extract_script
+    from maple_ci.profiles import get_profile
+
+    try:
+        container = extract_script(text).container
+        image = container.image if container else None
+        if image and allowed(image, get_profile(cluster)):
+            return
+    except MapleError as exc:
+        raise Refused(f"the script cannot be read: {exc}") from exc
+    commands = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")
+                         or line.lstrip().startswith(("#SBATCH", "#PBS")))
+    if container or _RUNTIME.search(commands):
+        raise Refused(f"the script runs a container image ({image or 'not readable'}) that is not on {cluster}'s "
+                      "list of allowed images pinned by digest")
+
+
 def _parameters(args, env: dict) -> str:
     """The request checked end to end, the commit fetched; the scheduler options it gets."""
     problems = check_inputs(args, env) + unexpected_variables(env, batch=args.mode == "verify")
@@ -84,7 +110,9 @@ def _parameters(args, env: dict) -> str:
     refuse_stored_credentials()
     fetch_commit(args.commit, env.get("CI_DEFAULT_BRANCH") or "main", env.get("MAPLE_PROTECTED_REFS", "").split(),
                  float(env.get("MAPLE_FETCH_WAIT_SECONDS", "180")))
-    parameters, dropped = scheduler_parameters(read_script(args.commit, args.script),
+    text = read_script(args.commit, args.script)
+    refuse_unlisted_image(text, args.cluster)
+    parameters, dropped = scheduler_parameters(text,
                                                int(env.get("MAPLE_MAX_NODES", "2")),
                                                int(env.get("MAPLE_MAX_MINUTES", "30")),
                                                env.get("MAPLE_SITE_SCHEDULER_OPTIONS", ""))
