@@ -76,12 +76,13 @@ def test_a_backend_that_cannot_run_is_an_error_not_a_failure():
 
 def test_debug_fix_is_rerun_where_the_backend_can_and_suggested_on_the_failing_lines():
     runs = []
-    p = pipeline({"default": "slurm"}, backend_failing_until("NCCL_DEBUG=INFO", runs))
+    # The knowledge base's first candidate on Perlmutter: the profile's documented socket interface.
+    p = pipeline({"default": "slurm"}, backend_failing_until("NCCL_SOCKET_IFNAME=hsn", runs))
     [c] = clusters(p.verify(PORT, ported("scripts/perlmutter/a.sbatch"), "c0")).values()
     assert (c["verification"], c["log_url"], [r[3] for r in runs]) == ("failed", "https://ci.example/1", [True, False])
     [s] = c["suggestions"]
     assert (s["path"], s["start_line"], s["line"]) == ("scripts/perlmutter/a.sbatch", 3, 3)  # the blank line before srun
-    assert s["body"] == "\nexport NCCL_DEBUG=INFO\n" and "NCCL" in s["message"]
+    assert s["body"] == "\nexport NCCL_SOCKET_IFNAME=hsn\n" and "NCCL" in s["message"]
     assert "the run passed with the suggested fix" in c["note"]
 
 
