@@ -31,6 +31,15 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.fixture(scope="module")
+def module_data_dir(tmp_path_factory):
+    """MAPLE_DATA_DIR in a fresh folder for one test module: its LanceDB tables (known errors, the
+    centers' documentation) are built once there, away from the user's cache."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.mktemp("maple-data")))
+        yield
+
+
 @pytest.fixture
 def master_port() -> int:
     """A TCP port free right now, for a job's rendezvous: other runs on this machine (earlier tests,

@@ -25,12 +25,7 @@ def ops(*items: dict) -> list:
     return OPS.validate_python(list(items))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def data_dir(tmp_path_factory):
-    # The LanceDB table of known errors is built once for this module, away from the user's cache.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.mktemp("maple-data")))
-        yield
+pytestmark = pytest.mark.usefixtures("module_data_dir")
 
 
 # --------------------------------------------------------------------------------------------

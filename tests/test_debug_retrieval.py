@@ -19,11 +19,7 @@ SHM = "nid001234:4242:4300 [0] NCCL WARN Error: failed to extend /dev/shm/nccl-X
 SCRIPT = "#!/bin/bash\n#SBATCH -N 2\nsrun python train.py\n"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def data_dir(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.mktemp("maple-data")))
-        yield
+pytestmark = pytest.mark.usefixtures("module_data_dir")
 
 
 @pytest.fixture

@@ -33,11 +33,7 @@ LOG = """step 0 loading data
 GOOD = {"explanation": "train.py reads MYAPP_DATA", "ops": [{"op": "export_env", "name": "MYAPP_DATA", "value": "/data"}]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def data_dir(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.mktemp("maple-data")))
-        yield
+pytestmark = pytest.mark.usefixtures("module_data_dir")
 
 
 @pytest.fixture
