@@ -13,35 +13,40 @@ from .bench_real import load_real_cases, run_real
 from .errors import MapleError
 
 
+def _golden():
+    from .bench_golden import load_golden, run_golden
+
+    return load_golden(), "published scripts", run_golden
+
+
+def _debug():
+    from .bench_debug import load_debug_cases, run_debug
+
+    return load_debug_cases(), "failures", lambda cases, _out, step: run_debug(cases, step)
+
+
+# Suites shown with a progress bar: () -> (cases, what they are, run(cases, out_dir, step)).
+_WITH_BAR = {
+    "golden": _golden,
+    "debug": _debug,
+    "real": lambda: (load_real_cases(), "real scripts", run_real),
+}
+
+
 def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
-    """The report of one suite: accuracy, real, golden, latency or verified (on a Slurm cluster)."""
-    if suite not in ("accuracy", "real", "golden", "latency", "verified", "debug"):
+    """The report of one suite: accuracy, real, golden, debug, latency or verified (on a Slurm cluster)."""
+    if suite not in ("accuracy", "latency", "verified", *_WITH_BAR):
         raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, latency, verified or debug")
-    if suite == "golden":
-        from .bench_golden import load_golden, run_golden
-
-        cases = load_golden()
-        out_dir = Path(tempfile.mkdtemp(prefix="maple-golden-"))
-        report = _with_bar(progress, quiet, f"{len(cases)} published scripts", len(cases),
-                           lambda step: run_golden(cases, out_dir, step))
-    elif suite == "debug":
-        from .bench_debug import load_debug_cases, run_debug
-
-        cases = load_debug_cases()
-        report = _with_bar(progress, quiet, f"{len(cases)} failures", len(cases), lambda step: run_debug(cases, step))
-    elif suite == "real":
-        cases = load_real_cases()
-        out_dir = Path(tempfile.mkdtemp(prefix="maple-real-"))
-        report = _with_bar(progress, quiet, f"{len(cases)} real scripts", len(cases),
-                           lambda step: run_real(cases, out_dir, step))
-    elif suite == "verified":
-        report = run_verified(load_cases(), subset or 8)
-    elif suite == "latency":
-        report = run_latency(load_cases(subset), runs=runs)
-    else:
-        cases = load_cases(subset)
-        report = _with_bar(progress, quiet, f"{len(cases)} cases", len(cases), lambda step: run_accuracy(cases, step))
-    return report
+    if suite == "verified":
+        return run_verified(load_cases(), subset or 8)
+    if suite == "latency":
+        return run_latency(load_cases(subset), runs=runs)
+    if suite in _WITH_BAR:
+        cases, what, run = _WITH_BAR[suite]()
+        out_dir = Path(tempfile.mkdtemp(prefix=f"maple-{suite}-"))
+        return _with_bar(progress, quiet, f"{len(cases)} {what}", len(cases), lambda step: run(cases, out_dir, step))
+    cases = load_cases(subset)
+    return _with_bar(progress, quiet, f"{len(cases)} cases", len(cases), lambda step: run_accuracy(cases, step))
 
 
 def _with_bar(console: Console, quiet: bool, title: str, total: int, run):
