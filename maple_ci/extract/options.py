@@ -1,20 +1,13 @@
 """How the programs around a launcher read their options (containers, binding tools, runners,
-`time`, profilers) and PBS's directives. Launchers' grammars are the registry's
-(maple_ci/launchers); the reader of both is maple_ci.launchers.options."""
+`time`, profilers). Launchers' grammars are the registry's (maple_ci/launchers), schedulers'
+directives the scheduler units' (maple_ci/schedulers); the reader is maple_ci.launchers.options."""
 
 from ..launchers import Spec, grammar, last, parse_options
 
-__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "PASSTHROUGH", "PBS", "PROFILER", "RUNNER", "SLURM", "TIME",
-           "TORCHRUN", "Spec", "last", "parse_options"]
+__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME", "TORCHRUN", "Spec",
+           "last", "parse_options"]
 
-SLURM = grammar("srun")  # sbatch's directives are srun's options
 TORCHRUN, DEEPSPEED, ACCELERATE = grammar("torchrun"), grammar("deepspeed"), grammar("accelerate")
-
-PBS = Spec(
-    aliases={c: c for c in "AacejklmMNopqrSuvWJP"},
-    values=frozenset("AacejklmMNopqrSuvWJP"),
-    value_default=False,
-)
 
 CONTAINER = Spec(  # apptainer/singularity exec|run, podman-hpc run, shifter
     aliases={"B": "bind", "H": "home", "W": "workdir", "o": "overlay", "e": "env", "v": "volume",

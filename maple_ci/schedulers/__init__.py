@@ -1,2 +1,62 @@
-"""What belongs to one scheduler (issue 17's direction): today its job variables and their
-translation to another scheduler's job (jobvars)."""
+"""The scheduler registry: each scheduler is one unit (slurm.py, pbs.py, ...) that owns reading and
+writing its directives, its walltime forms, its job variables and its submit and cancel commands.
+Every other module asks the registry; none names a scheduler. Adding one is adding its module here
+(see README, "How to add a scheduler"): every module of this package but base and jobvars is loaded."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Optional
+
+from ..errors import MapleError
+from .base import Directives, Option, Scheduler
+
+__all__ = ["Directives", "Option", "Scheduler", "all", "by_variable", "detect", "find", "get", "names", "register"]
+
+_UNITS: dict[str, Scheduler] = {}
+_NOT_UNITS = {"base", "jobvars"}
+
+
+def register(unit: Scheduler) -> Scheduler:
+    _UNITS[unit.name] = unit
+    return unit
+
+
+def _load() -> None:
+    for module in pkgutil.iter_modules(__path__):
+        if module.name not in _NOT_UNITS and not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+def all() -> list[Scheduler]:  # noqa: A001 - the registry's own word, as schedulers.all()
+    return list(_UNITS.values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_UNITS)
+
+
+def find(name: Optional[str]) -> Optional[Scheduler]:
+    return _UNITS.get(name or "")
+
+
+def get(name: str) -> Scheduler:
+    unit = _UNITS.get(name)
+    if unit is None:
+        raise MapleError(f"no scheduler {name!r}; known: {', '.join(_UNITS)}")
+    return unit
+
+
+def detect(text: str) -> Optional[Scheduler]:
+    """The scheduler whose directive comes first before the first command, or None."""
+    firsts = [(block[0][0], unit) for unit in _UNITS.values() if (block := unit.block(text))]
+    return min(firsts, key=lambda first: first[0])[1] if firsts else None
+
+
+def by_variable(name: str) -> Optional[Scheduler]:
+    """The scheduler whose job sets the variable `name` (SLURM_NNODES, PBS_O_WORKDIR)."""
+    return next((unit for unit in _UNITS.values() if unit.owns_variable(name)), None)
+
+
+_load()

@@ -1,4 +1,5 @@
-"""The job variables Slurm and PBS set, and what each is in the other's job (issue 16, cause 6).
+"""The job variables of one scheduler read as another's (issue 16, cause 6), for every pair of
+registered schedulers: each unit lists its variables by concept (Scheduler.job_vars).
 
 A program path or argument that reads the source scheduler's job variables
 (`"${SLURM_SUBMIT_DIR}/multinode.py"`, `--nodes $SLURM_NNODES`,
@@ -13,30 +14,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
+from typing import Optional
 
 from ..errors import MapleError
-
-# Each concept and the variables that hold it; sources (read 2026-11-25):
-#   Slurm: https://slurm.schedmd.com/sbatch.html#SECTION_OUTPUT-ENVIRONMENT-VARIABLES
-#   PBS Pro/OpenPBS: https://help.altair.com/2022.1.0/PBS%20Professional/PBSReferenceGuide2022.1.pdf (qsub, environment)
-#   Torque's PBS_NUM_NODES/PBS_NUM_PPN/PBS_NP: https://docs.adaptivecomputing.com/torque/ (qsub, exported variables)
-#   PBS_JOBSIZE is not PBS's: ALCF's ezpz helpers set it to the node count (github.com/saforem2/ezpz, unconfirmed elsewhere)
-_CONCEPTS = {
-    "submit_dir": {"slurm": ["SLURM_SUBMIT_DIR"], "pbs": ["PBS_O_WORKDIR"]},
-    "job_id": {"slurm": ["SLURM_JOB_ID", "SLURM_JOBID"], "pbs": ["PBS_JOBID"]},
-    "job_name": {"slurm": ["SLURM_JOB_NAME"], "pbs": ["PBS_JOBNAME"]},
-    "array_index": {"slurm": ["SLURM_ARRAY_TASK_ID"], "pbs": ["PBS_ARRAY_INDEX"]},
-    "nodes": {"slurm": ["SLURM_NNODES", "SLURM_JOB_NUM_NODES"], "pbs": ["PBS_JOBSIZE", "PBS_NUM_NODES"]},
-    "ranks": {"slurm": ["SLURM_NTASKS", "SLURM_NPROCS"], "pbs": ["PBS_NP"]},
-    "ranks_per_node": {"slurm": ["SLURM_NTASKS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE"],
-                       "pbs": ["PBS_NUM_PPN"]},
-}
-_PREFIX = {"slurm": "SLURM_", "pbs": "PBS_"}
-_SET_BY_HELPERS = {"PBS_JOBSIZE"}  # named like PBS's but set by site helpers: no PBS job has it by itself
-_REFERENCE = re.compile(r"\$\{((?:SLURM|PBS)_[A-Z0-9_]+)\}|\$((?:SLURM|PBS)_[A-Z0-9_]+)\b|\b((?:SLURM|PBS)_[A-Z0-9_]+)\b")
+from . import all as units, get
 
 
-def _target_value(concept: str, target: str, per_node: int) -> str:
+@lru_cache(maxsize=1)
+def _reference() -> re.Pattern:
+    """$NAME, ${NAME} or a bare NAME (inside $(( ))) of any registered scheduler's variables."""
+    prefixes = "|".join(re.escape(unit.var_prefix) for unit in units())
+    name = rf"(?:(?:{prefixes})[A-Z0-9_]+)"
+    return re.compile(rf"\$\{{({name})\}}|\$({name})\b|\b({name})\b")
+
+
+def _concept_of(name: str) -> Optional[str]:
+    return next((concept for unit in units() for concept, names in unit.job_vars.items() if name in names), None)
+
+
+def _target_value(concept: str, target, per_node: int) -> Optional[str]:
     """The target's word for `concept`: a variable name, or arithmetic over the port's $NNODES."""
     if concept == "nodes":
         return "NNODES"
@@ -44,35 +41,36 @@ def _target_value(concept: str, target: str, per_node: int) -> str:
         return f"(NNODES * {per_node})"
     if concept == "ranks_per_node":
         return str(per_node)
-    return _CONCEPTS[concept][target][0]
+    names = target.job_vars.get(concept)
+    return names[0] if names else None
 
 
-def _concept_of(name: str):
-    return next((concept for concept, names in _CONCEPTS.items() for found in names.values() if name in found), None)
+def _written(value: str, braced: bool, bare: bool) -> str:
+    if bare:  # inside $(( )): a name or a number
+        return value
+    if value.startswith("("):
+        return f"$({value})"
+    return value if value.isdigit() else f"${{{value}}}" if braced else f"${value}"
 
 
 def translate(word: str, target: str, per_node: int) -> str:
-    """`word` with every job variable of the other scheduler replaced by the target's equivalent;
+    """`word` with every job variable of another scheduler replaced by the target's equivalent;
     MapleError naming those that have none."""
-    missing = []
+    unit, missing = get(target), []
 
     def replace(match: re.Match) -> str:
         braced, plain, bare = match.groups()
         name = braced or plain or bare
-        if name.startswith(_PREFIX[target]) and name not in _SET_BY_HELPERS:
+        if unit.owns_variable(name) and name not in unit.helper_vars:
             return match.group(0)
         concept = _concept_of(name)
-        if concept is None:
+        value = _target_value(concept, unit, per_node) if concept else None
+        if value is None:
             missing.append(name)
             return match.group(0)
-        value = _target_value(concept, target, per_node)
-        if bare:  # inside $(( )): a name or a number
-            return value
-        if value.startswith("("):
-            return f"$({value})"
-        return value if value.isdigit() else f"${{{value}}}" if braced else f"${value}"
+        return _written(value, bool(braced), bool(bare))
 
-    translated = _REFERENCE.sub(replace, word)
+    translated = _reference().sub(replace, word)
     if missing:
         raise MapleError(f"{word!r} reads {', '.join(sorted(set(missing)))}, which a {target} job does not set and "
                          "has no equivalent for: give the program's value yourself (--entrypoint / --program-args)")

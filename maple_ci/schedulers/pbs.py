@@ -1,0 +1,174 @@
+"""PBS (PBS Professional/OpenPBS, and Torque's forms): `#PBS` directives with their `-l` resources
+(PBS Pro `select=2:ncpus=64:ngpus=4` chunks, `-lselect=2`, Torque `nodes=2:ppn=4:gpus=4`, NCI Gadi's
+job-wide `ncpus=48,ngpus=4`), [[HH:]MM:]SS walltimes, job variables, and qsub/qdel.
+
+Sources (read 2026-11-25): PBS Professional Reference Guide, qsub and "select"
+(https://help.altair.com/2022.1.0/PBS%20Professional/PBSReferenceGuide2022.1.pdf), Torque's qsub
+(https://docs.adaptivecomputing.com/torque/), NCI Gadi's job script
+(https://opus.nci.org.au, "Job Submission", job-wide ncpus/ngpus).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..launchers import Spec
+from . import register
+from .base import DirectiveError, Directives, Option, Scheduler, as_written, gpu_count, real, seconds_to_walltime
+
+# qsub's options: the letters that take a value, and the names this unit gives the ones it reads.
+_VALUED = "AacejklmMNopqrSuvWJP"
+_NAMES = {"A": "account", "q": "queue", "P": "project", "N": "job_name"}
+# One chunk of a PBS select: `[N:]resource=value[:resource=value...]`
+_CHUNK = re.compile(r"(?:(\d+)(?::|$))?((?:[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+(?::|$))*)")
+# What a job asks for that a port does not translate: output, join, arrays, dependencies, mail, rerun, keep.
+_NOT_PORTED = ("o", "e", "j", "J", "W", "m", "M", "r", "k")
+
+
+def pbs_walltime(value: str) -> str:
+    """PBS walltime ([[HH:]MM:]SS, a bare number is seconds) as HH:MM:SS."""
+    parts = value.strip().split(":")
+    if not 1 <= len(parts) <= 3 or not all(part.isdigit() for part in parts):
+        raise ValueError(f"{value!r} is not a PBS walltime; write e.g. 01:30:00")
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + int(part)
+    return seconds_to_walltime(seconds)
+
+
+def _walltime(value: str, d: Directives) -> str:
+    return pbs_walltime(value)
+
+
+def cap_select(value: str, max_nodes: int) -> str:
+    """A PBS select statement with its chunks' total capped at max_nodes (the last chunks give way
+    first): `1:ngpus=4+511:ncpus=64` is 512 chunks, not 1. ValueError for one that is not chunks."""
+    chunks = []
+    for chunk in value.split("+"):
+        match = _CHUNK.fullmatch(chunk)
+        if not chunk or not match or not (match[1] or match[2]):
+            raise ValueError(f"PBS select chunk {chunk!r} is not [N:]resource=value[:...]")
+        chunks.append([int(match[1] or 1), match[2].rstrip(":")])
+    excess = sum(number for number, _ in chunks) - max_nodes
+    for chunk in reversed(chunks):
+        cut = max(min(excess, chunk[0] - (1 if chunk is chunks[0] else 0)), 0)
+        chunk[0], excess = chunk[0] - cut, excess - cut
+    return "+".join(f"{number}:{resources}".rstrip(":") for number, resources in chunks if number)
+
+
+def _read_chunks(value: str, d: Directives, line: int) -> None:
+    """select=2:ncpus=64:ngpus=4 (chunks joined by +) or Torque nodes=2:ppn=4:gpus=4."""
+    d.nodes_given = True
+    nodes, gpus = 0, set()
+    for chunk in value.split("+"):
+        fields = chunk.split(":")
+        if not fields[0].isdigit() and "=" not in fields[0]:
+            raise ValueError(f"cannot read the PBS select chunk {chunk!r}")
+        nodes += int(fields[0]) if fields[0].isdigit() else 1
+        resources = dict(f.partition("=")[::2] for f in fields if "=" in f)
+        gpus.add(resources.get("ngpus") or resources.get("gpus"))
+        ranks = resources.get("mpiprocs") or resources.get("ppn") or ""
+        if ranks.isdigit():
+            d.set("ntasks_per_node", int(ranks), line)
+    d.set("nodes", nodes or None, line)
+    if len(gpus) == 1 and (only := gpus.pop()) and only.isdigit():
+        d.set("gpus_per_node", int(only), line)
+
+
+class PBS(Scheduler):
+    name = "pbs"
+    prefix = "#PBS"
+    spec = Spec(aliases={c: _NAMES.get(c, c) for c in _VALUED + "VhzIXfF"},
+                values=frozenset(_NAMES.get(c, c) for c in _VALUED), value_default=False)
+    submit = ("qsub",)
+    cancel = ("qdel",)
+    script_suffix = "pbs"
+    var_prefix = "PBS_"
+    # Sources (read 2026-11-25): PBS Pro/OpenPBS, the Reference Guide above (qsub, environment);
+    # Torque's PBS_NUM_NODES/PBS_NUM_PPN/PBS_NP: https://docs.adaptivecomputing.com/torque/;
+    # PBS_JOBSIZE is not PBS's: ALCF's ezpz helpers set it to the node count (github.com/saforem2/ezpz, unconfirmed elsewhere)
+    job_vars = {
+        "submit_dir": ("PBS_O_WORKDIR",),
+        "job_id": ("PBS_JOBID",),
+        "job_name": ("PBS_JOBNAME",),
+        "array_index": ("PBS_ARRAY_INDEX",),
+        "nodes": ("PBS_JOBSIZE", "PBS_NUM_NODES"),
+        "ranks": ("PBS_NP",),
+        "ranks_per_node": ("PBS_NUM_PPN",),
+        "node_file": ("PBS_NODEFILE",),
+    }
+    helper_vars = frozenset({"PBS_JOBSIZE"})  # named like PBS's but set by site helpers: no PBS job has it by itself
+    site_options = frozenset({"account", "project", "queue", "walltime", "filesystems"})
+    gate_kept = frozenset({"place", "filesystems"})
+    size_options = frozenset({"select", "walltime"})
+    fields = {"walltime": ("walltime", _walltime), "ngpus": ("gpus", gpu_count), "account": ("account", as_written),
+              "queue": ("queue", as_written)}
+    example = ("#!/bin/bash\n#PBS -l select=2:ngpus=4\n#PBS -l walltime=1:30:00\n#PBS -A abc\n#PBS -q debug\n"
+               "mpiexec python train.py\n")
+
+    def walltime(self, value: str) -> Optional[str]:
+        return pbs_walltime(value)
+
+    def _letters(self) -> set:
+        return set(self.spec.aliases.values())
+
+    def parse_words(self, words: list[str], line: int) -> list[Option]:
+        """qsub's options, each `-l` resource (comma-separated) an option of its own by its name."""
+        found = []
+        for option in super().parse_words(words, line):
+            if option.name != "l" or not option.value:
+                found.append(option)
+                continue
+            for item in option.value.split(","):
+                key, equals, value = item.partition("=")
+                found.append(Option(key, value if equals else None, line, ("-l", item)))
+        return found
+
+    def canonical(self, spelling: str) -> str:
+        spelling = spelling.strip()
+        if spelling.startswith("-l") and len(spelling) > 2:  # "-l walltime", "-lwalltime"
+            return spelling[2:].strip().partition("=")[0]
+        return super().canonical(spelling)
+
+    def knows(self, spelling: str) -> bool:
+        return spelling.startswith("-l") or super().knows(spelling)
+
+    def display(self, option: Option) -> str:
+        return option.words[0][:2] if option.name in self._letters() else f"-l {option.name}"
+
+    def finish(self, last: dict[str, Option], d: Directives) -> None:
+        chunks = [o for o in (last.get("select"), last.get("nodes")) if o and o.value]
+        for option in sorted(chunks, key=lambda o: o.line):
+            try:
+                _read_chunks(option.value, d, option.line)
+            except ValueError as exc:
+                d.errors.append(DirectiveError(f"line {option.line}: {exc}", "nodes", option.line))
+        d.spreads = not d.nodes_given and bool(d.gpus)  # job-wide ngpus (Gadi): the node count follows at run time
+        d.dropped += [f"-{letter} {last[letter].value}" for letter in _NOT_PORTED if letter in last]
+        project = last.get("project")
+        if d.account is None and project is not None:  # PBS Pro's project (-P): what NCI Gadi charges
+            d.set("account", project.value, project.line)
+        d.account = real(d.account, "account", d)
+        d.queue = real(d.queue, "queue", d)
+
+    def format_option(self, name: str, value: Optional[str]) -> list[str]:
+        letter = next((c for c, n in self.spec.aliases.items() if n == name), None)
+        if letter is None:
+            return ["-l", f"{name}={value}" if value else name]
+        return [f"-{letter}", value] if value else [f"-{letter}"]
+
+    def with_value(self, option: Option, value: str) -> list[str]:
+        if option.name not in self._letters():
+            return self.format_option(option.name, value)
+        return super().with_value(option, value)
+
+    def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
+        select = last.get("select")
+        walltime = last.get("walltime")
+        seconds = self.seconds(walltime.value if walltime else None, max_seconds)
+        return [*self.format_option("select", cap_select(select.value, max_nodes) if select and select.value else "1"),
+                *self.format_option("walltime", seconds_to_walltime(seconds))]
+
+
+register(PBS())

@@ -1,0 +1,147 @@
+"""Slurm: `#SBATCH` directives (sbatch's options, the same grammar as srun's), its walltime forms,
+job variables, and sbatch/scancel.
+
+Sources (read 2026-11-25): https://slurm.schedmd.com/sbatch.html (options, "OUTPUT ENVIRONMENT
+VARIABLES", --time formats), https://slurm.schedmd.com/srun.html (aliases: launchers/grammars.yaml).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ..launchers import grammar
+from . import register
+from .base import (Directives, Option, Scheduler, as_written, gpu_count, per_node, positive, real,
+                   seconds_to_walltime)
+
+
+def slurm_walltime(value: str) -> Optional[str]:
+    """Slurm --time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS) as HH:MM:SS; None if unlimited."""
+    value = value.strip()
+    if value.upper() in ("UNLIMITED", "INFINITE", "-1"):
+        return None
+    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", value)
+    if not match:
+        raise ValueError(f"{value!r} is not a Slurm time; write e.g. 90, 01:30:00 or 1-12:00:00")
+    days, first, second, third = match.groups()
+    if days is not None:  # D-HH[:MM[:SS]]
+        parts = (int(days) * 24 + int(first), int(second or 0), int(third or 0))
+    elif second is None:  # a bare number is minutes
+        parts = (0, int(first), 0)
+    elif third is None:  # MM:SS
+        parts = (0, int(first), int(second))
+    else:
+        parts = (int(first), int(second), int(third))
+    return seconds_to_walltime(parts[0] * 3600 + parts[1] * 60 + parts[2])
+
+
+def _nodes(value: str, d: Directives) -> Optional[int]:
+    """`--nodes=N` or a min-max range (given, but no fixed count)."""
+    d.nodes_given = True
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    # `--nodes=<num_nodes>` is the user's to give (--nodes 2), as an account placeholder is
+    if not re.fullmatch(r"\d+[-:]\d+", value) and real(value, "nodes", d):
+        raise ValueError(f"expects a number or a min-max range, got {value!r}")
+    return None
+
+
+def _gres_gpus(value: str, d: Directives) -> Optional[int]:
+    """GPUs per node in --gres=gpu[:type][:count][,other...]; plain `gpu` means one."""
+    for item in value.split(","):
+        parts = item.split("(")[0].split(":")
+        if parts[0] == "gpu":
+            return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+    return None
+
+
+def _time(value: str, d: Directives) -> Optional[str]:
+    return slurm_walltime(value)
+
+
+# What a job asks for that a port does not translate: output names, arrays, dependencies, signals,
+# mail. Listed in the port's header so the user can put back what the job needs.
+_NOT_PORTED = {"output", "error", "array", "dependency", "signal", "requeue", "mail_type", "mail_user",
+               "open_mode", "mem", "mem_per_cpu", "mem_per_gpu", "exclusive", "begin", "reservation",
+               "licenses", "export", "comment", "kill_on_invalid_dep"}
+
+
+class Slurm(Scheduler):
+    name = "slurm"
+    prefix = "#SBATCH"
+    spec = grammar("srun")  # sbatch's directives are srun's options
+    submit = ("sbatch",)
+    cancel = ("scancel",)
+    script_suffix = "sbatch"
+    var_prefix = "SLURM_"
+    job_vars = {
+        "submit_dir": ("SLURM_SUBMIT_DIR",),
+        "job_id": ("SLURM_JOB_ID", "SLURM_JOBID"),
+        "job_name": ("SLURM_JOB_NAME",),
+        "array_index": ("SLURM_ARRAY_TASK_ID",),
+        "nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
+        "ranks": ("SLURM_NTASKS", "SLURM_NPROCS"),
+        "ranks_per_node": ("SLURM_NTASKS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE"),
+        "node_list": ("SLURM_JOB_NODELIST", "SLURM_NODELIST"),
+        "rank": ("SLURM_PROCID",),
+        "local_rank": ("SLURM_LOCALID",),
+    }
+    fixed_vars = {"SLURM_NNODES": "nodes", "SLURM_JOB_NUM_NODES": "nodes", "SLURM_NTASKS": "tasks",
+                  "SLURM_NPROCS": "tasks", "SLURM_NTASKS_PER_NODE": "ntasks_per_node",
+                  "SLURM_GPUS_PER_NODE": "gpus_per_node", "SLURM_GPUS_ON_NODE": "gpus_per_node",
+                  "SLURM_CPUS_PER_TASK": "cpus_per_task"}
+    # Options that name things of one site: another machine has no such account, QOS, node feature,
+    # license or reservation, its partitions have their own names, and its walltime its own limits.
+    site_options = frozenset({"account", "partition", "qos", "constraint", "licenses", "reservation", "time"})
+    # What shapes the allocation, which a center passes through (the rest it leaves to the site).
+    gate_kept = frozenset({"ntasks", "ntasks_per_node", "cpus_per_task", "gpus", "gpus_per_node", "gpus_per_task",
+                           "gres", "constraint", "partition", "job_name", "gpu_bind", "exclusive"})
+    size_options = frozenset({"nodes", "time"})
+    node_features = True
+    verify_backend = "slurm"
+    fields = {
+        "nodes": ("nodes", _nodes), "ntasks": ("ntasks", positive), "ntasks_per_node": ("ntasks_per_node", positive),
+        "cpus_per_task": ("cpus_per_task", positive), "gpus_per_node": ("gpus_per_node", gpu_count),
+        "gres": ("gpus_per_node", _gres_gpus), "gpus": ("gpus", gpu_count), "gpus_per_task": ("gpus_per_task", gpu_count),
+        "time": ("walltime", _time), "account": ("account", as_written), "image": ("image", as_written),
+        "constraint": ("constraint", as_written),
+    }
+    example = ("#!/bin/bash\n#SBATCH -N 2 --gpus-per-node=4\n#SBATCH -t 1:30:00 -A abc\n#SBATCH --qos=debug\n"
+               "srun python train.py\n")
+
+    def walltime(self, value: str) -> Optional[str]:
+        return slurm_walltime(value)
+
+    def display(self, option: Option) -> str:
+        return f"--{option.name.replace('_', '-')}"
+
+    def finish(self, last: dict[str, Option], d: Directives) -> None:
+        d.dropped += [f"--{name.replace('_', '-')}" + (f"={o.value}" if o.value else "")
+                      for name, o in last.items() if name in _NOT_PORTED]
+        d.spreads = not d.nodes_given and bool(d.ntasks or d.gpus)
+        if d.gpus_per_node is None:  # without -N and without -n, Slurm allocates one node
+            d.gpus_per_node = per_node(d.gpus, d.nodes or (None if d.spreads else 1))
+        if d.gpus_per_node is None and d.gpus_per_task and d.ntasks_per_node:
+            d.gpus_per_node = d.gpus_per_task * d.ntasks_per_node
+        d.account = real(d.account, "account", d)
+        queue = last.get("qos") or last.get("partition")  # the QOS is the finer choice where both are given
+        if queue is not None:
+            d.set("queue", real(queue.value, "queue", d), queue.line)
+
+    def format_option(self, name: str, value: Optional[str]) -> list[str]:
+        return [f"--{name.replace('_', '-')}" + (f"={value}" if value else "")]
+
+    def knows(self, spelling: str) -> bool:
+        return spelling.startswith("--") or (len(spelling) == 2 and spelling[1] in self.spec.aliases)
+
+    def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
+        nodes = last.get("nodes")
+        match = re.match(r"\d+", nodes.value or "") if nodes else None
+        time = last.get("time")
+        seconds = self.seconds(time.value if time else None, max_seconds)
+        return [*self.format_option("nodes", str(min(int(match[0]) if match else 1, max_nodes))),
+                *self.format_option("time", seconds_to_walltime(seconds))]
+
+
+register(Slurm())
