@@ -12,7 +12,8 @@ from maple_ci.intent import JobIntent
 from maple_ci.library import get_template
 from maple_ci.profiles import get_profile
 from maple_ci.synthesize import render
-from maple_ci.verify.static import checks_ok, parse_directives, static_checks
+from maple_ci import schedulers
+from maple_ci.verify.static import checks_ok, static_checks
 from maple_ci.verify.substitute import substitute_entrypoint
 
 INTENT = JobIntent(nodes=2, gpus_per_node=4, entrypoint="train.py", script_args=["--lr", "0.1"],
@@ -158,11 +159,26 @@ def test_the_entrypoint_check_finds_the_program_the_verifier_swaps():
 
 def test_directives_read_like_the_scheduler_reads_them():
     slurm = "#!/bin/bash\n#SBATCH -N2 -A abc\n#SBATCH --time 30 --exclusive\necho hi\n#SBATCH -p late\n"
-    found = {(d.key, d.value, d.line) for d in parse_directives(slurm, "slurm")}
+    found = {(o.name, o.value, o.line) for o in schedulers.get("slurm").options(slurm)}
     assert found == {("nodes", "2", 2), ("account", "abc", 2), ("time", "30", 3), ("exclusive", None, 3)}
     pbs = "#!/bin/bash\n#PBS -l select=2:system=polaris,walltime=1:00:00\n#PBS -q debug -k doe\n"
-    found = {(d.key, d.value) for d in parse_directives(pbs, "pbs")}
-    assert found == {("select", "2:system=polaris"), ("walltime", "1:00:00"), ("queue", "debug"), ("-k", "doe")}
+    found = {(o.name, o.value) for o in schedulers.get("pbs").options(pbs)}
+    assert found == {("select", "2:system=polaris"), ("walltime", "1:00:00"), ("queue", "debug"), ("k", "doe")}
+
+
+def test_static_checks_read_what_extraction_reads():
+    # The review's probes 7a and N2: one reader, so the checks see the size extraction sees.
+    polaris = script_for("polaris-pytorch-ddp")
+    attached = re.sub(r"(?m)^#PBS -l select=\S+", "#PBS -lselect=2:ngpus=4", polaris)
+    attached = re.sub(r"(?m)^#PBS -l walltime=\S+", "#PBS -lwalltime=99:00:00", attached)
+    found = {c.name: c for c in static_checks(attached, INTENT, get_profile("polaris"))}
+    assert "2 nodes" in found["nodes"].message and found["nodes"].ok
+    assert not found["walltime"].ok and found["walltime"].severity == "error" and "exceeds" in found["walltime"].message
+    torque = re.sub(r"(?m)^#PBS -lselect=\S+", "#PBS -l nodes=2:ppn=4", attached)
+    assert "2 nodes" in {c.name: c for c in static_checks(torque, INTENT, get_profile("polaris"))}["nodes"].message
+    perlmutter = script_for("perlmutter-pytorch-ddp")
+    aliased = re.sub(r"(?m)^#SBATCH --gpus-per-node=\S+\n", "#SBATCH --tasks-per-node=4 --gpus-per-task=2\n", perlmutter)
+    assert "8 GPUs per node requested" in failures(aliased, "perlmutter")["gpus-per-node"].message
 
 
 @pytest.mark.parametrize("value, ok", [("90", True), ("1:30:00", True), ("2-00:00:00", True), ("2-00:00:01", False)])

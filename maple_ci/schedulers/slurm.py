@@ -120,10 +120,10 @@ class Slurm(Scheduler):
         d.dropped += [f"--{name.replace('_', '-')}" + (f"={o.value}" if o.value else "")
                       for name, o in last.items() if name in _NOT_PORTED]
         d.spreads = not d.nodes_given and bool(d.ntasks or d.gpus)
-        if d.gpus_per_node is None:  # without -N and without -n, Slurm allocates one node
-            d.gpus_per_node = per_node(d.gpus, d.nodes or (None if d.spreads else 1))
+        if d.gpus_per_node is None and d.gpus:  # without -N and without -n, Slurm allocates one node
+            d.set("gpus_per_node", per_node(d.gpus, d.nodes or (None if d.spreads else 1)), d.lines["gpus"])
         if d.gpus_per_node is None and d.gpus_per_task and d.ntasks_per_node:
-            d.gpus_per_node = d.gpus_per_task * d.ntasks_per_node
+            d.set("gpus_per_node", d.gpus_per_task * d.ntasks_per_node, d.lines["gpus_per_task"])
         d.account = real(d.account, "account", d)
         queue = last.get("qos") or last.get("partition")  # the QOS is the finer choice where both are given
         if queue is not None:

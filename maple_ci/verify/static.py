@@ -20,17 +20,15 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel
 
+from .. import schedulers
+from ..errors import MapleError
 from ..extract import extract_script
 from ..intent import JobIntent
-from ..profiles import ClusterProfile, Queue, walltime_seconds
+from ..profiles import ClusterProfile, Queue
+from ..schedulers import Directives, Option, Scheduler
+from ..schedulers.base import PLACEHOLDER, clock_seconds
 from ..programs import describe, model_parallel, nodes_that_fit
 from .substitute import program_sites
-
-# Short Slurm options as their long names, so "-N 2" and "--nodes=2" read the same.
-_SLURM_SHORT = {"-A": "account", "-N": "nodes", "-t": "time", "-p": "partition", "-q": "qos", "-C": "constraint",
-                "-n": "ntasks", "-G": "gpus", "-J": "job-name", "-c": "cpus-per-task", "-o": "output", "-e": "error"}
-_PBS_NAMES = {"-A": "account", "-q": "queue", "-N": "job-name"}
-
 
 class Check(BaseModel):
     name: str
@@ -38,13 +36,6 @@ class Check(BaseModel):
     severity: Literal["error", "warning"] = "error"
     message: str
     line: Optional[int] = None  # 1-based line in the script the finding is about
-
-
-@dataclass
-class Directive:
-    key: str  # long Slurm option name without dashes, PBS resource name, or "account"/"queue"/...
-    value: Optional[str]
-    line: int
 
 
 def checks_ok(checks: list[Check]) -> bool:
@@ -59,127 +50,31 @@ def _fail(name: str, message: str, line: Optional[int] = None, severity: str = "
     return Check(name=name, ok=False, severity=severity, message=message, line=line)
 
 
-# --- reading directives back -------------------------------------------------------------------
+# --- reading directives back (the scheduler unit is the one reader) ----------------------------
 
-def _slurm_options(words: list[str], line: int) -> list[Directive]:
-    found, i = [], 0
-    while i < len(words):
-        word = words[i]
-        value = None
-        if word.startswith("--"):
-            key, equals, value = word[2:].partition("=")
-            if not equals and i + 1 < len(words) and not words[i + 1].startswith("-"):
-                value, i = words[i + 1], i + 1
-            value = value if value != "" else None
-        elif word[:2] in _SLURM_SHORT:
-            key = _SLURM_SHORT[word[:2]]
-            value = word[2:] or None
-            if value is None and i + 1 < len(words):
-                value, i = words[i + 1], i + 1
-        else:
-            key = word.lstrip("-")
-        found.append(Directive(key, value, line))
-        i += 1
-    return found
+@dataclass
+class _Read:
+    """A script's directives as its target's scheduler reads them: the options, what they ask for,
+    and a check for a block the scheduler cannot read."""
+
+    options: list
+    asked: Directives
+    unreadable: Optional[Check] = None
 
 
-def _pbs_options(words: list[str], line: int) -> list[Directive]:
-    found, i = [], 0
-    while i < len(words):
-        option = words[i]
-        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else None
-        i += 2 if value is not None else 1
-        if option == "-l" and value:
-            # -l select=2:system=polaris,walltime=01:00:00 -> one entry per resource
-            for resource in value.split(","):
-                key, _, res_value = resource.partition("=")
-                found.append(Directive(key, res_value or None, line))
-        else:
-            found.append(Directive(_PBS_NAMES.get(option, option), value, line))
-    return found
+def _read(script: str, unit: Scheduler) -> _Read:
+    try:
+        options = unit.options(script)
+    except MapleError as exc:
+        return _Read([], Directives(unit.name), _fail("directives", str(exc)))
+    asked = Directives(unit.name)
+    unit.interpret(options, asked)
+    return _Read(options, asked)
 
 
-def parse_directives(script: str, scheduler: str) -> list[Directive]:
-    """Directives as the scheduler reads them: comment lines with its prefix before the first command."""
-    prefix = "#SBATCH" if scheduler == "slurm" else "#PBS"
-    options = _slurm_options if scheduler == "slurm" else _pbs_options
-    found = []
-    for number, text in enumerate(script.splitlines(), start=1):
-        stripped = text.strip()
-        if stripped.startswith(prefix + " ") or stripped == prefix:
-            try:
-                words = shlex.split(stripped[len(prefix):], comments=True)
-            except ValueError:
-                words = stripped[len(prefix):].split()
-            found += options(words, number)
-        elif stripped and not stripped.startswith("#"):
-            break  # sbatch and qsub stop reading directives at the first command
-    return found
-
-
-def _given(directives: list[Directive], *keys: str) -> Optional[Directive]:
-    """The directive that takes effect for one of `keys`: a later one overrides an earlier one."""
-    return next((d for d in reversed(directives) if d.key in keys), None)
-
-
-def _last_int(text: str) -> Optional[int]:
-    numbers = re.findall(r"\d+", text.split("(")[0])
-    return int(numbers[-1]) if numbers else None
-
-
-def _slurm_seconds(value: str) -> Optional[int]:
-    """Slurm time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S."""
-    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", value.strip())
-    if not match:
-        return None
-    days, a, b, c = (int(g) if g else None for g in match.groups())
-    if days is not None:
-        return days * 86400 + a * 3600 + (b or 0) * 60 + (c or 0)
-    if c is not None:
-        return a * 3600 + b * 60 + c
-    return a * 60 + (b or 0)
-
-
-def _pbs_seconds(value: str) -> Optional[int]:
-    """PBS walltime: [[HH:]MM:]SS."""
-    if not re.fullmatch(r"\d+(:\d+){0,2}", value.strip()):
-        return None
-    seconds = 0
-    for part in value.strip().split(":"):
-        seconds = seconds * 60 + int(part)
-    return seconds
-
-
-def _nodes(directives: list[Directive], scheduler: str) -> tuple[Optional[int], Optional[Directive]]:
-    if scheduler == "slurm":
-        d = _given(directives, "nodes")
-        return (_last_int(d.value), d) if d and d.value else (None, d)
-    d = _given(directives, "select")
-    if not d or not d.value:
-        return None, d
-    # select=2:ngpus=4+1:ncpus=8 -> chunks; the count leads each chunk (default 1)
-    total = sum(int(chunk.split(":")[0]) if chunk.split(":")[0].isdigit() else 1 for chunk in d.value.split("+"))
-    return total, d
-
-
-def _gpus_per_node(directives: list[Directive], nodes: int) -> tuple[Optional[int], Optional[Directive]]:
-    """GPUs the directives request per node, or None when GPUs come with the node."""
-    if d := _given(directives, "gpus-per-node"):
-        return _last_int(d.value or ""), d
-    if d := _given(directives, "gres"):
-        gpu = next((g for g in (d.value or "").split(",") if g.startswith("gpu")), None)
-        return ((_last_int(gpu) or 1) if gpu else None), d
-    if d := _given(directives, "gpus"):
-        total = _last_int(d.value or "")
-        return (math.ceil(total / nodes) if total else None), d
-    if d := _given(directives, "gpus-per-task"):
-        tasks = _given(directives, "ntasks-per-node")
-        per_task = _last_int(d.value or "") or 1
-        return per_task * (_last_int(tasks.value) if tasks and tasks.value else 1), d
-    if d := _given(directives, "select"):
-        match = re.search(r"ngpus=(\d+)", d.value or "")
-        return (int(match.group(1)), d) if match else (None, None)
-    return None, None
+def _given(options: list[Option], *names: str) -> Optional[Option]:
+    """The option that takes effect for one of `names`: a later one overrides an earlier one."""
+    return next((o for o in reversed(options) if o.name in names), None)
 
 
 # --- the checks ------------------------------------------------------------------------------
@@ -220,9 +115,9 @@ def _shellcheck(script: str) -> list[Check]:
                   "error" if f["level"] == "error" else "warning") for f in findings]
 
 
-def _queue(directives: list[Directive], profile: ClusterProfile) -> tuple[Check, Queue]:
-    key = "queue" if profile.scheduler == "pbs" else profile.queue_directive
-    d = _given(directives, key)
+def _queue(options: list[Option], profile: ClusterProfile) -> tuple[Check, Queue]:
+    key = profile.queue_directive
+    d = _given(options, key)
     default = profile.default_queue()
     if not d or not d.value:
         return _fail("queue", f"no {key} given; the site default applies (maple-ci's default here is "
@@ -234,62 +129,66 @@ def _queue(directives: list[Directive], profile: ClusterProfile) -> tuple[Check,
     return _ok("queue", f"{key} {d.value} exists", d.line), by_name[d.value]
 
 
-def _node_count(nodes: Optional[int], d: Optional[Directive], queue: Queue) -> Check:
+def _node_count(asked: Directives, queue: Queue) -> Check:
+    nodes, line = asked.nodes, asked.lines.get("nodes")
     if nodes is None:
-        return _fail("nodes", "no node count in the directives; the scheduler default (1) applies",
-                     d.line if d else None, "warning")
+        return _fail("nodes", "no node count in the directives; the scheduler default (1) applies", line, "warning")
     if not queue.min_nodes <= nodes <= queue.max_nodes:
         return _fail("nodes", f"{nodes} nodes is outside queue {queue.name}'s limit of "
-                              f"{queue.min_nodes}-{queue.max_nodes} nodes", d.line)
-    return _ok("nodes", f"{nodes} nodes fits queue {queue.name} ({queue.min_nodes}-{queue.max_nodes})", d.line)
+                              f"{queue.min_nodes}-{queue.max_nodes} nodes", line)
+    return _ok("nodes", f"{nodes} nodes fits queue {queue.name} ({queue.min_nodes}-{queue.max_nodes})", line)
 
 
-def _walltime(directives: list[Directive], profile: ClusterProfile, queue: Queue, nodes: int) -> Check:
-    d = _given(directives, "walltime" if profile.scheduler == "pbs" else "time")
-    if not d or not d.value:
+def _walltime(asked: Directives, queue: Queue, nodes: int) -> Check:
+    unreadable = next((e for e in asked.errors if e.field == "walltime"), None)
+    if unreadable:
+        return _fail("walltime", f"cannot read the walltime: {unreadable}", unreadable.line)
+    if not asked.walltime:
         return _fail("walltime", "no walltime given; the queue's default applies", severity="warning")
-    seconds = (_pbs_seconds if profile.scheduler == "pbs" else _slurm_seconds)(d.value)
-    if seconds is None:
-        return _fail("walltime", f"cannot read walltime {d.value!r}", d.line)
-    limit = queue.max_walltime_for(nodes)
-    if seconds > walltime_seconds(limit):
-        return _fail("walltime", f"walltime {d.value} exceeds queue {queue.name}'s limit of {limit} for {nodes} nodes", d.line)
-    return _ok("walltime", f"walltime {d.value} within queue {queue.name}'s {limit}", d.line)
+    line, limit = asked.lines.get("walltime"), queue.max_walltime_for(nodes)
+    if clock_seconds(asked.walltime) > clock_seconds(limit):
+        return _fail("walltime", f"walltime {asked.walltime} exceeds queue {queue.name}'s limit of {limit} for {nodes} nodes",
+                     line)
+    return _ok("walltime", f"walltime {asked.walltime} within queue {queue.name}'s {limit}", line)
 
 
-def _gpu_count(directives: list[Directive], profile: ClusterProfile, nodes: int) -> Check:
-    gpus, d = _gpus_per_node(directives, nodes)
+def _gpu_count(asked: Directives, profile: ClusterProfile) -> Check:
+    gpus, line = asked.gpus_per_node, asked.lines.get("gpus_per_node")
     if gpus is None:
         return _ok("gpus-per-node", "no per-node GPU request; GPUs come with the node")
     if gpus > profile.devices_per_node:
         return _fail("gpus-per-node", f"{gpus} GPUs per node requested but {profile.display_name} nodes have "
-                                      f"{profile.devices_per_node}", d.line)
-    return _ok("gpus-per-node", f"{gpus} GPUs per node requested (node has {profile.devices_per_node})", d.line)
+                                      f"{profile.devices_per_node}", line)
+    return _ok("gpus-per-node", f"{gpus} GPUs per node requested (node has {profile.devices_per_node})", line)
 
 
-def _matches(directive: Directive, wanted: Directive) -> bool:
-    return directive.key == wanted.key and (wanted.value is None or directive.value == wanted.value)
+def _unreadable(asked: Directives) -> list[Check]:
+    """Values the scheduler would refuse, besides the walltime (which its own check reports)."""
+    return [_fail("directives", str(e), e.line) for e in asked.errors if e.field != "walltime"]
 
 
-def _policy_directives(directives: list[Directive], profile: ClusterProfile) -> list[Check]:
-    options = _slurm_options if profile.scheduler == "slurm" else _pbs_options
+def _matches(option: Option, wanted: Option) -> bool:
+    return option.name == wanted.name and (wanted.value is None or option.value == wanted.value)
+
+
+def _policy_directives(options: list[Option], profile: ClusterProfile, unit: Scheduler) -> list[Check]:
     checks = []
     for text in profile.directives:
-        for wanted in options(shlex.split(text), 0):
-            present = any(_matches(d, wanted) for d in directives)
+        for wanted in unit.parse_words(shlex.split(text), 0):
+            present = any(_matches(o, wanted) for o in options)
             checks.append(_ok(f"required:{text}", f"{text} present") if present else
                           _fail(f"required:{text}", f"{profile.display_name} requires the directive {text}"))
     for text in profile.rejected_directives:
-        for rejected in options(shlex.split(text), 0):
-            hit = next((d for d in directives if _matches(d, rejected)), None)
+        for rejected in unit.parse_words(shlex.split(text), 0):
+            hit = next((o for o in options if _matches(o, rejected)), None)
             checks.append(_fail(f"rejected:{text}", f"{profile.display_name} refuses jobs that use {text}", hit.line)
                           if hit else _ok(f"rejected:{text}", f"{text} not used"))
     return checks
 
 
-def _account(directives: list[Directive], profile: ClusterProfile) -> Check:
-    d = _given(directives, "account")
-    if d and d.value and "<" in d.value:
+def _account(options: list[Option], profile: ClusterProfile) -> Check:
+    d = _given(options, "account", "project")
+    if d and d.value and PLACEHOLDER.fullmatch(d.value):
         return _fail("account", f"fill in your allocation (for example {profile.account_example})", d.line, "warning")
     if d and d.value:
         return _ok("account", f"account {d.value}", d.line)
@@ -360,13 +259,15 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile, templ
     """Every static check of `script` for `profile`; errors make checks_ok() false, warnings do not.
     A port gives the template it used (and the source's text): then the read-back gate compares
     what the script runs with what the source ran (readback.py)."""
-    directives = parse_directives(script, profile.scheduler)
-    queue_check, queue = _queue(directives, profile)
-    nodes, nodes_directive = _nodes(directives, profile.scheduler)
+    unit = schedulers.get(profile.scheduler)
+    read = _read(script, unit)
+    queue_check, queue = _queue(read.options, profile)
+    nodes = read.asked.nodes
     syntax = bash_syntax(script)
-    checks = [syntax, *_shellcheck(script), queue_check, _node_count(nodes, nodes_directive, queue),
-              _walltime(directives, profile, queue, nodes or 1), _gpu_count(directives, profile, nodes or 1),
-              _account(directives, profile), *_policy_directives(directives, profile), _entrypoint(script, intent)]
+    checks = [syntax, *_shellcheck(script), *([read.unreadable] if read.unreadable else []), *_unreadable(read.asked),
+              queue_check, _node_count(read.asked, queue), _walltime(read.asked, queue, nodes or 1),
+              _gpu_count(read.asked, profile), _account(read.options, profile),
+              *_policy_directives(read.options, profile, unit), _entrypoint(script, intent)]
     if parallel := _model_parallel(intent, profile, nodes):
         checks.append(parallel)
     if syntax.ok:  # the extractor parses the whole script; only one bash accepts is worth reading back
