@@ -17,7 +17,8 @@ import pytest
 import requests
 
 from fake_gitlab import REPO, FakeGitLab, center_repo, git, job_script, shell_runner
-from maple_ci.center.options import pbs_select, scheduler_parameters
+from maple_ci.center.options import scheduler_parameters
+from maple_ci.schedulers.pbs import cap_select
 from maple_ci.errors import MapleError
 from maple_ci.paths import miniapps_dir
 from maple_ci.verify.substitute import resolve_miniapp
@@ -261,7 +262,8 @@ def test_the_batch_job_must_run_with_the_derived_options(center):
 def test_pbs_directives_are_capped_and_the_site_sets_queue_and_account():
     script = ("#!/bin/bash\n#PBS -A proj -q prod -l select=10:ncpus=64:ngpus=4\n#PBS -l walltime=06:00:00"
               " -l filesystems=home:eagle -l place=scatter -o /tmp/x\nmpiexec python train.py\n")
-    parameters, dropped = scheduler_parameters(script, max_nodes=2, max_minutes=20, site_options="-A center -q debug")
+    parameters, dropped = scheduler_parameters(script, max_nodes=2, max_minutes=20, site_options="-A center -q debug",
+                                              scheduler="pbs")
     assert parameters == ("-l select=2:ncpus=64:ngpus=4 -l walltime=00:20:00 -l filesystems=home:eagle "
                           "-l place=scatter -A center -q debug")
     assert dropped == ["-A", "-q", "-o"]
@@ -270,18 +272,18 @@ def test_pbs_directives_are_capped_and_the_site_sets_queue_and_account():
 def test_a_pbs_select_of_many_chunks_is_capped_in_total():
     # `1:ngpus=4+511:ncpus=64` is 512 chunks: the first number alone said 1 and passed the rest.
     script = "#!/bin/bash\n#PBS -l select=1:ngpus=4+511:ncpus=64\nmpiexec python train.py\n"
-    parameters, _ = scheduler_parameters(script, max_nodes=2, max_minutes=20, site_options="")
+    parameters, _ = scheduler_parameters(script, max_nodes=2, max_minutes=20, site_options="", scheduler="pbs")
     assert parameters == "-l select=1:ngpus=4+1:ncpus=64 -l walltime=00:20:00"
-    assert pbs_select("3:ncpus=8+2:ncpus=4", 4) == "3:ncpus=8+1:ncpus=4"
-    assert pbs_select("ncpus=8", 2) == "1:ncpus=8"
+    assert cap_select("3:ncpus=8+2:ncpus=4", 4) == "3:ncpus=8+1:ncpus=4"
+    assert cap_select("ncpus=8", 2) == "1:ncpus=8"
     for bad in ("1:ngpus=4+", "1:host=$(id)", "1:ncpus=4 -W x"):
         with pytest.raises(ValueError, match="is not \\[N:\\]resource=value"):
-            pbs_select(bad, 2)
+            cap_select(bad, 2)
 
 
 def test_options_with_unsafe_values_are_dropped_not_passed():
     parameters, dropped = scheduler_parameters("#SBATCH --partition='gpu debug' --gres=gpu:4\n#SBATCH -t 10\n",
-                                               max_nodes=4, max_minutes=60, site_options="")
+                                               max_nodes=4, max_minutes=60, site_options="", scheduler="slurm")
     assert parameters == "--nodes=1 --time=00:10:00 --gres=gpu:4" and dropped == ["--partition"]
 
 

@@ -22,6 +22,7 @@ from maple_ci.center.checkout import (Refused, fetch_commit, read_script, refuse
                                       scratch_copy, site_startup_file)
 from maple_ci.center.options import scheduler_parameters
 from maple_ci.paths import miniapps_dir
+from maple_ci.profiles import get_profile
 from maple_ci.verify.jobenv import job_environment
 
 # The center's settings (CI/CD variables of its project, workflows/gitlab/README.md).
@@ -115,7 +116,8 @@ def _parameters(args, env: dict) -> str:
     parameters, dropped = scheduler_parameters(text,
                                                int(env.get("MAPLE_MAX_NODES", "2")),
                                                int(env.get("MAPLE_MAX_MINUTES", "30")),
-                                               env.get("MAPLE_SITE_SCHEDULER_OPTIONS", ""))
+                                               env.get("MAPLE_SITE_SCHEDULER_OPTIONS", ""),
+                                               get_profile(args.cluster).scheduler)
     if dropped:
         print(f"maple-center-check: options of {args.script} left to the site: {' '.join(dropped)}")
     print(f"maple-center-check: {args.script} at {args.commit}, SCHEDULER_PARAMETERS={parameters}", flush=True)

@@ -222,7 +222,7 @@ class Scheduler:
             try:
                 value = target[1](option.value, d)
             except ValueError as exc:
-                d.errors.append(DirectiveError(f"line {option.line}: {self.display(option)} {exc}",
+                d.errors.append(DirectiveError(f"line {option.line}: {' '.join(self.format_option(name, None))} {exc}",
                                                target[0], option.line))
                 continue
             if value is not None:

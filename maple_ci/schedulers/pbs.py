@@ -76,7 +76,7 @@ def _read_chunks(value: str, d: Directives, line: int) -> None:
         d.set("gpus_per_node", int(only), line)
 
 
-class PBS(Scheduler):
+class Pbs(Scheduler):
     name = "pbs"
     prefix = "#PBS"
     spec = Spec(aliases={c: _NAMES.get(c, c) for c in _VALUED + "VhzIXfF"},
@@ -171,4 +171,4 @@ class PBS(Scheduler):
                 *self.format_option("walltime", seconds_to_walltime(seconds))]
 
 
-register(PBS())
+PBS = register(Pbs())

@@ -113,9 +113,6 @@ class Slurm(Scheduler):
     def walltime(self, value: str) -> Optional[str]:
         return slurm_walltime(value)
 
-    def display(self, option: Option) -> str:
-        return f"--{option.name.replace('_', '-')}"
-
     def finish(self, last: dict[str, Option], d: Directives) -> None:
         d.dropped += [f"--{name.replace('_', '-')}" + (f"={o.value}" if o.value else "")
                       for name, o in last.items() if name in _NOT_PORTED]
@@ -144,4 +141,4 @@ class Slurm(Scheduler):
                 *self.format_option("time", seconds_to_walltime(seconds))]
 
 
-register(Slurm())
+SLURM = register(Slurm())

@@ -10,7 +10,6 @@ file is read directly.
 import math
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import tempfile
@@ -20,24 +19,12 @@ from typing import Mapping, Optional, Sequence
 
 from ..errors import MapleError
 from ..miniapp_result import parse_result
+from ..schedulers import Option
+from ..schedulers.slurm import SLURM
 from .cancel import cancellable, wait
 from .jobenv import job_environment
 from .substitute import VerifyResult, describe, logical_line_start, resolve_miniapp, substitute_entrypoint
 
-# Directives that name things of one site: a machine that verifies someone else's script has no
-# such account, QOS, node feature, license or reservation, and its own partitions have their own
-# names and limits. Adaptation drops them, so the job lands in the local default partition, and
-# replaces the walltime with the verification timeout (a mini-app needs seconds, not the training
-# run's hours). Long option -> its short form, if it has one.
-SITE_OPTIONS = {
-    "--account": "-A",
-    "--partition": "-p",
-    "--qos": "-q",
-    "--constraint": "-C",
-    "--licenses": "-L",
-    "--reservation": None,
-    "--time": "-t",
-}
 FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                 "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
 POLL_SECONDS = 2
@@ -45,33 +32,20 @@ POLL_SECONDS = 2
 COMMAND_TIMEOUT = 60
 
 
-# GPU requests (long -> short form), fitted to the local nodes only when asked (max_gpus_per_node).
-GPU_OPTIONS = {"--gpus-per-node": None, "--gpus": "-G", "--gres": None}
+# Directives that name things of one site (the unit's site_options: account, partition, QOS, node
+# feature, license, reservation, walltime): a machine that verifies someone else's script has none of
+# them. Adaptation drops them, so the job lands in the local default partition, and the walltime
+# becomes the verification timeout (a mini-app needs seconds, not the training run's hours).
+# GPU requests are fitted to the local nodes only when asked (max_gpus_per_node).
+GPU_REQUESTS = frozenset({"gpus_per_node", "gpus", "gres"})
+BACKEND = SLURM.verify_backend
 
 
-def _option_width(token: str, options: dict[str, Optional[str]]) -> tuple[int, Optional[str]]:
-    """(how many tokens the option starting at token spans, the long name) for an option of
-    `options` (long -> short form): 2 for `-A acct` or `--account acct`, 1 for `--account=acct` or
-    `-Aacct`; (0, None) if token is none of them."""
-    for long, short in options.items():
-        if token == long or token == short:
-            return 2, long
-        if token.startswith(long + "=") or (short and token.startswith(short) and len(token) > len(short)):
-            return 1, long
-    return 0, None
-
-
-def _option_value(tokens: list[str], long: str, width: int) -> str:
-    if width == 2:
-        return tokens[1]
-    return tokens[0].split("=", 1)[1] if tokens[0].startswith(long + "=") else tokens[0][2:]
-
-
-def _fitted_gpus(long: str, value: str, max_gpus_per_node: int) -> Optional[str]:
+def _fitted_gpus(name: str, value: str, max_gpus_per_node: int) -> Optional[str]:
     """The GPU request fitted to nodes with max_gpus_per_node GPUs, or None if it fits as written.
     A type (v100-32:16, gpu:a100:4) names the site's hardware and is dropped; a count above the
     local node's is capped (a total for the job is at least the count per node, so the cap holds)."""
-    if long == "--gres":
+    if name == "gres":
         gpu = next((g for g in value.split(",") if g.split(":")[0] == "gpu"), None)
         if gpu is None:
             return None
@@ -88,39 +62,24 @@ def adapt_directives(script: str, max_gpus_per_node: Optional[int] = None) -> tu
     """The script without its site options in #SBATCH lines, and a note for each one dropped.
     With max_gpus_per_node, GPU requests are also fitted to nodes with that many GPUs (_fitted_gpus).
     Only the directive block is read, as Slurm reads it: up to the first command."""
-    lines, notes = script.splitlines(keepends=True), []
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped and not stripped.startswith("#"):
-            break
-        if not stripped.startswith("#SBATCH"):
-            continue
-        try:
-            tokens = shlex.split(stripped[len("#SBATCH"):], comments=True)
-        except ValueError:  # unbalanced quotes: left as written, for sbatch to judge
-            continue
-        kept, changed = [], []
-        i = 0
-        while i < len(tokens):
-            width, _ = _option_width(tokens[i], SITE_OPTIONS)
-            if width:
-                changed.append(f"dropped site directive {' '.join(tokens[i : i + width])}")
-                i += width
-                continue
-            width, long = (0, None) if max_gpus_per_node is None else _option_width(tokens[i], GPU_OPTIONS)
-            fitted = width and _fitted_gpus(long, _option_value(tokens[i : i + width], long, width), max_gpus_per_node)
-            if fitted:
-                changed.append(f"GPU request {' '.join(tokens[i : i + width])} fitted to this cluster's "
-                               f"{max_gpus_per_node}-GPU nodes: {fitted}")
-                kept.append(fitted)
-                i += width
-                continue
-            kept.append(tokens[i])
-            i += 1
-        if changed:
-            lines[index] = f"#SBATCH {shlex.join(kept)}\n" if kept else ""
-            notes += changed
-    return "".join(lines), notes
+    notes = []
+
+    def keep(option: Option):
+        if option.name in SLURM.site_options:
+            notes.append(f"dropped site directive {' '.join(option.words)}")
+            return None
+        fits = max_gpus_per_node is None or option.name not in GPU_REQUESTS or not option.value
+        fitted = None if fits else _fitted_gpus(option.name, option.value, max_gpus_per_node)
+        if fitted:
+            notes.append(f"GPU request {' '.join(option.words)} fitted to this cluster's {max_gpus_per_node}-GPU "
+                         f"nodes: {fitted}")
+            return [fitted]
+        return option
+
+    try:
+        return SLURM.rewrite(script, keep)[0], notes
+    except MapleError:  # a directive line shlex cannot read: left as written, for sbatch to judge
+        return script, []
 
 
 def _job_fields(job_id: str, env: Mapping[str, str]) -> Optional[dict[str, str]]:
@@ -146,7 +105,7 @@ def _wait(job_id: str, deadline: float, env: Mapping[str, str]) -> dict[str, str
 
 
 def _scancel(job_id: str, env: Mapping[str, str]) -> None:
-    subprocess.run(["scancel", job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
+    subprocess.run([*SLURM.cancel, job_id], env=env, capture_output=True, timeout=COMMAND_TIMEOUT)
 
 
 def _label_srun_launches(script: str, miniapp: Path) -> str:
@@ -170,7 +129,7 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     """Run `miniapp` through the Slurm script at script_path and report the outcome. Every call
     submits the file's current text as a new job (the debug loop verifies each patch afresh).
 
-    adapt: drop site directives (SITE_OPTIONS) so another site's script runs here; with
+    adapt: drop site directives (the Slurm unit's site_options) so another site's script runs here; with
     adapt=False the script is submitted as written and Slurm's own rejection is the answer.
     max_gpus_per_node (with adapt): fit GPU requests to nodes with this many GPUs, for a script
     written for bigger nodes than this cluster's; its ranks then share devices, which only works
@@ -188,7 +147,7 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     cancellation at the timeout with a `maple-ci: verification timeout ...` line.
     """
     env = job_environment(os.environ if env is None else env)
-    if not shutil.which("sbatch", path=env.get("PATH")):
+    if not shutil.which(SLURM.submit[0], path=env.get("PATH")):
         raise MapleError("sbatch not found on PATH: the slurm backend runs on a Slurm login node "
                          "(or the local test cluster, tests/cluster/setup.sh)")
     miniapp_path = resolve_miniapp(miniapp)
@@ -207,14 +166,14 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
         job_script.write_text(script)
         output = Path(scratch) / "job-%j.out"
         # Command-line options win over #SBATCH lines: stdout and stderr of the job come here.
-        command = ["sbatch", "--parsable", f"--output={output}", f"--error={output}", *options, str(job_script)]
+        command = [*SLURM.submit, "--parsable", f"--output={output}", f"--error={output}", *options, str(job_script)]
         try:
             submitted = subprocess.run(command, capture_output=True, text=True, env=env,
                                        cwd=workdir, timeout=COMMAND_TIMEOUT)
         except subprocess.TimeoutExpired as exc:
             raise MapleError(f"sbatch did not answer within {COMMAND_TIMEOUT} s: is slurmctld up?") from exc
         if submitted.returncode != 0:
-            return VerifyResult(ok=False, backend="slurm", state="REJECTED", exit_code=submitted.returncode,
+            return VerifyResult(ok=False, backend=BACKEND, state="REJECTED", exit_code=submitted.returncode,
                                 log=submitted.stderr, notes=notes,
                                 message=f"Slurm rejected the script: {submitted.stderr.strip()}")
         job_id = submitted.stdout.strip().split(";")[0]  # "id" or "id;cluster"
@@ -244,8 +203,8 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
         log += f"maple-ci: verification timeout: {message}\n"
         if state == "RUNNING":
             message += "; ranks that never finish usually wait for a rendezvous that cannot complete"
-        return VerifyResult(ok=False, backend="slurm", job_id=job_id, state="TIMEOUT", exit_code=exit_code,
+        return VerifyResult(ok=False, backend=BACKEND, job_id=job_id, state="TIMEOUT", exit_code=exit_code,
                             result=result, log=log, message=message, notes=notes)
     ok = state == "COMPLETED" and exit_code == 0 and bool(result and result.get("ok"))
-    return VerifyResult(ok=ok, backend="slurm", job_id=job_id, state=state, exit_code=exit_code, result=result,
+    return VerifyResult(ok=ok, backend=BACKEND, job_id=job_id, state=state, exit_code=exit_code, result=result,
                         log=log, notes=notes, message=f"job {job_id} ended {state} (exit {exit_code}); {describe(result)}")
