@@ -243,6 +243,10 @@ class Scheduler:
         """The scheduler's walltime forms as HH:MM:SS; None when unlimited; ValueError if unreadable."""
         raise NotImplementedError
 
+    def write_walltime(self, walltime: str) -> str:
+        """HH:MM:SS as this scheduler's directives write a walltime (Slurm and PBS take it as is)."""
+        return walltime
+
     def seconds(self, value: Optional[str], cap: int) -> int:
         """A walltime in seconds, at most `cap` (which an unlimited or unreadable one gets)."""
         try:
@@ -322,7 +326,7 @@ class Scheduler:
         last = self.effective(self.options(text)).get(name)
         if last is not None:
             words = self.with_value(last, value) if value else list(last.words)
-            return self.rewrite(text, lambda o: words if o is last else o)[0]
+            return self.rewrite(text, lambda o: words if o == last else o)[0]
         lines = text.splitlines(keepends=True)
         block = self.block(text)
         at = block[-1][0] if block else (1 if lines and lines[0].startswith("#!") else 0)
