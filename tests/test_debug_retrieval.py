@@ -89,3 +89,16 @@ def test_the_centers_known_issues_are_found_for_an_error_the_knowledge_base_has_
     assert top.source == "docs" and "/dev/shm" in top.title and top.url.startswith("https://docs.nvidia.com/")
     found = debug.diagnose(SCRIPT, "RuntimeError: Number of dpcpp devices should be greater than zero!\n", None, docs=True)
     assert found.references and "dpcpp" in found.references[0].title
+
+
+def test_the_action_goes_online_when_it_holds_a_token_and_says_nothing_more_without(github):
+    from maple_ci.debug.retrieval import online_note
+
+    api, seen, status = github
+    failure = debug.locate(SHM)
+    assert online_note(failure, {"GITHUB_API_URL": api}) == "" and not seen  # no token: offline
+    note = online_note(failure, {"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"})
+    assert note.startswith(" Related GitHub threads:")
+    assert "https://github.com/example-org/trainer/issues/412#issuecomment-5002" in note
+    status["code"] = 403  # a failed search leaves the note as the offline one
+    assert online_note(failure, {"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"}) == ""

@@ -7,7 +7,7 @@ partition's limit, the GPU flag), becomes a <name> placeholder with the command 
 """
 
 import re
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from ..errors import MapleError
 from .diagnosis import Advice, Candidate
@@ -57,8 +57,9 @@ def _scheduler(script: str, log: str, context: dict) -> str:
     return "slurm"
 
 
-def _precondition(fix: Fix, script: str) -> tuple[Optional[dict], str]:
-    """The values the `requires` regexes capture from the script, or None and why the fix does not apply."""
+def _precondition(fix: Fix, script: str, log: str) -> tuple[Optional[dict], str]:
+    """The values the `requires` regexes capture from the script, or None and why the fix does not
+    apply: a script pattern it needs or must not have, or a message it holds (or does not hold) for."""
     groups: dict[str, str] = {}
     for pattern in fix.requires:
         m = re.search(pattern, script, re.MULTILINE)
@@ -68,6 +69,10 @@ def _precondition(fix: Fix, script: str) -> tuple[Optional[dict], str]:
     for pattern in fix.unless:
         if re.search(pattern, script, re.MULTILINE):
             return None, f"the script already has {pattern!r}"
+    if not all(re.search(p, log, re.MULTILINE) for p in fix.log_requires):
+        return None, "the message is not the one it fixes"
+    if any(re.search(p, log, re.MULTILINE) for p in fix.log_unless):
+        return None, "the message names another cause"
     return groups, ""
 
 
@@ -83,6 +88,33 @@ def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dic
 _TARGETS = ("name", "flag", "launcher")  # what an op edits: a placeholder there is no edit yet
 
 
+class _Offer(NamedTuple):
+    candidate: Optional[Candidate] = None
+    reason: str = ""  # why it is not offered
+    lookups: Optional[dict] = None  # the site values that decide which option the edit writes
+
+
+def _offer(m: Match, fix: Fix, script: str, log: str, context: dict, scheduler: str) -> _Offer:
+    """One alternative of a known case as a candidate, or why it is not one."""
+    groups, why = _precondition(fix, script, log)
+    if groups is None:
+        return _Offer(reason=f"{m.entry.id}: {why}")
+    values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)
+    if unknown:
+        return _Offer(reason=f"{m.entry.id}: the fix needs {', '.join(unknown)}, which neither the log nor "
+                             "the cluster profile gives")  # fmt: skip
+    if any(n in find for op in fix.ops for k, v in op if k in _TARGETS for n in fields_of_text(v)):
+        return _Offer(lookups=find)  # which option to write is itself the site's: say how to find it
+    try:
+        patched = apply_fix(script, fix.ops, values)
+    except MapleError as exc:
+        return _Offer(reason=f"{m.entry.id}: {exc}")
+    explanation = " ".join(filter(None, [m.entry.explanation, fix.explanation]))
+    ops = [resolve(op, values) for op in fix.ops]
+    return _Offer(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched,
+                            workaround=fix.workaround, cause=fix.cause))  # fmt: skip
+
+
 def candidates(script: str, log: str, exact: list[Match], context: dict) -> tuple[list[Candidate], list[str], dict]:
     """The candidate fixes of the exact matches, best first; why the others were not offered; and
     the site values to look up for a fix whose very option is the site's (the GPU request syntax)."""
@@ -93,31 +125,15 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
             reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
             continue
         for fix in m.entry.alternatives:
-            groups, why = _precondition(fix, script)
-            if groups is None:
-                reasons.append(f"{m.entry.id}: {why}")
-                continue
-            values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)
-            if unknown:
-                reasons.append(f"{m.entry.id}: the fix needs {', '.join(unknown)}, which neither the log nor "
-                               "the cluster profile gives")
-                continue
-            if any(n in find for op in fix.ops for k, v in op if k in _TARGETS for n in fields_of_text(v)):
-                lookups |= find  # which option to write is itself the site's: say how to find it
-                continue
-            try:
-                patched = apply_fix(script, fix.ops, values)
-            except MapleError as exc:
-                reasons.append(f"{m.entry.id}: {exc}")
-                continue
-            if patched == script or patched in seen:
+            offer = _offer(m, fix, script, log, context, scheduler)
+            lookups |= offer.lookups or {}
+            if offer.reason:
+                reasons.append(offer.reason)
+            elif offer.candidate and (offer.candidate.script == script or offer.candidate.script in seen):
                 reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
-                continue
-            seen.add(patched)
-            explanation = " ".join(filter(None, [m.entry.explanation, fix.explanation]))
-            ops = [resolve(op, values) for op in fix.ops]
-            found.append(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched,
-                                   workaround=fix.workaround, cause=fix.cause))
+            elif offer.candidate:
+                seen.add(offer.candidate.script)
+                found.append(offer.candidate)
     return found, reasons, lookups
 
 
@@ -151,6 +167,30 @@ def program_line(failure: Failure) -> Optional[str]:
     return f"{frames[-1]['path']}:{frames[-1]['line']}" if frames else None
 
 
+def _lookup_text(find: dict) -> str:
+    return "; ".join(f"{name}: {command}" for name, command in find.items())
+
+
+def _fix_advice(found: list[Candidate]) -> Advice:
+    top = found[0]
+    if top.find:
+        return Advice(kind="site_value", text=f"{top.explanation} Fill in the value(s) this site needs ({_lookup_text(top.find)}).")
+    return Advice(kind="fix", text=top.explanation)
+
+
+def _kind_advice(kind: Optional[str], first, failure: Failure, scheduler: str) -> Optional[Advice]:
+    """The advice an exact case's outcome names when no edit is offered (None: it names none)."""
+    if kind == "policy":
+        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: {_POLICY[scheduler]}.")
+    if kind == "user_code":
+        where = program_line(failure)
+        at = f" The error is raised in your program at {where}." if where else ""
+        return Advice(kind="user_code", text=f"{first.explanation}{at} Not a problem of the launch script.")
+    if kind == "environment":
+        return Advice(kind="environment", text=first.explanation)
+    return None
+
+
 def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons: list[str], lookups: dict,
            script: str, log: str, context: dict) -> Advice:  # fmt: skip
     """What to do: the kind an exact case names first, else a fix or a value to fill in."""
@@ -161,22 +201,9 @@ def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons
     if failure.category == "infrastructure" or kind == "infrastructure":
         return Advice(kind="infrastructure", text=_infrastructure(exact))
     if found:
-        top = found[0]
-        if top.find:
-            how = "; ".join(f"{name}: {command}" for name, command in top.find.items())
-            return Advice(kind="site_value", text=f"{top.explanation} Fill in the value(s) this site needs ({how}).")
-        return Advice(kind="fix", text=top.explanation)
-    why = "; ".join(reasons) or "no known case with a fix matches this error"
+        return _fix_advice(found)
     if lookups:
-        how = "; ".join(f"{name}: {command}" for name, command in lookups.items())
-        return Advice(kind="site_value", text=f"{first.explanation} This site's values decide the edit; find them with: {how}.")
-    if kind == "policy":
-        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: "
-                                          f"{_POLICY[_scheduler(script, log, context)]}.")
-    if kind == "user_code":
-        where = program_line(failure)
-        at = f" The error is raised in your program at {where}." if where else ""
-        return Advice(kind="user_code", text=f"{first.explanation}{at} Not a problem of the launch script.")
-    if kind == "environment":
-        return Advice(kind="environment", text=first.explanation)
-    return Advice(kind="none", text=f"line {failure.line_no}: {failure.line.strip()} — {why}")
+        return Advice(kind="site_value", text=f"{first.explanation} This site's values decide the edit; find them with: {_lookup_text(lookups)}.")
+    advice = _kind_advice(kind, first, failure, _scheduler(script, log, context))
+    why = "; ".join(reasons) or "no known case with a fix matches this error"
+    return advice or Advice(kind="none", text=f"line {failure.line_no}: {failure.line.strip()} — {why}")

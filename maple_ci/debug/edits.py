@@ -30,21 +30,24 @@ def fields_of(op) -> set[str]:
     return {n for k, v in op if k != "op" for n in fields_of_text(v)}
 
 
-def _fill(template: str, context: dict) -> str:
-    """Fill {name} fields from context; a value that is not a plain token is shell-quoted."""
+def _fill(template: str, context: dict, quote: bool = True) -> str:
+    """Fill {name} fields from context; a value that is not a plain token is shell-quoted, except
+    in replace_text (quote=False), whose text is the script's own and must match it as written."""
     missing = sorted({n for n in _FIELD.findall(template) if n not in context})
     if missing:
         raise MapleError(f"the fix needs {', '.join(missing)}, which neither the log nor the cluster profile gives")
 
     def value(m: re.Match) -> str:
         text = str(context[m[1]])
-        return text if _SAFE_VALUE.match(text) or _PLACEHOLDER.match(text) else shlex.quote(text)
+        plain = not quote or _SAFE_VALUE.match(text) or _PLACEHOLDER.match(text)
+        return text if plain else shlex.quote(text)
 
     return _FIELD.sub(value, template)
 
 
 def resolve(op, context: dict):
-    fields = {k: _fill(v, context) if isinstance(v, str) and k != "op" else v for k, v in op}
+    quote = op.op != "replace_text"
+    fields = {k: _fill(v, context, quote) if isinstance(v, str) and k != "op" else v for k, v in op}
     return type(op)(**fields)
 
 

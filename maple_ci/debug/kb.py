@@ -102,13 +102,17 @@ class Fix(BaseModel):
     ops: list[EditOp] = Field(min_length=1)
     requires: list[str] = Field(default_factory=list)
     unless: list[str] = Field(default_factory=list)
+    # The same on the error's own text (the window from the first error line): the message says
+    # which limit, which interface, which resource, and a fix holds only for some of them.
+    log_requires: list[str] = Field(default_factory=list)
+    log_unless: list[str] = Field(default_factory=list)
     explanation: str = ""  # why this alternative, when it differs from the entry's
     workaround: bool = False  # the cause is elsewhere (the entry's outcome says where); this edit avoids it
     # The narrower cause its precondition identifies (a class of benchmarks/debug/classes.yaml),
     # e.g. a port in use because the script starts two launchers per node.
     cause: Optional[str] = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
 
-    @field_validator("requires", "unless")
+    @field_validator("requires", "unless", "log_requires", "log_unless")
     @classmethod
     def _compile(cls, patterns: list[str]) -> list[str]:
         for p in patterns:

@@ -18,7 +18,7 @@ _ERROR_PATTERNS = [
     r"Traceback \(most recent call last\)",
     r"\b[A-Z]\w*(?:Error|Exception)\b(?::|$)",  # RuntimeError: ..., torch.OutOfMemoryError: ...
     r"\b(?:sbatch|salloc|srun|slurmstepd|mpiexec|mpirun|ibrun|pdsh|gcc|g\+\+|nvcc): (?:error|fatal)\b",
-    r"(?:^|[ \t])qsub: ",  # qsub only speaks when it refuses a job
+    r"(?:^|[ \t'\"])qsub: ",  # qsub only speaks when it refuses a job (a wrapper may quote its output)
     r"=>> PBS: job killed",
     r"\bNCCL WARN\b",
     r"\[E\d{4} ",  # torch C++ error-level log lines ("[E1121 05:00:00 ... ProcessGroupNCCL.cpp")
@@ -62,6 +62,8 @@ _ERROR_PATTERNS = [
     r"There are not enough slots available",  # Open MPI's mpirun (horovodrun, torchpack use it)
     r"\b[Mm]ust request\b",  # a site's submit filter (Torque/PBS), in a sentence
     r"\bur_die:",  # Intel's Unified Runtime aborting (oneCCL on XPU)
+    r"\bNCCL failure \S+:\d+ '",  # nccl-tests: Test NCCL failure common.cu:959 'internal error ...'
+    r"No space left on device",
 ]
 # Lines that look like errors but are documented as harmless.
 _BENIGN_PATTERNS = [
@@ -93,6 +95,7 @@ _KEYWORDS = (
     "cannot find name", "unknown userid", "must specify", "not been specified", "now required",
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
+    "NCCL failure", "No space left",
 )  # fmt: skip
 
 

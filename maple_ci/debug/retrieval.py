@@ -160,3 +160,17 @@ def search_github(failure: Failure, api_url: str, token: Optional[str], limit: i
         references.append(Reference(source="github", title=f"{item['title']} ({item['state']})", url=url,
                                     summary=summary, score=round(1.0 - rank / limit, 4)))  # fmt: skip
     return references
+
+
+def online_note(failure: Optional[Failure], env: Mapping[str, str]) -> str:
+    """GitHub threads about the failure as one sentence for a PR comment. The action goes online by
+    default when it holds a token (issue 18 item 5b); without one, or when the search fails, it
+    says nothing more than the offline diagnosis did."""
+    if failure is None or not env.get("GITHUB_TOKEN"):
+        return ""
+    try:
+        found = search_github(failure, github_api(env), env["GITHUB_TOKEN"])
+    except MapleError:
+        return ""
+    threads = "; ".join(f"{r.title}: {r.url}" for r in found)
+    return f" Related GitHub threads: {threads}." if threads else ""

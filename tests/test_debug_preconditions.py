@@ -1,0 +1,65 @@
+"""Fixes whose preconditions read the message and the script (issue 18 items 2-4), and the
+replace_text values that must not be shell-quoted."""
+
+from maple_ci.debug import apply_fix, diagnose
+from maple_ci.debug.kb import ReplaceText
+
+POLICY_LOG = (
+    "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
+    "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+    "(job submit limit, user's size and/or time limits)\n"
+)
+NO_ACCOUNT = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --time=01:00:00\nsrun python train.py\n"
+
+
+def test_replace_text_value_with_spaces_is_the_script_text_not_shell_quoted():
+    # A value captured from the script goes back into it as written: quoting it would make the
+    # old text miss the script (no edit) or put quotes into the new line.
+    script = "#!/bin/bash\nsrun python train.py --epochs 3\n"
+    op = ReplaceText(op="replace_text", old="{launch}", new="{launch} --resume")
+    patched = apply_fix(script, [op], {"launch": "srun python train.py --epochs 3"})
+    assert patched == "#!/bin/bash\nsrun python train.py --epochs 3 --resume\n"
+
+
+def test_a_named_job_count_limit_is_policy_not_a_missing_account():
+    found = diagnose(NO_ACCOUNT, POLICY_LOG, None)
+    assert not found.candidates and found.advice.kind == "policy"
+    assert "squeue -u $USER" in found.advice.text
+
+
+def test_the_generic_policy_message_on_a_script_without_account_offers_the_account():
+    log = "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"
+    found = diagnose(NO_ACCOUNT, log, None)
+    assert found.candidates[0].ops[0].name == "--account" and "sacctmgr" in found.candidates[0].find["account"]
+
+
+def test_no_script_no_directive_edit_for_a_policy_message():
+    found = diagnose("", POLICY_LOG.replace("QOSMaxSubmitJobPerUserLimit", "AssocGrpCPUMinutesLimit"), None)
+    assert not found.candidates and found.advice.kind == "policy"
+
+
+def test_torque_vmem_kill_adds_vmem_next_to_the_mem_the_script_asks_for():
+    script = "#PBS -N gard\n#PBS -l nodes=1:ppn=8,mem=40gb\n#PBS -q default\nmpirun -np 8 HYPHYMPI GARD.bf\n"
+    found = diagnose(script, "=>> PBS: job killed: vmem 3372163072 exceeded limit 2147483648\n", None)
+    assert "#PBS -l nodes=1:ppn=8,mem=40gb,vmem=40gb\n" in found.candidates[0].script
+
+
+def test_exact_match_interface_prefix_becomes_the_plain_name_from_the_script():
+    script = "#!/bin/bash\nexport NCCL_SOCKET_IFNAME==enp90s0np0\npython train.py\n"
+    found = diagnose(script, "node1:1:1 [0] NCCL WARN Bootstrap : no socket interface found\n", None)
+    assert "export NCCL_SOCKET_IFNAME=enp90s0np0\n" in found.candidates[0].script
+
+
+def test_srun_with_its_own_cpu_count_gets_no_inheritance_fix():
+    log = "srun: error: Unable to create step for job 238051: More processors requested than permitted\n"
+    inherits = diagnose("#!/bin/bash\n#SBATCH -c 8\nsrun ./app\n", log, None)
+    assert inherits.candidates[0].ops[0].name == "SRUN_CPUS_PER_TASK"
+    own = diagnose("#!/bin/bash\n#SBATCH -N 1\nsrun -n 8 -c 8 ./app\n", log, None)
+    assert not own.candidates
+
+
+def test_controller_timeout_is_infrastructure_and_a_full_tmp_a_scratch_value_to_fill():
+    slow = diagnose("", "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation\n", None)
+    assert slow.advice.kind == "infrastructure" and not slow.candidates
+    tmp = diagnose("", "slurm_script: line 34: cannot create temp file for here-document: No space left on device\n", None)
+    assert tmp.candidates[0].ops[0].name == "TMPDIR" and "df -h" in tmp.candidates[0].find["cache_dir"]
