@@ -9,9 +9,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Literal, Optional, get_args
 
+from . import schedulers
 from .errors import MapleError
 
-Scheduler = Literal["slurm", "pbs", "none"]
+Scheduler = str  # "none" or a registered scheduler's name (maple_ci.schedulers.names())
 Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning"]
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single"]
 
@@ -65,10 +66,11 @@ class JobIntent:
     missing: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for name, kind in (("scheduler", Scheduler), ("framework", Framework), ("strategy", Strategy)):
+        known = {"scheduler": ("none", *schedulers.names()), "framework": get_args(Framework), "strategy": get_args(Strategy)}
+        for name, values in known.items():
             value = getattr(self, name)
-            if value not in get_args(kind) and not (name == "strategy" and value is None):
-                raise MapleError(f"unknown {name} {value!r}; known: {', '.join(get_args(kind))}")
+            if value not in values and not (name == "strategy" and value is None):
+                raise MapleError(f"unknown {name} {value!r}; known: {', '.join(values)}")
         for name in ("nodes", "gpus_per_node", "world_size"):
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 1):
