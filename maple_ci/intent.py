@@ -65,12 +65,15 @@ class JobIntent:
     notes: list[str] = field(default_factory=list)  # what extraction assumed or dropped, for the port's header
     missing: list[str] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
+    def _check_choices(self) -> None:
         known = {"scheduler": ("none", *schedulers.names()), "framework": get_args(Framework), "strategy": get_args(Strategy)}
         for name, values in known.items():
             value = getattr(self, name)
             if value not in values and not (name == "strategy" and value is None):
                 raise MapleError(f"unknown {name} {value!r}; known: {', '.join(values)}")
+
+    def __post_init__(self) -> None:
+        self._check_choices()
         for name in ("nodes", "gpus_per_node", "world_size"):
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 1):
