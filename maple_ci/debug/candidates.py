@@ -57,6 +57,10 @@ def _scheduler(script: str, log: str, context: dict) -> str:
     return "slurm"
 
 
+def _captured(m: re.Match) -> dict[str, str]:
+    return {k: v for k, v in m.groupdict().items() if v is not None}
+
+
 def _precondition(fix: Fix, script: str, log: str) -> tuple[Optional[dict], str]:
     """The values the `requires` regexes capture from the script, or None and why the fix does not
     apply: a script pattern it needs or must not have, or a message it holds (or does not hold) for."""
@@ -65,7 +69,7 @@ def _precondition(fix: Fix, script: str, log: str) -> tuple[Optional[dict], str]
         m = re.search(pattern, script, re.MULTILINE)
         if not m:
             return None, f"the script has nothing matching {pattern!r}"
-        groups |= {k: v for k, v in m.groupdict().items() if v is not None}
+        groups |= _captured(m)
     for pattern in fix.unless:
         if re.search(pattern, script, re.MULTILINE):
             return None, f"the script already has {pattern!r}"
@@ -127,13 +131,13 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
         for fix in m.entry.alternatives:
             offer = _offer(m, fix, script, log, context, scheduler)
             lookups |= offer.lookups or {}
-            if offer.reason:
-                reasons.append(offer.reason)
-            elif offer.candidate and (offer.candidate.script == script or offer.candidate.script in seen):
-                reasons.append(f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
-            elif offer.candidate:
-                seen.add(offer.candidate.script)
-                found.append(offer.candidate)
+            new = offer.candidate
+            if new and (new.script == script or new.script in seen):
+                offer = _Offer(reason=f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
+            reasons += [offer.reason] if offer.reason else []
+            if offer.candidate:
+                seen.add(new.script)
+                found.append(new)
     return found, reasons, lookups
 
 
@@ -191,15 +195,24 @@ def _kind_advice(kind: Optional[str], first, failure: Failure, scheduler: str) -
     return None
 
 
+def _outside_script(failure: Failure, exact: list[Match], found: list[Candidate], kind: Optional[str]) -> Optional[Advice]:
+    """The advice when the cause is outside the script: a workaround edit's, or infrastructure."""
+    first = exact[0].entry if exact else None
+    if first and first.outcome and found and found[0].workaround:  # the edit avoids a cause elsewhere
+        return Advice(kind=first.outcome, text=f"{found[0].explanation} (A workaround: the cause is outside the script.)")
+    if failure.category == "infrastructure" or kind == "infrastructure":
+        return Advice(kind="infrastructure", text=_infrastructure(exact))
+    return None
+
+
 def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons: list[str], lookups: dict,
            script: str, log: str, context: dict) -> Advice:  # fmt: skip
     """What to do: the kind an exact case names first, else a fix or a value to fill in."""
     first = exact[0].entry if exact else None
     kind = first.advice_kind if first else None
-    if first and first.outcome and found and found[0].workaround:  # the edit avoids a cause elsewhere
-        return Advice(kind=first.outcome, text=f"{found[0].explanation} (A workaround: the cause is outside the script.)")
-    if failure.category == "infrastructure" or kind == "infrastructure":
-        return Advice(kind="infrastructure", text=_infrastructure(exact))
+    outside = _outside_script(failure, exact, found, kind)
+    if outside:
+        return outside
     if found:
         return _fix_advice(found)
     if lookups:
