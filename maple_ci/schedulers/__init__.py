@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from typing import Optional
 
 from ..errors import MapleError
 from .base import Directives, Option, Scheduler
 
-__all__ = ["Directives", "Option", "Scheduler", "all", "by_variable", "detect", "find", "get", "names", "register"]
+__all__ = ["Directives", "Option", "Scheduler", "all", "by_variable", "detect", "find", "get", "implied", "mentioned",
+           "names", "register"]
 
 _UNITS: dict[str, Scheduler] = {}
 _NOT_UNITS = {"base", "jobvars"}
@@ -57,6 +59,24 @@ def detect(text: str) -> Optional[Scheduler]:
 def by_variable(name: str) -> Optional[Scheduler]:
     """The scheduler whose job sets the variable `name` (SLURM_NNODES, PBS_O_WORKDIR)."""
     return next((unit for unit in _UNITS.values() if unit.owns_variable(name)), None)
+
+
+def implied(text: str, launcher: Optional[str]) -> Optional[Scheduler]:
+    """For a script without directives: the scheduler its launcher belongs to (srun), else the one
+    whose job variables it reads first ($SLURM_NNODES, ${PBS_NODEFILE})."""
+    unit = next((unit for unit in _UNITS.values() if launcher in unit.launchers), None)
+    if unit is not None:
+        return unit
+    found = [(m.start(), unit) for unit in _UNITS.values()
+             if (m := re.search(rf"\$\{{?{re.escape(unit.var_prefix)}", text))]
+    return min(found, key=lambda first: first[0])[1] if found else None
+
+
+def mentioned(words: str) -> Optional[Scheduler]:
+    """The scheduler a request's words name first, by its name or its submit command (sbatch, qsub)."""
+    found = [(m.start(), unit) for unit in _UNITS.values()
+             if (m := re.search(rf"\b(?:{re.escape(unit.name)}|{re.escape(unit.submit[0])})\b", words, re.I))]
+    return min(found, key=lambda first: first[0])[1] if found else None
 
 
 _load()

@@ -140,6 +140,7 @@ class Scheduler:
     gate_kept: ClassVar[frozenset] = frozenset()
     size_options: ClassVar[frozenset] = frozenset()  # what capped() writes: the node count and the walltime
     node_features: ClassVar[bool] = False
+    launchers: ClassVar[frozenset] = frozenset()  # launchers that run only under this scheduler (srun)
     verify_backend: ClassVar[Optional[str]] = None
     # option name -> (Directives field, converter); see interpret()
     fields: ClassVar[dict] = {}

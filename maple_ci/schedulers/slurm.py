@@ -99,6 +99,7 @@ class Slurm(Scheduler):
                            "gres", "constraint", "partition", "job_name", "gpu_bind", "exclusive"})
     size_options = frozenset({"nodes", "time"})
     node_features = True
+    launchers = frozenset({"srun"})
     verify_backend = "slurm"
     fields = {
         "nodes": ("nodes", _nodes), "ntasks": ("ntasks", positive), "ntasks_per_node": ("ntasks_per_node", positive),
