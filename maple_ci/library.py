@@ -1,14 +1,10 @@
-"""The launch-template library: templates/launch/<cluster>/<name>.sh.j2, each with YAML front matter.
+"""The launch-template library: each cluster profile's `templates:` rows (templates/clusters/<name>.yaml),
+rendered from the cluster's one template file or its scheduler's base under templates/launch/.
 
-A template file starts with its metadata in a Jinja comment, so Jinja ignores it when rendering:
-
-    {#---
-    id: perlmutter-pytorch-ddp
-    cluster: perlmutter
-    ...
-    ---#}
-
-Files whose name starts with "_" are shared parts (bases, macros), not templates.
+A row names a variant (framework, strategy, launcher, description); the cluster and scheduler come
+from its profile and the file it renders from is the profile's `launch_template` (default
+"_<scheduler>.sh.j2"). Which launch block a row renders is its `shape`, derived from the row
+(templates/launch/_shapes.sh.j2 holds the shapes). Files whose name starts with "_" are shared parts.
 """
 
 import hashlib
@@ -22,27 +18,44 @@ from pydantic import BaseModel, ConfigDict
 from .errors import MapleError
 from .intent import Framework, Strategy
 from .paths import templates_dir
+from .profile_files import cluster_data
 
 # "any": the generic family, which runs any torch.distributed program (Megatron-LM, Lightning,
 # tensor or pipeline parallel code) one rank per device or one torchrun per node.
 GENERIC = "any"
+# Launchers that run one process per node and start the ranks themselves: each has its own shape.
+PER_NODE_SHAPES = frozenset({"torchrun", "accelerate", "deepspeed"})
 
-_FRONT_MATTER = re.compile(r"\A\{#---\n(.*?)\n---#\}\n?", re.DOTALL)
 
+class TemplateRow(BaseModel):
+    """One template variant as a profile lists it."""
 
-class TemplateMeta(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    cluster: str
-    scheduler: str
     framework: Framework
     strategy: Union[Strategy, Literal["any"]]
     launcher: str
     description: str
     supported: bool = True
     reason: str = ""  # why it cannot run (supported: false) or a caveat worth showing
-    path: str = ""  # relative to templates/launch, filled in by the loader
+
+
+class TemplateMeta(TemplateRow):
+    """A row with what its profile adds: the cluster, its scheduler and the file to render."""
+
+    cluster: str
+    scheduler: str
+    path: str  # relative to templates/launch
+
+    @property
+    def shape(self) -> str:
+        """The launch block this variant renders (launch_<shape> in templates/launch/_shapes.sh.j2)."""
+        if self.strategy == "single":
+            return "single"
+        if self.launcher in PER_NODE_SHAPES:
+            return self.launcher
+        return "generic" if self.strategy == GENERIC else "ranks"
 
     def embedding_text(self) -> str:
         return f"{self.framework} {self.strategy} launched with {self.launcher} on {self.cluster}. {self.description}"
@@ -52,24 +65,39 @@ def launch_dir() -> Path:
     return templates_dir() / "launch"
 
 
-def parse_template(path: Path) -> TemplateMeta:
-    match = _FRONT_MATTER.match(path.read_text())
-    if not match:
-        raise MapleError(f"template {path} has no '{{#---' front matter")
+def cluster_templates(data: dict) -> list[TemplateMeta]:
+    """The template variants of one profile's data."""
+    path = data.get("launch_template") or f"_{data['scheduler']}.sh.j2"
     try:
-        meta = TemplateMeta.model_validate(yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except Exception as exc:
-        raise MapleError(f"template {path}: invalid front matter: {exc}") from exc
-    return meta.model_copy(update={"path": str(path.relative_to(launch_dir()))})
+        return [TemplateMeta.model_validate({**row, "cluster": data["name"], "scheduler": data["scheduler"], "path": path})
+                for row in data.get("templates") or []]
+    except Exception as exc:  # a broken row must name its profile
+        raise MapleError(f"cluster profile {data['name']}: invalid template row: {exc}") from exc
+
+
+# Transition (issue 17 item 4): clusters not yet moved to profile rows keep one file per variant,
+# templates/launch/<cluster>/<name>.sh.j2, with its row as YAML front matter in a Jinja comment.
+_FRONT_MATTER = re.compile(r"\A\{#---\n(.*?)\n---#\}\n?", re.DOTALL)
+
+
+def _leaf_templates() -> list[TemplateMeta]:
+    metas = []
+    for path in sorted(launch_dir().glob("*/[!_]*.j2")):
+        match = _FRONT_MATTER.match(path.read_text())
+        if not match:
+            raise MapleError(f"template {path} has no '{{#---' front matter")
+        row = yaml.safe_load(match.group(1))
+        metas.append(TemplateMeta.model_validate({**row, "path": str(path.relative_to(launch_dir()))}))
+    return metas
 
 
 def load_templates() -> list[TemplateMeta]:
-    templates = [parse_template(p) for p in sorted(launch_dir().rglob("*.j2")) if not p.name.startswith("_")]
+    templates = [t for data in cluster_data().values() for t in cluster_templates(data)] + _leaf_templates()
     seen: dict[str, str] = {}
     for t in templates:
         if t.id in seen:
-            raise MapleError(f"duplicate template id {t.id!r} in {seen[t.id]} and {t.path}")
-        seen[t.id] = t.path
+            raise MapleError(f"duplicate template id {t.id!r} in the profiles of {seen[t.id]} and {t.cluster}")
+        seen[t.id] = t.cluster
     return templates
 
 

@@ -11,11 +11,23 @@ from .errors import MapleError
 from .paths import templates_dir
 
 
-@lru_cache(maxsize=None)
+def files_stamp(directory: str) -> tuple:
+    """What identifies the profiles' current contents (name, mtime, size of each file): a cache key
+    that changes when a file does, for a long-running process (the bot) and for tests that edit one."""
+    paths = sorted((Path(directory) / "clusters").glob("*.yaml"))
+    return tuple((path.name, stat.st_mtime_ns, stat.st_size) for path in paths for stat in [path.stat()])
+
+
 def profile_files(directory: str) -> dict[Path, dict]:
     """Each profile's data by file, in file order."""
+    return _read(directory, files_stamp(directory))
+
+
+@lru_cache(maxsize=4)
+def _read(directory: str, stamp: tuple) -> dict[Path, dict]:
     files = {}
-    for path in sorted((Path(directory) / "clusters").glob("*.yaml")):
+    for name, _, _ in stamp:
+        path = Path(directory) / "clusters" / name
         try:
             # libyaml's safe loader when PyYAML has it: the pure-Python one took 0.1 s for twelve files.
             files[path] = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -9,8 +9,9 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import MapleError
+from .library import TemplateRow
 from .paths import templates_dir
-from .profile_files import profile_files
+from .profile_files import files_stamp, profile_files
 
 WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
 # The variable that limits which devices a process sees, by vendor: CUDA's (NVIDIA CUDA C
@@ -148,6 +149,10 @@ class ClusterProfile(BaseModel):
     # picks the profile with the most hits; use (?-i:...) where case matters (Bridges-2 "GPU").
     signatures: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    # The cluster's one launch template file under templates/launch/, where the scheduler's base
+    # ("_<scheduler>.sh.j2") cannot render it as it is (library.py); its variants are the rows.
+    launch_template: Optional[str] = Field(default=None, pattern=r"^_?[a-z0-9][a-z0-9_.-]*\.sh\.j2$")
+    templates: list[TemplateRow] = Field(default_factory=list)
 
     @property
     def script_suffix(self) -> str:
@@ -191,8 +196,8 @@ def pick_queue(profile: ClusterProfile, nodes: int, walltime: Optional[str], req
     return next((q for q in profile.queues if fits(q)), default)
 
 
-@lru_cache(maxsize=None)
-def _load_all(directory: str) -> dict[str, ClusterProfile]:
+@lru_cache(maxsize=4)
+def _load_all(directory: str, stamp: tuple) -> dict[str, ClusterProfile]:  # stamp: the cache key only
     profiles = {}
     for path, data in profile_files(directory).items():
         try:
@@ -204,7 +209,8 @@ def _load_all(directory: str) -> dict[str, ClusterProfile]:
 
 
 def load_profiles() -> dict[str, ClusterProfile]:
-    return _load_all(str(templates_dir()))
+    directory = str(templates_dir())
+    return _load_all(directory, files_stamp(directory))
 
 
 def get_profile(name: str) -> ClusterProfile:

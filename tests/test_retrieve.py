@@ -57,18 +57,14 @@ def _profile(name: str) -> dict:
 
 
 def _write_library(root):
-    for cluster in ("alpha", "beta", "gamma"):  # gamma: a profile without templates
-        (root / "clusters").mkdir(parents=True, exist_ok=True)
-        (root / "clusters" / f"{cluster}.yaml").write_text(yaml.safe_dump(_profile(cluster)))
-    for cluster, name, framework, strategy, launcher, description, supported in SYNTHETIC:
-        meta = {
-            "id": f"{cluster}-{name}", "cluster": cluster, "scheduler": "slurm", "framework": framework,
-            "strategy": strategy, "launcher": launcher, "description": description, "supported": supported,
-            "reason": "" if supported else UNSUPPORTED_REASON,
-        }
-        path = root / "launch" / cluster / f"{name}.sh.j2"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("{#---\n" + yaml.safe_dump(meta) + "---#}\n#!/bin/bash\n{{ launch_line }}\n")
+    """Three profiles with their template rows (gamma has none), rendered from the Slurm base."""
+    (root / "clusters").mkdir(parents=True, exist_ok=True)
+    for cluster in ("alpha", "beta", "gamma"):
+        rows = [{"id": f"{cluster}-{name}", "framework": framework, "strategy": strategy, "launcher": launcher,
+                 "description": description, "supported": supported, "reason": "" if supported else UNSUPPORTED_REASON}
+                for row_cluster, name, framework, strategy, launcher, description, supported in SYNTHETIC
+                if row_cluster == cluster]
+        (root / "clusters" / f"{cluster}.yaml").write_text(yaml.safe_dump({**_profile(cluster), "templates": rows}))
     return root
 
 
@@ -187,7 +183,7 @@ def test_search_is_free_text_and_optionally_per_cluster(library):
 
 
 def test_list_filters_by_cluster_and_framework(library):
-    assert [t.id for t in list_templates(cluster="beta")] == ["beta-deepspeed-zero3", "beta-pytorch-ddp"]
+    assert [t.id for t in list_templates(cluster="beta")] == ["beta-pytorch-ddp", "beta-deepspeed-zero3"]  # profile order
     assert {t.cluster for t in list_templates(framework="accelerate")} == {"alpha"}
     assert len(list_templates()) == len(SYNTHETIC)
     with pytest.raises(MapleError, match="unknown framework 'jax'"):
@@ -210,7 +206,7 @@ def test_table_is_rebuilt_when_a_template_changes(synthetic_root, build_count, t
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
     assert best_template(_intent(), "beta").description == "torchrun per node started by srun."
 
-    path = root / "launch" / "beta" / "pytorch-ddp.sh.j2"
+    path = root / "clusters" / "beta.yaml"
     path.write_text(path.read_text().replace("torchrun per node started by srun.", "srun starts every rank."))
     assert best_template(_intent(), "beta").description == "srun starts every rank."
     assert len(build_count) == 2
