@@ -6,12 +6,13 @@ Code never branches on a cluster's name; everything that differs between machine
 from functools import lru_cache
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .errors import MapleError
 from .library import TemplateRow
 from .paths import templates_dir
 from .profile_files import files_stamp, profile_files
+from . import schedulers
 
 WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
 # The variable that limits which devices a process sees, by vendor: CUDA's (NVIDIA CUDA C
@@ -104,7 +105,7 @@ class ClusterProfile(BaseModel):
     center: str
     docs_url: str = Field(pattern=r"^https://")
     sources: list[str] = Field(default_factory=list)  # further pages the facts come from
-    scheduler: Literal["slurm", "pbs"]
+    scheduler: str  # a registered scheduler (maple_ci/schedulers)
     # What a container image must be built for to run here (an x86 CUDA image needs x86_64 + nvidia).
     cpu_arch: Literal["x86_64", "aarch64"]
     gpu_vendor: Literal["nvidia", "amd", "intel"]
@@ -154,9 +155,15 @@ class ClusterProfile(BaseModel):
     launch_template: Optional[str] = Field(default=None, pattern=r"^_?[a-z0-9][a-z0-9_.-]*\.sh\.j2$")
     templates: list[TemplateRow] = Field(default_factory=list)
 
+    @field_validator("scheduler")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        schedulers.get(name)  # names the known ones when it is not
+        return name
+
     @property
     def script_suffix(self) -> str:
-        return "sbatch" if self.scheduler == "slurm" else "pbs"
+        return schedulers.get(self.scheduler).script_suffix
 
     @property
     def cpus_per_node(self) -> int:
