@@ -14,6 +14,7 @@ from typing import Optional
 from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, JobIntent
 from ..profile_files import cluster_data
+from .. import schedulers
 from .directives import per_node, seconds_to_walltime
 
 _NUMBER_WORDS = {
@@ -176,8 +177,8 @@ def extract_request(text: str) -> JobIntent:
     if queue and queue.group(1) in ("the", "a", "and", "with", "for", "on"):
         queue = None
     queue = queue or re.search(r"\b(?!the\b|a\b|any\b|which\b)([a-z][\w-]*)\s+(?:queue|qos|partition)\b", words)
-    scheduler = ("slurm" if re.search(r"\bslurm\b|\bsbatch\b", words)
-                 else "pbs" if re.search(r"\bpbs\b|\bqsub\b", words) else "none")
+    named = schedulers.mentioned(words)
+    scheduler = named.name if named else "none"
 
     intent = JobIntent(
         source_cluster=_request_cluster(words),
