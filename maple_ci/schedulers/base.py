@@ -4,9 +4,10 @@ checks, verification, debug edits and the center gate) and written, and the voca
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar, Optional, Union
 
 from ..errors import MapleError
@@ -88,6 +89,7 @@ class Directives:
     nodes_given: bool = False  # a range like 2-4 is given but not a fixed count
     spreads: bool = False  # ranks or GPUs in all without a node count: the job may span several nodes
     gpus: Optional[int] = None  # GPUs for the whole job (Slurm --gpus, PBS -l ngpus)
+    cpus: Optional[int] = None  # CPUs for the whole job (PBS -l ncpus, as NCI Gadi asks for nodes)
     gpus_per_node: Optional[int] = None
     gpus_per_task: Optional[int] = None
     ntasks: Optional[int] = None
@@ -107,6 +109,15 @@ class Directives:
         if self.ntasks:
             return self.ntasks
         return self.ntasks_per_node * self.nodes if self.ntasks_per_node and self.nodes else None
+
+    def on_nodes_of(self, cpus_per_node: int) -> "Directives":
+        """Where only job-wide totals are given (Gadi's `-l ncpus=96 -l ngpus=8`): the node count they
+        fill on nodes of cpus_per_node CPUs, and the GPUs per node."""
+        if self.nodes_given or not self.cpus:
+            return self
+        nodes = math.ceil(self.cpus / cpus_per_node)
+        return replace(self, nodes=nodes, gpus_per_node=self.gpus_per_node or per_node(self.gpus, nodes),
+                       lines={"nodes": self.lines.get("cpus"), "gpus_per_node": self.lines.get("gpus"), **self.lines})
 
     def set(self, name: str, value, line: int) -> None:
         setattr(self, name, value)

@@ -15,7 +15,8 @@ from typing import Optional
 
 from ..launchers import Spec
 from . import register
-from .base import DirectiveError, Directives, Option, Scheduler, as_written, gpu_count, real, seconds_to_walltime
+from .base import (DirectiveError, Directives, Option, Scheduler, as_written, gpu_count, positive, real,
+                   seconds_to_walltime)
 
 # qsub's options: the letters that take a value, and the names this unit gives the ones it reads.
 _VALUED = "AacejklmMNopqrSuvWJP"
@@ -102,8 +103,8 @@ class Pbs(Scheduler):
     site_options = frozenset({"account", "project", "queue", "walltime", "filesystems"})
     gate_kept = frozenset({"place", "filesystems"})
     size_options = frozenset({"select", "walltime"})
-    fields = {"walltime": ("walltime", _walltime), "ngpus": ("gpus", gpu_count), "account": ("account", as_written),
-              "queue": ("queue", as_written)}
+    fields = {"walltime": ("walltime", _walltime), "ngpus": ("gpus", gpu_count), "ncpus": ("cpus", positive),
+              "account": ("account", as_written), "queue": ("queue", as_written)}
     example = ("#!/bin/bash\n#PBS -l select=2:ngpus=4\n#PBS -l walltime=1:30:00\n#PBS -A abc\n#PBS -q debug\n"
                "mpiexec python train.py\n")
 
@@ -144,7 +145,7 @@ class Pbs(Scheduler):
                 _read_chunks(option.value, d, option.line)
             except ValueError as exc:
                 d.errors.append(DirectiveError(f"line {option.line}: {exc}", "nodes", option.line))
-        d.spreads = not d.nodes_given and bool(d.gpus)  # job-wide ngpus (Gadi): the node count follows at run time
+        d.spreads = not d.nodes_given and bool(d.gpus or d.cpus)  # job-wide totals (Gadi): nodes follow from the node type
         d.dropped += [f"-{letter} {last[letter].value}" for letter in _NOT_PORTED if letter in last]
         project = last.get("project")
         if d.account is None and project is not None:  # PBS Pro's project (-P): what NCI Gadi charges
