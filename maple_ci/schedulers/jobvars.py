@@ -25,7 +25,8 @@ from . import all as units, get
 def _reference() -> re.Pattern:
     """$NAME, ${NAME} or a bare NAME (inside $(( ))) of any registered scheduler's variables."""
     prefixes = "|".join(re.escape(unit.var_prefix) for unit in units())
-    name = rf"(?:(?:{prefixes})[A-Z0-9_]+)"
+    listed = "|".join(re.escape(name) for unit in units() for names in unit.job_vars.values() for name in names)
+    name = rf"(?:(?:{prefixes})[A-Z0-9_]+|(?:{listed})(?![A-Z0-9_]))"  # LSF's LS_SUBCWD has no LSB_ prefix
     return re.compile(rf"\$\{{({name})\}}|\$({name})\b|\b({name})\b")
 
 
