@@ -10,15 +10,15 @@ import pytest
 import yaml
 
 from maple_ci.errors import MapleError
+from maple_ci.intent import JobIntent
+from maple_ci.library import TemplateMeta, load_templates
 from maple_ci.paths import templates_dir
 from maple_ci.profiles import ClusterProfile, Queue, get_profile, load_profiles, pick_queue
+from maple_ci.synthesize import render
 
-EXPECTED = {
-    "perlmutter", "polaris", "aurora", "sophia", "frontier", "lonestar6",
-    "stampede3", "vista", "delta", "deltaai", "anvil", "bridges2",
-}
-PBS_SITES = {"polaris", "aurora", "sophia"}
 PROFILE_FILES = sorted((templates_dir() / "clusters").glob("*.yaml"))
+CLUSTERS = sorted(path.stem for path in PROFILE_FILES)
+ALCF_SITES = sorted(name for name, profile in load_profiles().items() if profile.center == "ALCF")
 
 # One characteristic job-script excerpt per cluster, written in the form of the launch sketches in
 # shared/reference/clusters.md (each taken from the center's own example).
@@ -114,8 +114,8 @@ def profiles() -> dict[str, ClusterProfile]:
     return load_profiles()
 
 
-def test_all_twelve_clusters_load_and_validate(profiles):
-    assert set(profiles) == EXPECTED
+def test_every_profile_file_loads_and_validates(profiles):
+    assert sorted(profiles) == CLUSTERS and len(CLUSTERS) >= 12
 
 
 @pytest.mark.parametrize("path", PROFILE_FILES, ids=lambda p: p.stem)
@@ -125,7 +125,7 @@ def test_file_name_is_the_profile_name(path: Path):
     assert data["name"] == path.stem
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", CLUSTERS)
 def test_exactly_one_default_queue_and_unique_names(profiles, name):
     queues = profiles[name].queues
     assert sum(q.default for q in queues) == 1
@@ -134,7 +134,7 @@ def test_exactly_one_default_queue_and_unique_names(profiles, name):
         assert queue.min_nodes <= queue.max_nodes
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", CLUSTERS)
 def test_docs_and_sources_are_https(profiles, name):
     profile = profiles[name]
     for url in [profile.docs_url, *profile.sources]:
@@ -158,7 +158,9 @@ def test_device_and_backend_follow_the_gpu_vendor(profiles):
             assert (profile.device, profile.backend) == ("xpu", "xccl"), profile.name
         else:  # ROCm builds of torch also use device "cuda" and the name "nccl" (RCCL)
             assert (profile.device, profile.backend) == ("cuda", "nccl"), profile.name
-    assert {p.name for p in profiles.values() if p.cpu_arch == "aarch64"} == {"vista", "deltaai"}
+    assert {"vista", "deltaai"} <= {p.name for p in profiles.values() if p.cpu_arch == "aarch64"}
+    for profile in profiles.values():  # Grace Hopper: the CPU is Arm
+        assert "GH200" not in profile.gpu_model or profile.cpu_arch == "aarch64", profile.name
 
 
 # Apptainer/Singularity's GPU flag per vendor; Intel GPUs need none (the devices are bound by default).
@@ -176,8 +178,8 @@ def test_container_runtimes_give_the_gpus_of_their_vendor_and_name_sources(profi
     assert (perlmutter.runtime, perlmutter.gpu_flags) == ("shifter", ["--module=gpu,nccl-plugin"])
 
 
-@pytest.mark.parametrize("name", sorted(PBS_SITES))
-def test_pbs_sites_name_their_filesystems_and_use_pbs_queues(profiles, name):
+@pytest.mark.parametrize("name", ALCF_SITES)
+def test_alcf_sites_name_their_filesystems_and_use_pbs_queues(profiles, name):
     profile = profiles[name]
     assert profile.scheduler == "pbs" and profile.queue_directive == "queue"
     assert any(re.fullmatch(r"-l filesystems=\S+", d) for d in profile.directives)
@@ -324,7 +326,7 @@ def test_unknown_cluster_names_the_known_ones():
         get_profile("summit")
     message = str(excinfo.value)
     assert "summit" in message
-    for name in EXPECTED:
+    for name in CLUSTERS:
         assert name in message
     assert excinfo.value.exit_code == 2
 
@@ -343,13 +345,13 @@ def test_signatures_compile(profiles):
             re.compile(pattern, re.I)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", sorted(TYPICAL_SCRIPTS))
 def test_signatures_recognise_their_own_cluster(profiles, name):
     script = TYPICAL_SCRIPTS[name]
     assert _hits(profiles[name], script), name
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("name", CLUSTERS)
 def test_signatures_do_not_claim_other_clusters_scripts(profiles, name):
     for other, script in TYPICAL_SCRIPTS.items():
         if other == name:
@@ -370,14 +372,14 @@ def test_signatures_do_not_claim_other_clusters_scripts(profiles, name):
 )
 def test_signatures_recognise_variants(profiles, name, line):
     assert _hits(profiles[name], line)
-    others = [o for o in EXPECTED if o != name]
+    others = [o for o in CLUSTERS if o != name]
     assert not [o for o in others if _hits(profiles[o], line)]
 
 
 def test_prologue_runs_before_modules_only_where_needed(profiles):
     # Sophia's bash jobs need /etc/profile for `module`; elsewhere the prologue stays empty.
     assert any("/etc/profile" in line for line in profiles["sophia"].prologue)
-    assert [p.name for p in profiles.values() if p.prologue] == ["sophia"]
+    assert not profiles["polaris"].prologue and not profiles["perlmutter"].prologue
 
 
 def test_setup_lines_are_valid_bash(profiles):
@@ -395,3 +397,50 @@ def test_shared_module_tree_does_not_outvote_delta(profiles):
     scores = {name: len(_hits(p, script)) for name, p in profiles.items()}
     best = max(scores, key=scores.get)
     assert best == "delta" and scores["delta"] > scores["anvil"]
+
+
+# --- template rows (library.py): a cluster is its profile plus at most one template file ----------
+
+# What every cluster must offer: the families the port tests check on every profile.
+FAMILIES = [("pytorch", "ddp"), ("pytorch", "fsdp"), ("deepspeed", "zero3"), ("accelerate", "ddp"),
+            ("pytorch", "single"), ("pytorch", "any")]
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_every_cluster_lists_its_template_rows_in_its_profile(profiles, name):
+    profile = profiles[name]
+    rows = {(t.framework, t.strategy) for t in profile.templates if t.supported}
+    assert set(FAMILIES) <= rows, f"{name} lacks {set(FAMILIES) - rows}"
+    assert all(t.id.startswith(f"{name}-") for t in profile.templates)
+    launch = templates_dir() / "launch"
+    assert not (launch / name).exists(), "the rows replace the per-variant files"
+    assert (launch / (profile.launch_template or f"_{profile.scheduler}.sh.j2")).is_file()
+
+
+@pytest.mark.parametrize("name", CLUSTERS)
+def test_every_row_renders_its_shape(profiles, name):
+    intent = JobIntent(nodes=2, entrypoint="train.py", script_args=["--epochs", "1"])
+    for template in (t for t in load_templates() if t.cluster == name and t.supported):
+        script = render(intent, profiles[name], template, "job.sh")
+        launch = script[script.index("export MASTER_PORT="):]
+        assert "train.py --epochs 1" in launch, (template.id, launch)
+        assert SHAPE_LINE[template.shape].search(launch), (template.id, template.shape, launch)
+
+
+# What each shape's launch lines must contain, whatever the cluster's launcher.
+SHAPE_LINE = {
+    "ranks": re.compile(r"export RANK=\S+ LOCAL_RANK=\S+ WORLD_SIZE=[^;]+; exec"),
+    "generic": re.compile(r"LOCAL_WORLD_SIZE=\d+ GROUP_RANK="),
+    "torchrun": re.compile(r"torchrun --nnodes=\"\$NNODES\""),
+    "accelerate": re.compile(r"accelerate launch --machine_rank="),
+    "deepspeed": re.compile(r"deepspeed --hostfile=maple-hostfile"),
+    "single": re.compile(r"^(?![^\n]*NNODES)[^\n]*\bpython train\.py", re.M),  # one process, not one per node
+}
+
+
+def test_a_rows_shape_follows_from_its_launcher_and_strategy():
+    row = dict(id="x-y", cluster="x", scheduler="slurm", framework="pytorch", description="", path="_slurm.sh.j2")
+    shape = lambda strategy, launcher: TemplateMeta(**row, strategy=strategy, launcher=launcher).shape  # noqa: E731
+    assert [shape("ddp", "srun"), shape("fsdp", "torchrun"), shape("zero3", "deepspeed"), shape("ddp", "accelerate"),
+            shape("any", "mpiexec"), shape("any", "torchrun"), shape("single", "python")] == \
+        ["ranks", "torchrun", "deepspeed", "accelerate", "generic", "torchrun", "single"]
