@@ -89,6 +89,9 @@ class Flux(Scheduler):
     gate_kept = frozenset({"ntasks", "ppn", "cores_per_task", "gpus_per_task", "gpus_per_node", "exclusive",
                            "job_name"})
     size_options = frozenset({"nodes", "time_limit"})
+    # Lines of a failed job as flux-core prints them (flux-core#6437, flux-sched#1084, flux-core#6054):
+    # a fatal job exception (severity 0) and flux run's summary of failed tasks.
+    error_lines = (r"job\.exception\b[^\n]*\bseverity=0\b", r"flux-job: task\(s\) exited with exit code [1-9]")
     launchers = frozenset({"flux"})
     fields = {
         "nodes": ("nodes", _nodes), "ntasks": ("ntasks", positive), "ppn": ("ntasks_per_node", positive),
