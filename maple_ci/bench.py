@@ -27,7 +27,7 @@ from .extract import extract, extract_script
 from .library import GENERIC, get_template, load_templates
 from .paths import bundled
 from .port import PortResult, port_intent
-from .profiles import get_profile
+from .profiles import get_profile, load_profiles
 
 SCORED_FIELDS = ("scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node", "world_size",
                  "entrypoint", "script_args", "walltime", "account", "source_cluster")
@@ -46,14 +46,20 @@ def suite_path() -> Path:
     return bundled("benchmarks") / "accuracy" / "suite.yaml"
 
 
+def suite_targets() -> list[str]:
+    """The clusters the suite's cases are ported to: every profile, so a new cluster is covered by being there."""
+    return sorted(load_profiles())
+
+
 def expand_cases(suite: dict) -> list[Case]:
     """Every style/phrasing x model x node count, each ported to targets drawn with a fixed seed (a
     round-robin would tie node counts to clusters, since both cycle)."""
     rng = random.Random(0)
     cases = []
+    targets = suite_targets()
 
     def add(kind: str, name: str, text: str, expect: dict) -> None:
-        for target in rng.sample(suite["targets"], suite["targets_per_source"]):
+        for target in rng.sample(targets, suite["targets_per_source"]):
             cases.append(Case(id=f"{name}->{target}", kind=kind, text=text, target=target, expect=expect))
 
     for (style_name, style), (model_name, model), nodes in itertools.product(
@@ -237,7 +243,7 @@ def run_latency(cases: list[Case], repeat: int = 20, runs: int = 5) -> dict:
     profile = get_profile(case.target)
     template = best_template(intent, profile.name)  # builds or opens the table once
     script = render(intent, profile, template, "bench")
-    all_targets = yaml.safe_load(suite_path().read_text())["targets"]
+    all_targets = suite_targets()
     scaling = {}
     with tempfile.TemporaryDirectory() as out:
         for count in (1, 4, 8, 12):
