@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from maple_ci import schedulers
 from maple_ci.bench_real import FIELDS, TARGETS, load_real_cases, run_real
 from maple_ci.profiles import load_profiles
 
@@ -22,7 +23,7 @@ def test_the_corpus_is_wide():
     assert all(items[item] >= 4 for item in range(1, 10)), items
     clusters = Counter(case["expect"]["source_cluster"] for case in CASES)
     assert all(clusters[name] >= 1 for name in load_profiles()), clusters
-    assert {case["expect"]["scheduler"] for case in CASES} == {"slurm", "pbs", "none"}
+    assert {case["expect"]["scheduler"] for case in CASES} == {*schedulers.names(), "none"}  # every scheduler a source
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(case["file"]) for case in CASES])
