@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from ..errors import MapleError
+from ..schedulers.slurm import SLURM
 
 
 def miniapp_for(framework: str, strategy: str | None) -> str:
@@ -18,6 +19,35 @@ def miniapp_for(framework: str, strategy: str | None) -> str:
     return "fsdp" if strategy == "fsdp" else "ddp"
 
 
+def _slurm(path: Path, miniapp: str, env, limit: dict, **options):
+    from .slurm import verify_slurm
+
+    return verify_slurm(path, miniapp=miniapp, adapt=options["adapt"], env=env, **limit)
+
+
+def _local(path: Path, miniapp: str, env, limit: dict, **options):
+    from .local import verify_local
+
+    return verify_local(path, miniapp=miniapp, in_allocation=options["in_allocation"], env=env, **limit)
+
+
+def _jacamar(path: Path, miniapp: str, env, limit: dict, **options):
+    from .jacamar import verify_jacamar
+
+    if not options["cluster"]:
+        raise MapleError("the jacamar backend needs the cluster (the center runner's tag; --cluster)")
+    env = os.environ if env is None else env
+    return verify_jacamar(Path(path).as_posix(), cluster=options["cluster"], miniapp=miniapp, ref=options["ref"],
+                          commit=options["commit"], gitlab_url=env.get("MAPLE_GITLAB_URL", ""),
+                          project=env.get("MAPLE_GITLAB_PROJECT", ""),
+                          trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
+                          api_token=env.get("MAPLE_GITLAB_TOKEN") or None, **limit)
+
+
+# The backends by name: the scheduler's own (its unit's verify_backend), local emulation, a center's runner.
+BACKENDS = {SLURM.verify_backend: _slurm, "local": _local, "jacamar": _jacamar}
+
+
 def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optional[str] = None,
                      timeout: Optional[int] = None, adapt: bool = True, in_allocation: bool = False,
                      ref: str = "main", commit: Optional[str] = None, env: Optional[Mapping[str, str]] = None):
@@ -26,23 +56,8 @@ def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optiona
     process environment by default; the jobs get only what jobenv.job_environment keeps of it, and
     the jacamar backend reads its MAPLE_GITLAB_* settings there. jacamar: `path` names the file in
     the repository at `commit` (a full commit id), which the center checks out and reads."""
-    limit = {} if timeout is None else {"timeout": timeout}
-    if backend == "slurm":
-        from .slurm import verify_slurm
-
-        return verify_slurm(path, miniapp=miniapp, adapt=adapt, env=env, **limit)
-    if backend == "local":
-        from .local import verify_local
-
-        return verify_local(path, miniapp=miniapp, in_allocation=in_allocation, env=env, **limit)
-    if backend == "jacamar":
-        from .jacamar import verify_jacamar
-
-        if not cluster:
-            raise MapleError("the jacamar backend needs the cluster (the center runner's tag; --cluster)")
-        env = os.environ if env is None else env
-        return verify_jacamar(Path(path).as_posix(), cluster=cluster, miniapp=miniapp, ref=ref,
-                              commit=commit, gitlab_url=env.get("MAPLE_GITLAB_URL", ""), project=env.get("MAPLE_GITLAB_PROJECT", ""),
-                              trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
-                              api_token=env.get("MAPLE_GITLAB_TOKEN") or None, **limit)
-    raise MapleError(f"unknown verification backend {backend!r}; choose slurm, local or jacamar")
+    run = BACKENDS.get(backend)
+    if run is None:
+        raise MapleError(f"unknown verification backend {backend!r}; choose {', '.join(BACKENDS)}")
+    return run(path, miniapp, env, {} if timeout is None else {"timeout": timeout}, adapt=adapt,
+               in_allocation=in_allocation, cluster=cluster, ref=ref, commit=commit)
