@@ -22,6 +22,7 @@ from typing import Callable, Optional
 import yaml
 from pydantic import BaseModel
 
+from . import schedulers
 from .errors import MapleError
 from .extract import extract, extract_script
 from .library import GENERIC, get_template, load_templates
@@ -102,7 +103,7 @@ def generation_failures(case: Case, result: PortResult) -> list[str]:
     profile = get_profile(case.target)
     back = extract_script(result.script)
     failures = []
-    if not result.script.lstrip().startswith("#!") or ("#SBATCH" if profile.scheduler == "slurm" else "#PBS") not in result.script:
+    if not result.script.lstrip().startswith("#!") or schedulers.get(profile.scheduler).prefix not in result.script:
         failures.append(f"no {profile.scheduler} directives")
     if back.nodes != case.expect["nodes"]:
         failures.append(f"nodes {back.nodes} != {case.expect['nodes']}")
@@ -300,11 +301,11 @@ def run_verified(cases: list[Case], count: int, timeout: int = 300) -> dict:
     each, 128 CPUs). Jobs need the site's `module` command: on the test cluster run with
     BASH_ENV=tests/cluster/site-env.sh, as its README says."""
     from .verify import miniapp_for
-    from .verify.slurm import verify_slurm
+    from .verify.slurm import BACKEND, verify_slurm
 
     def fits_local(case: Case) -> bool:  # the test cluster's shape: tests/cluster/slurm.conf.in
         profile = get_profile(case.target)
-        return (profile.scheduler == "slurm" and profile.devices_per_node <= 4 and profile.cores_per_node <= 128
+        return (schedulers.get(profile.scheduler).verify_backend == BACKEND and profile.devices_per_node <= 4 and profile.cores_per_node <= 128
                 and case.expect["nodes"] == 2)
 
     by_target: dict[str, list[Case]] = {}

@@ -11,6 +11,7 @@ from typing import Callable, Mapping, Optional
 
 from pydantic import BaseModel, Field
 
+from . import schedulers
 from .containers import allowed
 from .errors import MapleError
 from .extract import extract, load_source
@@ -59,7 +60,7 @@ _CONSTRAINT = re.compile(r"[A-Za-z0-9_&|,:*\[\]!.-]+")
 def _own_constraint(intent: JobIntent, profile: ClusterProfile) -> tuple[ClusterProfile, Optional[str]]:
     """On the source's own Slurm cluster, the source's node features (Perlmutter's gpu&hbm80g for
     the 80 GB nodes) replace the profile's --constraint: the center's own tuning stays."""
-    if not intent.constraint or intent.source_cluster != profile.name or profile.scheduler != "slurm":
+    if not intent.constraint or intent.source_cluster != profile.name or not schedulers.get(profile.scheduler).node_features:
         return profile, None
     if not _CONSTRAINT.fullmatch(intent.constraint):
         return profile, f"the source's constraint {intent.constraint!r} is not a plain feature expression; not kept"
