@@ -32,9 +32,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from maple_ci.errors import MapleError
+from maple_ci.verify import BACKENDS
 
 DEFAULT_PATH = ".github/maple.yml"
-Backend = Literal["none", "jacamar", "slurm", "local"]
+Backend = Literal[("none", *BACKENDS)]  # verification backends by name (maple_ci.verify)
 
 
 class _Strict(BaseModel):

@@ -44,8 +44,8 @@ def _jacamar(path: Path, miniapp: str, env, limit: dict, **options):
                           api_token=env.get("MAPLE_GITLAB_TOKEN") or None, **limit)
 
 
-# The backends by name: the scheduler's own (its unit's verify_backend), local emulation, a center's runner.
-BACKENDS = {SLURM.verify_backend: _slurm, "local": _local, "jacamar": _jacamar}
+# The backends by name: a center's runner, the scheduler's own (its unit's verify_backend), local emulation.
+BACKENDS = {"jacamar": _jacamar, SLURM.verify_backend: _slurm, "local": _local}
 
 
 def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optional[str] = None,
