@@ -22,7 +22,7 @@ class VerifyResult(BaseModel):
     """The outcome of one real run of a mini-app through a launch script."""
 
     ok: bool
-    backend: str  # "slurm", "local", "jacamar"
+    backend: str  # the name it has in verify.BACKENDS
     job_id: Optional[str] = None  # None when the scheduler refused the script
     # As the scheduler or service names it: slurm and local give Slurm's job states (COMPLETED,
     # FAILED, NODE_FAIL, ...), REJECTED (sbatch refused) or TIMEOUT (maple-ci's own limit); jacamar
