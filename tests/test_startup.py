@@ -180,8 +180,8 @@ def test_a_shipped_answer_is_what_lancedb_answers(monkeypatch, tmp_path):
 def test_a_changed_library_is_searched_in_lancedb_not_answered_from_the_package(tmp_path):
     templates = tmp_path / "templates"
     shutil.copytree(REPO / "templates", templates)
-    template = templates / "launch" / "polaris" / "pytorch-ddp-torchrun.sh.j2"
-    template.write_text(template.read_text() + "# changed\n")
+    profile = templates / "clusters" / "polaris.yaml"  # a cluster's template rows live in its profile
+    profile.write_text(profile.read_text() + "# changed\n")
     port = ["port", EXAMPLE, "--to", "polaris", "--out", tmp_path / "scripts"]
     # Its table is built from shipped vectors (the template's text is the same); the REST client's API stays out.
     assert imported_by(port, tmp_path / "data", env={"MAPLE_TEMPLATES_DIR": str(templates)}) == \
