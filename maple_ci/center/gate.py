@@ -20,6 +20,7 @@ from pathlib import Path
 
 from maple_ci.center.checkout import (Refused, fetch_commit, read_script, refuse_stored_credentials, remove,
                                       scratch_copy, site_startup_file)
+from maple_ci import schedulers
 from maple_ci.center.options import scheduler_parameters
 from maple_ci.paths import miniapps_dir
 from maple_ci.profiles import get_profile
@@ -97,7 +98,7 @@ def refuse_unlisted_image(text: str, cluster: str) -> None:
     except MapleError as exc:
         raise Refused(f"the script cannot be read: {exc}") from exc
     commands = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")
-                         or line.lstrip().startswith(("#SBATCH", "#PBS")))
+                         or line.lstrip().startswith(tuple(unit.prefix for unit in schedulers.all())))
     if container or _RUNTIME.search(commands):
         raise Refused(f"the script runs a container image ({image or 'not readable'}) that is not on {cluster}'s "
                       "list of allowed images pinned by digest")
