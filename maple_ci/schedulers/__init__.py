@@ -13,7 +13,7 @@ from typing import Optional
 from ..errors import MapleError
 from .base import Directives, Option, Scheduler
 
-__all__ = ["Directives", "Option", "Scheduler", "all", "by_variable", "detect", "find", "get", "implied", "mentioned",
+__all__ = ["Directives", "Option", "Scheduler", "all", "by_submit", "by_variable", "detect", "find", "get", "implied", "mentioned",
            "names", "register"]
 
 _UNITS: dict[str, Scheduler] = {}
@@ -54,6 +54,11 @@ def detect(text: str) -> Optional[Scheduler]:
     """The scheduler whose directive comes first before the first command, or None."""
     firsts = [(block[0][0], unit) for unit in _UNITS.values() if (block := unit.block(text))]
     return min(firsts, key=lambda first: first[0])[1] if firsts else None
+
+
+def by_submit(command: str) -> Optional[Scheduler]:
+    """The scheduler whose submit command `command` is (sbatch, /usr/bin/qsub)."""
+    return next((unit for unit in _UNITS.values() if unit.submit[:1] == (command.rsplit("/", 1)[-1],)), None)
 
 
 def by_variable(name: str) -> Optional[Scheduler]:

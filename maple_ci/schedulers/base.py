@@ -152,6 +152,8 @@ class Scheduler:
     size_options: ClassVar[frozenset] = frozenset()  # what capped() writes: the node count and the walltime
     node_features: ClassVar[bool] = False
     launchers: ClassVar[frozenset] = frozenset()  # launchers that run only under this scheduler (srun)
+    export_option: ClassVar[Optional[str]] = None  # the submit option that passes variables to the job
+    passes_arguments: ClassVar[bool] = False  # words after the script on the submit line reach it as $1...
     verify_backend: ClassVar[Optional[str]] = None
     # option name -> (Directives field, converter); see interpret()
     fields: ClassVar[dict] = {}

@@ -103,6 +103,7 @@ class Pbs(Scheduler):
     site_options = frozenset({"account", "project", "queue", "walltime", "filesystems"})
     gate_kept = frozenset({"place", "filesystems"})
     size_options = frozenset({"select", "walltime"})
+    export_option = "v"
     fields = {"walltime": ("walltime", _walltime), "ngpus": ("gpus", gpu_count), "ncpus": ("cpus", positive),
               "account": ("account", as_written), "queue": ("queue", as_written)}
     example = ("#!/bin/bash\n#PBS -l select=2:ngpus=4\n#PBS -l walltime=1:30:00\n#PBS -A abc\n#PBS -q debug\n"

@@ -100,6 +100,8 @@ class Slurm(Scheduler):
     size_options = frozenset({"nodes", "time"})
     node_features = True
     launchers = frozenset({"srun"})
+    export_option = "export"
+    passes_arguments = True
     verify_backend = "slurm"
     fields = {
         "nodes": ("nodes", _nodes), "ntasks": ("ntasks", positive), "ntasks_per_node": ("ntasks_per_node", positive),
