@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
+from test_verify_generated import AURORA_HSN, CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
 
 from maple_ci.bench_real import load_real_cases, real_dir
 from maple_ci.extract import extract
 from maple_ci.files import read_text
-from maple_ci.port import port_intent
+from maple_ci.port import apply_overrides, port_intent
+from maple_ci.profiles import load_profiles
 from maple_ci.verify import miniapp_for
+from maple_ci.verify.local import verify_local
 from maple_ci.verify.slurm import verify_slurm
 
 
@@ -109,3 +111,69 @@ def test_ported_corpus_scripts_train_the_miniapp_on_8_ranks(slurm_cluster, tmp_p
                                 range(len(RUNS))))
     report = {f"{run.file} -> {run.target}": _problems(run, *ported[i], results[i]) for i, run in enumerate(RUNS)}
     assert not any(report.values()), "\n".join(f"{name}: {'; '.join(why)}" for name, why in report.items() if why)
+
+
+# --- every Slurm and PBS cluster: five corpus scripts port to it, one of them runs the mini-app ---
+# Five 2-node sources of different schedulers, launchers and frameworks. Every port must pass the
+# static checks; one port per cluster (a different source from cluster to cluster) runs, so a new
+# profile is run by being there. Slurm targets run on the local cluster where its nodes hold the
+# target's (<= 4 devices, <= 128 CPUs, tests/cluster/slurm.conf.in); a bigger node's ranks would
+# outnumber the GPUs Slurm gives here, so those are ported and checked, not run. PBS targets run
+# in the local backend's emulation, on one node where the target's node has more than 4 devices
+# (12 Aurora tiles on two nodes would be 24 torch processes on this 2-core machine).
+FIVE = ["centers/perlmutter/train_perlmutter.sh", "centers/delta/torchrun_c10d.slurm", "centers/polaris/ddp_affinity.pbs",
+        "centers/perlmutter/accelerate_clm.sbatch", "centers/marenostrum5/acc_hf_deepspeed.sh"]
+LOCAL_DEVICES, LOCAL_CPUS = 4, 128
+TARGETS = sorted(name for name, p in load_profiles().items() if p.scheduler in ("slurm", "pbs"))
+
+
+def _runs_here(profile) -> bool:
+    return profile.scheduler == "pbs" or (profile.devices_per_node <= LOCAL_DEVICES and profile.cpus_per_node <= LOCAL_CPUS)
+
+
+def _port_to(file: str, target: str, out: Path, **overrides):
+    [case] = [c for c in load_real_cases() if c["path"] == real_dir() / file]
+    name = str(case["path"].relative_to(case["group"].parent))
+    intent = apply_overrides(extract(read_text(case["path"], name), name, case["path"].parent, case["group"]), **overrides)
+    [result] = port_intent(intent, [target], name, out)
+    return result, miniapp_for(intent.framework, intent.strategy)
+
+
+def _run_one(target: str, script: str, miniapp: str, master_port: int, workdir: Path, cluster):
+    profile = load_profiles()[target]
+    script = re.sub(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", script)
+    world = int(re.search(r"^# Job: .* = (\d+) ranks", script, re.M).group(1))
+    workdir.mkdir()
+    path = workdir / f"{target}.{profile.script_suffix}"
+    if profile.scheduler == "pbs":  # Aurora's head node name resolves only on Aurora's network
+        path.write_text(script.replace(AURORA_HSN, '$(head -n 1 "$PBS_NODEFILE")'))
+        nodes = 1 if profile.devices_per_node > LOCAL_DEVICES else 2
+        result = verify_local(path, miniapp=miniapp, nodes_hosts=nodes, timeout=JOB_TIMEOUT, env=cluster.job_env, workdir=workdir)
+        return failures(Case(target, miniapp, world, hosts=()), result)
+    path.write_text(script)
+    result = verify_slurm(path, miniapp=miniapp, timeout=JOB_TIMEOUT, env=cluster.job_env, workdir=workdir)
+    return failures(Case(target, miniapp, world), result)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_five_corpus_scripts_port_to_every_slurm_and_pbs_cluster(module_data_dir, target, tmp_path):
+    for file in FIVE:
+        result, _ = _port_to(file, target, tmp_path / "ported")
+        assert result.status == "ok", (file, [c for c in result.checks if not c.ok])
+
+
+@pytest.mark.cluster
+def test_one_corpus_port_per_cluster_trains_the_miniapp(slurm_cluster, tmp_path, monkeypatch, free_port):
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "maple-data"))
+    profiles = load_profiles()
+    runs = []
+    for index, target in enumerate(t for t in TARGETS if _runs_here(profiles[t])):
+        big = profiles[target].scheduler == "pbs" and profiles[target].devices_per_node > LOCAL_DEVICES
+        result, miniapp = _port_to(FIVE[index % len(FIVE)], target, tmp_path / "ported", **({"nodes": 1} if big else {}))
+        runs.append((target, FIVE[index % len(FIVE)], result.script, miniapp))
+    assert len(runs) >= 12
+    with ThreadPoolExecutor(CONCURRENT_JOBS) as pool:
+        report = list(pool.map(lambda i: _run_one(runs[i][0], runs[i][2], runs[i][3], free_port(), tmp_path / str(i),
+                                                  slurm_cluster), range(len(runs))))
+    bad = {f"{file} -> {target}": why for (target, file, _, _), why in zip(runs, report) if why}
+    assert not bad, "\n".join(f"{name}: {'; '.join(why)}" for name, why in bad.items())
