@@ -3,6 +3,7 @@
 Code never branches on a cluster's name; everything that differs between machines is a field here.
 """
 
+import re
 from functools import lru_cache
 from typing import Literal, Optional
 
@@ -226,3 +227,22 @@ def get_profile(name: str) -> ClusterProfile:
     if key not in profiles:
         raise MapleError(f"unknown cluster {name!r}; known clusters: {', '.join(sorted(profiles))}")
     return profiles[key]
+
+
+def _unconfirmed(profile: ClusterProfile) -> int:
+    """How many of the profile's values say they are unconfirmed (`# unconfirmed` in its file, and
+    the container's list)."""
+    text = (templates_dir() / "clusters" / f"{profile.name}.yaml").read_text()
+    return len(re.findall(r"#\s*unconfirmed", text)) + len(profile.container.unconfirmed)
+
+
+def clusters_markdown() -> str:
+    """The README's table of supported machines, one row per profile (tests/test_profiles.py keeps
+    the README equal to it)."""
+    rows = ["| Cluster | Center | Scheduler | GPUs per node | Templates | Values marked unconfirmed |",
+            "|---|---|---|---|---|---|"]
+    for p in load_profiles().values():
+        devices = "" if p.devices_per_node == p.gpus_per_node else f" ({p.devices_per_node} devices)"
+        rows.append(f"| [{p.display_name}]({p.docs_url}) (`{p.name}`) | {p.center} | {p.scheduler} | "
+                    f"{p.gpus_per_node} x {p.gpu_model}{devices} | {len(p.templates)} | {_unconfirmed(p) or 'none'} |")
+    return "\n".join(rows) + "\n"
