@@ -112,12 +112,8 @@ class Flux(Scheduler):
     def write_walltime(self, walltime: str) -> str:
         return fsd(walltime)
 
-    def display(self, option: Option) -> str:
-        return f"--{_LONG.get(option.name, option.name.replace('_', '-'))}"
-
     def finish(self, last: dict[str, Option], d: Directives) -> None:
-        d.dropped += [f"{self.display(o)}={o.value}" if o.value else self.display(o)
-                      for name, o in last.items() if name in _NOT_PORTED]
+        d.dropped += [" ".join(o.words) for name, o in last.items() if name in _NOT_PORTED]
         d.spreads = not d.nodes_given and bool(d.ntasks)
         if d.gpus_per_node is None and d.gpus_per_task:
             tasks = d.ntasks_per_node or per_node(d.ntasks, d.nodes or (None if d.spreads else 1))
