@@ -8,11 +8,9 @@ from its profile and the file it renders from is the profile's `launch_template`
 """
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from .errors import MapleError
@@ -75,24 +73,8 @@ def cluster_templates(data: dict) -> list[TemplateMeta]:
         raise MapleError(f"cluster profile {data['name']}: invalid template row: {exc}") from exc
 
 
-# Transition (issue 17 item 4): clusters not yet moved to profile rows keep one file per variant,
-# templates/launch/<cluster>/<name>.sh.j2, with its row as YAML front matter in a Jinja comment.
-_FRONT_MATTER = re.compile(r"\A\{#---\n(.*?)\n---#\}\n?", re.DOTALL)
-
-
-def _leaf_templates() -> list[TemplateMeta]:
-    metas = []
-    for path in sorted(launch_dir().glob("*/[!_]*.j2")):
-        match = _FRONT_MATTER.match(path.read_text())
-        if not match:
-            raise MapleError(f"template {path} has no '{{#---' front matter")
-        row = yaml.safe_load(match.group(1))
-        metas.append(TemplateMeta.model_validate({**row, "path": str(path.relative_to(launch_dir()))}))
-    return metas
-
-
 def load_templates() -> list[TemplateMeta]:
-    templates = [t for data in cluster_data().values() for t in cluster_templates(data)] + _leaf_templates()
+    templates = [t for data in cluster_data().values() for t in cluster_templates(data)]
     seen: dict[str, str] = {}
     for t in templates:
         if t.id in seen:
