@@ -87,6 +87,7 @@ def test_contract_no_option_of_any_launcher_is_taken_for_the_program(name):
         two = option in spec.pairs or (option == "env" and spec.env_name_value)  # --mca NAME VALUE, -env NAME VALUE
         words = [spelling, "NAME", "VALUE"] if two else [spelling, "VALUE"] \
             if spec.takes_value(option) and not option.startswith("no_") else [spelling]
-        opts, rest = parse_options([*words, "train.py", "--lr", "1"], spec)
+        subcommand = sorted(spec.subcommands)[:1]  # `flux run -N VALUE train.py`
+        opts, rest = parse_options([*subcommand, *words, "train.py", "--lr", "1"], spec)
         assert rest == ["train.py", "--lr", "1"], (spelling, option, opts)
         assert option in opts, (spelling, opts)

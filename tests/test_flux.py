@@ -18,6 +18,7 @@ import pytest
 from maple_ci import schedulers
 from maple_ci.errors import MapleError
 from maple_ci.extract import extract_script
+from maple_ci.launchers import grammar, parse_options
 from maple_ci.miniapp_result import parse_result
 from maple_ci.schedulers.jobvars import translate
 from maple_ci.verify.substitute import resolve_miniapp, substitute_entrypoint
@@ -77,6 +78,12 @@ def test_flux_run_lines_read_as_the_ranks_they_start(launch, nodes, per_node, wo
     intent = extract_script(f"#!/bin/bash\n#flux: -N 2\n#flux: -t 1h\nMASTER_ADDR=$(flux hostlist -l -n 0)\n{launch}\n")
     assert (intent.scheduler, intent.launcher, intent.entrypoint) == ("flux", launcher, "train.py")
     assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (nodes, per_node, world)
+
+
+def test_only_flux_run_and_submit_start_ranks():
+    spec = grammar("flux")
+    assert parse_options(["run", "-N2", "-n8", "python", "t.py"], spec) == ({"nodes": ["2"], "ntasks": ["8"]}, ["python", "t.py"])
+    assert parse_options(["hostlist", "-l", "-n", "0"], spec) == ({}, [])  # MASTER_ADDR=$(flux hostlist ...) is no launch
 
 
 @pytest.mark.parametrize("cluster", ["elcapitan", "tuolumne"])

@@ -26,8 +26,6 @@ class Launcher:
     source: str
     export_list: bool = False  # srun --export=ALL,A=1: a comma-separated list
     ranks: tuple = ()  # ((world alternatives), (per-node alternatives)): see grammars.yaml
-    all_nodes: bool = False  # per-node ranks on every node of the allocation when no node count is given
-    subcommands: tuple = ()  # `flux run`, `flux submit`: the launcher is one of these subcommands
 
     def count(self, which: str, value: Callable[[str], Optional[int]]) -> Optional[int]:
         """Ranks in all (`which` "world") or per node ("per_node"): the first alternative whose
@@ -52,11 +50,11 @@ class Launcher:
 def _load(entry: dict, name: str) -> Launcher:
     spec = Spec(aliases=dict(entry.get("aliases", {})), flags=frozenset(entry.get("flags", ())),
                 values=frozenset(entry.get("values", ())), pairs=frozenset(entry.get("pairs", ())),
-                value_default=entry.get("value_default", True), env_name_value=entry.get("env_name_value", False))
+                value_default=entry.get("value_default", True), env_name_value=entry.get("env_name_value", False),
+                subcommands=frozenset(entry.get("subcommands", ())))
     ranks = tuple((which, tuple(tuple(names) for names in alternatives))
                   for which, alternatives in entry.get("ranks", {}).items())
-    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,
-                    entry.get("all_nodes", False), tuple(entry.get("subcommands", ())))
+    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks)
 
 
 @lru_cache(maxsize=1)

@@ -21,6 +21,9 @@ class Spec:
     # A launcher's `$EXTRA_ARGS` (unknown here) holds options: the command comes after it. Not so
     # where an operand comes first (a container's image, a runner's command).
     unknown_words_are_options: bool = True
+    # The launcher is one of the program's subcommands (`flux run`, `flux submit`); any other
+    # subcommand (`flux hostlist`) starts no ranks.
+    subcommands: frozenset = frozenset()
 
     def takes_value(self, name: str) -> bool:
         if name in self.flags:
@@ -28,8 +31,19 @@ class Spec:
         return self.value_default or name in self.values
 
 
+def _after_subcommand(argv: list[str], spec: Spec) -> Optional[list[str]]:
+    """The words after the launcher's subcommand (`flux run -N2 ...`); None after another one (`flux hostlist`)."""
+    if not spec.subcommands:
+        return argv
+    return argv[1:] if argv and argv[0] in spec.subcommands else None
+
+
 def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[str]]:
-    """Options up to the first operand, as {name: [values]}; the operand and what follows."""
+    """Options up to the first operand, as {name: [values]}; the operand and what follows. A program
+    whose launcher is one of its subcommands gives no command when another subcommand is run."""
+    argv = _after_subcommand(argv, spec)
+    if argv is None:
+        return {}, []
     opts: dict[str, list] = {}
     i = 0
     while i < len(argv):
