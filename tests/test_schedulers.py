@@ -149,7 +149,7 @@ def test_pbs_size_forms(lines, nodes, gpus_per_node, ranks_per_node):
 def test_gadi_job_wide_ncpus_and_ngpus_give_gpus_but_no_node_count():
     # NCI Gadi: `-l ncpus=48,ngpus=4` are the job's totals; the node count follows from the node type.
     d = PBS.read("#!/bin/bash\n#PBS -P ab12\n#PBS -l ncpus=96,ngpus=8\n#PBS -l walltime=10:00:00\nmpirun x\n")
-    assert (d.gpus, d.cpus, d.nodes, d.spreads, d.account, d.walltime) == (8, 96, None, True, "ab12", "10:00:00")
+    assert (d.gpus, d.cpus, d.nodes, d.account, d.walltime) == (8, 96, None, "ab12", "10:00:00")
     on_gpuvolta = d.on_nodes_of(48)  # gpuvolta: 48 cores, 4 GPUs per node
     assert (on_gpuvolta.nodes, on_gpuvolta.gpus_per_node, on_gpuvolta.lines["nodes"]) == (2, 4, 3)
 

@@ -155,6 +155,9 @@ class Scheduler:
     export_option: ClassVar[Optional[str]] = None  # the submit option that passes variables to the job
     passes_arguments: ClassVar[bool] = False  # words after the script on the submit line reach it as $1...
     verify_backend: ClassVar[Optional[str]] = None
+    # What a job asks for that a port does not translate (output names, arrays, mail, ...): listed as
+    # written in Directives.dropped, so the port's header can say so.
+    not_ported: ClassVar[frozenset] = frozenset()
     # option name -> (Directives field, converter); see interpret()
     fields: ClassVar[dict] = {}
     example: ClassVar[str] = ""
@@ -228,6 +231,7 @@ class Scheduler:
 
     def interpret(self, options: list[Option], d: Directives) -> None:
         """Fill `d` from the options (table `fields`), then what combines several (finish)."""
+        d.dropped += [" ".join(self.format_option(o.name, o.value)) for o in options if o.name in self.not_ported]
         last = self.effective(options)
         for name, option in last.items():
             target = self.fields.get(name)

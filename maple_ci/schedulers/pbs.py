@@ -24,7 +24,7 @@ _NAMES = {"A": "account", "q": "queue", "P": "project", "N": "job_name"}
 # One chunk of a PBS select: `[N:]resource=value[:resource=value...]`
 _CHUNK = re.compile(r"(?:(\d+)(?::|$))?((?:[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+(?::|$))*)")
 # What a job asks for that a port does not translate: output, join, arrays, dependencies, mail, rerun, keep.
-_NOT_PORTED = ("o", "e", "j", "J", "W", "m", "M", "r", "k")
+_NOT_PORTED = frozenset("oejJWmMrk")
 
 
 def pbs_walltime(value: str) -> str:
@@ -42,15 +42,21 @@ def _walltime(value: str, d: Directives) -> str:
     return pbs_walltime(value)
 
 
-def cap_select(value: str, max_nodes: int) -> str:
-    """A PBS select statement with its chunks' total capped at max_nodes (the last chunks give way
-    first): `1:ngpus=4+511:ncpus=64` is 512 chunks, not 1. ValueError for one that is not chunks."""
+def _chunks(value: str) -> list[list]:
+    """[count, resources] of each chunk of a select statement; ValueError for one that is not a chunk."""
     chunks = []
     for chunk in value.split("+"):
         match = _CHUNK.fullmatch(chunk)
         if not chunk or not match or not (match[1] or match[2]):
             raise ValueError(f"PBS select chunk {chunk!r} is not [N:]resource=value[:...]")
         chunks.append([int(match[1] or 1), match[2].rstrip(":")])
+    return chunks
+
+
+def cap_select(value: str, max_nodes: int) -> str:
+    """A PBS select statement with its chunks' total capped at max_nodes (the last chunks give way
+    first): `1:ngpus=4+511:ncpus=64` is 512 chunks, not 1. ValueError for one that is not chunks."""
+    chunks = _chunks(value)
     excess = sum(number for number, _ in chunks) - max_nodes
     for chunk in reversed(chunks):
         cut = max(min(excess, chunk[0] - (1 if chunk is chunks[0] else 0)), 0)
@@ -58,23 +64,35 @@ def cap_select(value: str, max_nodes: int) -> str:
     return "+".join(f"{number}:{resources}".rstrip(":") for number, resources in chunks if number)
 
 
+def _read_chunk(chunk: str) -> tuple[int, dict]:
+    """(nodes, resources) of one chunk: `2:ncpus=64:ngpus=4`, Torque's `2:ppn=4:gpus=4`, `ngpus=4`."""
+    fields = chunk.split(":")
+    if not fields[0].isdigit() and "=" not in fields[0]:
+        raise ValueError(f"cannot read the PBS select chunk {chunk!r}")
+    return (int(fields[0]) if fields[0].isdigit() else 1), dict(f.partition("=")[::2] for f in fields if "=" in f)
+
+
+def _ranks(chunks: list[tuple[int, dict]]) -> Optional[int]:
+    """Ranks per node: the last chunk's mpiprocs (PBS Pro) or ppn (Torque) that gives one."""
+    values = [value for _, r in chunks if (value := r.get("mpiprocs") or r.get("ppn") or "").isdigit()]
+    return int(values[-1]) if values else None
+
+
+def _gpus(chunks: list[tuple[int, dict]]) -> Optional[int]:
+    """GPUs per node where every chunk asks for the same number (ngpus, Torque's gpus)."""
+    gpus = {r.get("ngpus") or r.get("gpus") for _, r in chunks}
+    only = gpus.pop() if len(gpus) == 1 else None
+    return int(only) if only and only.isdigit() else None
+
+
 def _read_chunks(value: str, d: Directives, line: int) -> None:
     """select=2:ncpus=64:ngpus=4 (chunks joined by +) or Torque nodes=2:ppn=4:gpus=4."""
     d.nodes_given = True
-    nodes, gpus = 0, set()
-    for chunk in value.split("+"):
-        fields = chunk.split(":")
-        if not fields[0].isdigit() and "=" not in fields[0]:
-            raise ValueError(f"cannot read the PBS select chunk {chunk!r}")
-        nodes += int(fields[0]) if fields[0].isdigit() else 1
-        resources = dict(f.partition("=")[::2] for f in fields if "=" in f)
-        gpus.add(resources.get("ngpus") or resources.get("gpus"))
-        ranks = resources.get("mpiprocs") or resources.get("ppn") or ""
-        if ranks.isdigit():
-            d.set("ntasks_per_node", int(ranks), line)
-    d.set("nodes", nodes or None, line)
-    if len(gpus) == 1 and (only := gpus.pop()) and only.isdigit():
-        d.set("gpus_per_node", int(only), line)
+    chunks = [_read_chunk(chunk) for chunk in value.split("+")]
+    d.set("nodes", sum(nodes for nodes, _ in chunks) or None, line)
+    for name, number in (("ntasks_per_node", _ranks(chunks)), ("gpus_per_node", _gpus(chunks))):
+        if number is not None:
+            d.set(name, number, line)
 
 
 class Pbs(Scheduler):
@@ -104,6 +122,7 @@ class Pbs(Scheduler):
     gate_kept = frozenset({"place", "filesystems"})
     size_options = frozenset({"select", "walltime"})
     export_option = "v"
+    not_ported = _NOT_PORTED
     fields = {"walltime": ("walltime", _walltime), "ngpus": ("gpus", gpu_count), "ncpus": ("cpus", positive),
               "account": ("account", as_written), "queue": ("queue", as_written)}
     example = ("#!/bin/bash\n#PBS -l select=2:ngpus=4\n#PBS -l walltime=1:30:00\n#PBS -A abc\n#PBS -q debug\n"
@@ -146,13 +165,14 @@ class Pbs(Scheduler):
                 _read_chunks(option.value, d, option.line)
             except ValueError as exc:
                 d.errors.append(DirectiveError(f"line {option.line}: {exc}", "nodes", option.line))
-        d.spreads = not d.nodes_given and bool(d.gpus or d.cpus)  # job-wide totals (Gadi): nodes follow from the node type
-        d.dropped += [f"-{letter} {last[letter].value}" for letter in _NOT_PORTED if letter in last]
-        project = last.get("project")
+        self._account(last.get("project"), d)
+        d.queue = real(d.queue, "queue", d)
+
+    @staticmethod
+    def _account(project: Optional[Option], d: Directives) -> None:
         if d.account is None and project is not None:  # PBS Pro's project (-P): what NCI Gadi charges
             d.set("account", project.value, project.line)
         d.account = real(d.account, "account", d)
-        d.queue = real(d.queue, "queue", d)
 
     def format_option(self, name: str, value: Optional[str]) -> list[str]:
         letter = next((c for c, n in self.spec.aliases.items() if n == name), None)

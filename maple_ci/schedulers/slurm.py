@@ -60,11 +60,17 @@ def _time(value: str, d: Directives) -> Optional[str]:
     return slurm_walltime(value)
 
 
-# What a job asks for that a port does not translate: output names, arrays, dependencies, signals,
-# mail. Listed in the port's header so the user can put back what the job needs.
-_NOT_PORTED = {"output", "error", "array", "dependency", "signal", "requeue", "mail_type", "mail_user",
+_NOT_PORTED = frozenset({"output", "error", "array", "dependency", "signal", "requeue", "mail_type", "mail_user",
                "open_mode", "mem", "mem_per_cpu", "mem_per_gpu", "exclusive", "begin", "reservation",
-               "licenses", "export", "comment", "kill_on_invalid_dep"}
+               "licenses", "export", "comment", "kill_on_invalid_dep"})
+
+
+def _gpus_per_node(d: Directives) -> None:
+    """GPUs per node from a job-wide count or per task, where no per-node count is given."""
+    if d.gpus_per_node is None and d.gpus:  # without -N and without -n, Slurm allocates one node
+        d.set("gpus_per_node", per_node(d.gpus, d.nodes or (None if d.spreads else 1)), d.lines["gpus"])
+    if d.gpus_per_node is None and d.gpus_per_task and d.ntasks_per_node:
+        d.set("gpus_per_node", d.gpus_per_task * d.ntasks_per_node, d.lines["gpus_per_task"])
 
 
 class Slurm(Scheduler):
@@ -99,6 +105,7 @@ class Slurm(Scheduler):
                            "gres", "constraint", "partition", "job_name", "gpu_bind", "exclusive"})
     size_options = frozenset({"nodes", "time"})
     node_features = True
+    not_ported = _NOT_PORTED
     launchers = frozenset({"srun"})
     export_option = "export"
     passes_arguments = True
@@ -117,13 +124,8 @@ class Slurm(Scheduler):
         return slurm_walltime(value)
 
     def finish(self, last: dict[str, Option], d: Directives) -> None:
-        d.dropped += [f"--{name.replace('_', '-')}" + (f"={o.value}" if o.value else "")
-                      for name, o in last.items() if name in _NOT_PORTED]
         d.spreads = not d.nodes_given and bool(d.ntasks or d.gpus)
-        if d.gpus_per_node is None and d.gpus:  # without -N and without -n, Slurm allocates one node
-            d.set("gpus_per_node", per_node(d.gpus, d.nodes or (None if d.spreads else 1)), d.lines["gpus"])
-        if d.gpus_per_node is None and d.gpus_per_task and d.ntasks_per_node:
-            d.set("gpus_per_node", d.gpus_per_task * d.ntasks_per_node, d.lines["gpus_per_task"])
+        _gpus_per_node(d)
         d.account = real(d.account, "account", d)
         queue = last.get("qos") or last.get("partition")  # the QOS is the finer choice where both are given
         if queue is not None:
