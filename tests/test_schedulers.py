@@ -97,6 +97,8 @@ def test_capped_size_options_read_back_capped(unit):
 def test_job_variables_are_its_own_and_fixed_ones_follow_the_directives(unit):
     for names in unit.job_vars.values():
         assert all(unit.owns_variable(name) and schedulers.by_variable(name) is unit for name in names)
+    assert all(unit.owns_variable(name) or name.startswith(unit.name.upper()) for name in unit.job_environment)
+    assert not any("PROLOG" in name or "EPILOG" in name for name in unit.job_environment)  # they run programs
     known = unit.known_vars(unit.read(unit.example))
     assert all(unit.owns_variable(name) for name in known)
     assert all(known[name] == "2" for name, field in unit.fixed_vars.items() if field == "nodes")

@@ -146,6 +146,9 @@ class Scheduler:
     var_prefix: ClassVar[str]
     job_vars: ClassVar[dict] = {}
     helper_vars: ClassVar[frozenset] = frozenset()
+    # The job's own variables a verification job may see (verify/jobenv.py): what the scheduler sets
+    # for a batch job, never input variables that make it run a program (SLURM_TASK_PROLOG).
+    job_environment: ClassVar[frozenset] = frozenset()
     fixed_vars: ClassVar[dict] = {}
     site_options: ClassVar[frozenset] = frozenset()
     gate_kept: ClassVar[frozenset] = frozenset()

@@ -117,6 +117,13 @@ class Pbs(Scheduler):
         "ranks_per_node": ("PBS_NUM_PPN",),
         "node_file": ("PBS_NODEFILE",),
     }
+    # PBS Professional User's Guide, "Environment Variables"
+    # (https://help.altair.com/2022.1.0/PBS%20Professional/PBSUserGuide2022.1.pdf, read 2026-11-25), and NCI
+    # Gadi's resource counts (https://opus.nci.org.au, "PBS Environment Variables", read 2026-11-25)
+    job_environment = frozenset(f"PBS_{name}" for name in (
+        "JOBID", "JOBNAME", "NODEFILE", "O_WORKDIR", "O_HOST", "O_QUEUE", "QUEUE", "ENVIRONMENT", "JOBDIR",
+        "O_HOME", "O_LOGNAME", "O_SHELL", "O_SYSTEM", "TASKNUM", "NODENUM", "ARRAY_INDEX", "ARRAY_ID",
+        "NCPUS", "NGPUS", "VMEM", "NNODES"))
     helper_vars = frozenset({"PBS_JOBSIZE"})  # named like PBS's but set by site helpers: no PBS job has it by itself
     site_options = frozenset({"account", "project", "queue", "walltime", "filesystems"})
     gate_kept = frozenset({"place", "filesystems"})

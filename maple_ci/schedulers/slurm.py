@@ -93,6 +93,17 @@ class Slurm(Scheduler):
         "rank": ("SLURM_PROCID",),
         "local_rank": ("SLURM_LOCALID",),
     }
+    # sbatch(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/sbatch.html, read 2026-11-25
+    job_environment = frozenset({"SLURMD_NODENAME", *(f"SLURM_{name}" for name in (
+        "JOB_ID", "JOBID", "JOB_NAME", "JOB_NODELIST", "NODELIST", "JOB_NUM_NODES", "NNODES", "NTASKS", "NPROCS",
+        "NTASKS_PER_NODE", "TASKS_PER_NODE", "CPUS_ON_NODE", "CPUS_PER_TASK", "JOB_CPUS_PER_NODE", "TRES_PER_TASK",
+        "GPUS", "GPUS_ON_NODE", "GPUS_PER_NODE", "GPUS_PER_TASK", "JOB_GPUS", "NTASKS_PER_GPU", "MEM_PER_NODE",
+        "MEM_PER_CPU", "MEM_PER_GPU", "JOB_PARTITION", "JOB_ACCOUNT", "JOB_QOS", "CLUSTER_NAME", "SUBMIT_DIR",
+        "SUBMIT_HOST", "JOB_USER", "JOB_UID", "JOB_GID", "NODEID", "PROCID", "LOCALID", "ARRAY_JOB_ID",
+        "ARRAY_TASK_ID", "ARRAY_TASK_COUNT", "ARRAY_TASK_MIN", "ARRAY_TASK_MAX", "RESTART_COUNT",
+        "JOB_START_TIME", "JOB_END_TIME", "TOPOLOGY_ADDR", "TOPOLOGY_ADDR_PATTERN", "CONF", "GTIDS", "NODE_ALIASES",
+        "PRIO_PROCESS", "TASK_PID", "WORKING_CLUSTER", "SCRIPT_CONTEXT", "JOB_RESERVATION", "JOB_LICENSES",
+        "JOB_DEPENDENCY", "HET_SIZE", "SHARDS_ON_NODE", "UMASK"))})
     fixed_vars = {"SLURM_NNODES": "nodes", "SLURM_JOB_NUM_NODES": "nodes", "SLURM_NTASKS": "tasks",
                   "SLURM_NPROCS": "tasks", "SLURM_NTASKS_PER_NODE": "ntasks_per_node",
                   "SLURM_GPUS_PER_NODE": "gpus_per_node", "SLURM_GPUS_ON_NODE": "gpus_per_node",
