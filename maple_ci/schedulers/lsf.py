@@ -1,5 +1,8 @@
 """IBM Spectrum LSF with CSM (OLCF Summit, LLNL Sierra and Lassen): `#BSUB` directives, [hours:]minutes
 walltimes, job variables, and bsub/bkill. A source scheduler: scripts from these machines port out.
+No LSF machine is a target: Summit was decommissioned on 2024-11-15 (its guide says so), Sierra was shut
+down in October 2025 (press reports, e.g. slashgear.com, read 2026-11-28), and for Lassen no LLNL page
+on running PyTorch there, nor its current status, was found (# unconfirmed whether it still runs).
 
 Sources (read 2026-11-28):
 - OLCF Summit user guide, "Batch Scripts", "Common bsub Options" (-W [hours:]minutes, -nnodes with one
