@@ -2,6 +2,7 @@
 registering it), then what is particular to Slurm's and PBS's directive forms."""
 
 import itertools
+import re
 
 import pytest
 
@@ -117,6 +118,19 @@ def test_job_variables_translate_to_every_other_scheduler(source, target):
             else:
                 with pytest.raises(MapleError, match=name):
                     translate(f"${name}", target.name, 4)
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=ids)
+def test_what_the_debug_agent_asks_of_a_unit_is_there(unit):
+    for pattern in unit.error_patterns:
+        re.compile(pattern)
+    assert all(isinstance(command, str) and command for command in unit.site_queries.values())
+
+
+def test_a_log_names_its_scheduler_by_its_error_lines():
+    assert schedulers.from_log("qsub: Job rejected by all possible destinations\n") is schedulers.get("pbs")
+    assert schedulers.from_log("sbatch: error: Batch job submission failed\n") is schedulers.get("slurm")
+    assert schedulers.from_log("Traceback (most recent call last):\n") is None
 
 
 # --- Slurm's and PBS's own forms ------------------------------------------------------------------

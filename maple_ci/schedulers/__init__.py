@@ -13,7 +13,7 @@ from typing import Optional
 from ..errors import MapleError
 from .base import Directives, Option, Scheduler
 
-__all__ = ["Directives", "Option", "Scheduler", "all", "by_submit", "by_variable", "detect", "find", "get", "implied", "mentioned",
+__all__ = ["Directives", "Option", "Scheduler", "all", "by_submit", "by_variable", "detect", "find", "from_log", "get", "implied", "mentioned",
            "names", "register"]
 
 _UNITS: dict[str, Scheduler] = {}
@@ -59,6 +59,13 @@ def detect(text: str) -> Optional[Scheduler]:
 def by_submit(command: str) -> Optional[Scheduler]:
     """The scheduler whose submit command `command` is (sbatch, /usr/bin/qsub)."""
     return next((unit for unit in _UNITS.values() if unit.submit[:1] == (command.rsplit("/", 1)[-1],)), None)
+
+
+def from_log(text: str) -> Optional[Scheduler]:
+    """The scheduler whose own error lines (qsub: ..., sbatch: error: ...) a job log holds first."""
+    found = [(m.start(), unit) for unit in _UNITS.values() for pattern in unit.error_patterns
+             if (m := re.search(pattern, text, re.M))]
+    return min(found, key=lambda first: first[0])[1] if found else None
 
 
 def by_variable(name: str) -> Optional[Scheduler]:

@@ -158,6 +158,12 @@ class Scheduler:
     export_option: ClassVar[Optional[str]] = None  # the submit option that passes variables to the job
     passes_arguments: ClassVar[bool] = False  # words after the script on the submit line reach it as $1...
     verify_backend: ClassVar[Optional[str]] = None
+    # What the debug agent needs (debug/ reads these; it names no scheduler): regexes of the lines the
+    # scheduler writes when it refuses or ends a job, how to look up a site value (fact -> command),
+    # and what to do when the user's job limit is reached.
+    error_patterns: ClassVar[tuple] = ()
+    site_queries: ClassVar[dict] = {}
+    limit_advice: ClassVar[str] = ""
     # What a job asks for that a port does not translate (output names, arrays, mail, ...): listed as
     # written in Directives.dropped, so the port's header can say so.
     not_ported: ClassVar[frozenset] = frozenset()

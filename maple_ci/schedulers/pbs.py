@@ -124,6 +124,18 @@ class Pbs(Scheduler):
         "JOBID", "JOBNAME", "NODEFILE", "O_WORKDIR", "O_HOST", "O_QUEUE", "QUEUE", "ENVIRONMENT", "JOBDIR",
         "O_HOME", "O_LOGNAME", "O_SHELL", "O_SYSTEM", "TASKNUM", "NODENUM", "ARRAY_INDEX", "ARRAY_ID",
         "NCPUS", "NGPUS", "VMEM", "NNODES"))
+    error_patterns = (r"(?:^|[ \t'\"])qsub: ",  # qsub only speaks when it refuses a job (a wrapper may quote it)
+                      r"=>> PBS: job killed")
+    # qstat -Q, pbsnodes (the Reference Guide above); sbank is ALCF's
+    site_queries = {
+        "account": "sbank-list-allocations (ALCF; other PBS sites: the allocation's web page, unconfirmed)",
+        "queue": "qstat -Q",
+        "max_walltime": "qstat -Qf <queue>  (resources_max.walltime)",
+        "devices_per_node": "pbsnodes -a | grep ngpus",
+        "mem": "qstat -Qf <queue>  (resources_max.mem), or the memory of the node: pbsnodes -a",
+    }
+    limit_advice = ("wait until your running jobs finish (qstat -u $USER) or delete one (qdel <jobid>); "
+                    "the queue's limits: qstat -Qf <queue>")
     helper_vars = frozenset({"PBS_JOBSIZE"})  # named like PBS's but set by site helpers: no PBS job has it by itself
     site_options = frozenset({"account", "project", "queue", "walltime", "filesystems"})
     gate_kept = frozenset({"place", "filesystems"})

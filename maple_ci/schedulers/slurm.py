@@ -104,6 +104,26 @@ class Slurm(Scheduler):
         "JOB_START_TIME", "JOB_END_TIME", "TOPOLOGY_ADDR", "TOPOLOGY_ADDR_PATTERN", "CONF", "GTIDS", "NODE_ALIASES",
         "PRIO_PROCESS", "TASK_PID", "WORKING_CLUSTER", "SCRIPT_CONTEXT", "JOB_RESERVATION", "JOB_LICENSES",
         "JOB_DEPENDENCY", "HET_SIZE", "SHARDS_ON_NODE", "UMASK"))})
+    error_patterns = (r"\b(?:sbatch|salloc|srun|slurmstepd): (?:error|fatal)\b", r"Batch job submission failed",
+                      r"Unable to allocate resources", r"DUE TO TIME LIMIT", r"allocation failure:")
+    # sacctmgr, sinfo, scontrol, seff man pages (https://slurm.schedmd.com/, read 2026-11-25)
+    site_queries = {
+        "account": "sacctmgr show assoc user=$USER format=account%30,partition,qos%40",
+        "qos": "sacctmgr show assoc user=$USER format=account%30,qos%60",
+        "partition": 'sinfo -o "%P %l %G"',
+        "queue": 'sinfo -o "%P %l %G"',
+        "max_walltime": "scontrol show partition  (MaxTime)",
+        "gpu_flag": 'sinfo -o "%P %G"; scontrol show partition  (TRES: gres/gpu or gpu:<type>)',
+        "gpu_count": 'sinfo -o "%P %G"',
+        "gpu_type": 'sinfo -o "%P %G"  (gpu:<type>:<count>)',
+        "devices_per_node": 'sinfo -o "%P %G"',
+        "constraint": 'sinfo -o "%P %f"',
+        "value": "scontrol show partition  (the partition's limits and defaults)",
+        "mem": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS",
+        "gpus": 'the GPUs the program uses (one per process); per node: sinfo -o "%P %G"',
+    }
+    limit_advice = ("wait until your running jobs finish (squeue -u $USER) or cancel one (scancel <jobid>); "
+                    "your limits: sacctmgr show assoc user=$USER format=account%30,qos%40,maxjobs,maxsubmit")
     fixed_vars = {"SLURM_NNODES": "nodes", "SLURM_JOB_NUM_NODES": "nodes", "SLURM_NTASKS": "tasks",
                   "SLURM_NPROCS": "tasks", "SLURM_NTASKS_PER_NODE": "ntasks_per_node",
                   "SLURM_GPUS_PER_NODE": "gpus_per_node", "SLURM_GPUS_ON_NODE": "gpus_per_node",
