@@ -124,6 +124,13 @@ def test_adaptation_drops_site_directives_only():
                      "dropped site directive --time=02:00:00"]
 
 
+def test_adaptation_drops_cscs_uenv_and_container_engine_options():
+    script = "#!/bin/bash\n#SBATCH -N 2 --uenv=pytorch/v2.8.0:/user-environment --view=default\n" \
+             "#SBATCH --environment=ngc.toml\nsrun python train.py\n"
+    adapted, notes = adapt_directives(script)
+    assert adapted == "#!/bin/bash\n#SBATCH -N 2\nsrun python train.py\n" and len(notes) == 3
+
+
 def test_adaptation_fits_gpu_requests_only_when_asked():
     script = "#!/bin/bash\n#SBATCH -N 2 --gpus=v100-32:16\n#SBATCH --gres=gpu:2 --gpus-per-node=4\nsrun hostname\n"
     assert adapt_directives(script)[0] == script  # a request too big for a node stays Slurm's to refuse

@@ -62,7 +62,8 @@ def _time(value: str, d: Directives) -> Optional[str]:
 
 _NOT_PORTED = frozenset({"output", "error", "array", "dependency", "signal", "requeue", "mail_type", "mail_user",
                "open_mode", "mem", "mem_per_cpu", "mem_per_gpu", "exclusive", "begin", "reservation",
-               "licenses", "export", "comment", "kill_on_invalid_dep"})
+               "licenses", "export", "comment", "kill_on_invalid_dep", "uenv", "view",
+                          "environment"})
 
 
 def _gpus_per_node(d: Directives) -> None:
@@ -130,7 +131,10 @@ class Slurm(Scheduler):
                   "SLURM_CPUS_PER_TASK": "cpus_per_task"}
     # Options that name things of one site: another machine has no such account, QOS, node feature,
     # license or reservation, its partitions have their own names, and its walltime its own limits.
-    site_options = frozenset({"account", "partition", "qos", "constraint", "licenses", "reservation", "time"})
+    # CSCS's uenv plugin (--uenv, --view) and Container Engine (--environment=<edf>.toml), docs.cscs.ch/software/ml/pytorch/
+    # (read 2026-11-28): another sbatch refuses them as unrecognized options.
+    site_options = frozenset({"account", "partition", "qos", "constraint", "licenses", "reservation", "time", "uenv",
+                              "view", "environment"})
     # What shapes the allocation, which a center passes through (the rest it leaves to the site).
     gate_kept = frozenset({"ntasks", "ntasks_per_node", "cpus_per_task", "gpus", "gpus_per_node", "gpus_per_task",
                            "gres", "constraint", "partition", "job_name", "gpu_bind", "exclusive"})
