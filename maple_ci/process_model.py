@@ -32,8 +32,10 @@ def process_model(intent: JobIntent) -> str:
 
 def same_model(one: JobIntent, other: JobIntent) -> bool:
     """Whether two jobs start their program the same way: one rank started by srun or mpiexec
-    (srun -n 1 python x.py) is one process too."""
+    (srun -n 1 python x.py) is one process too, and so is a launcher per node with one worker on one node."""
     models = {process_model(one), process_model(other)}
+    if one.world_size == other.world_size == 1:
+        return True  # one process however it is started (torchrun --nproc_per_node 1 on one node, srun -n 1)
     single = 1 in (one.world_size, other.world_size)
     return len(models) == 1 or (models == {ONE_PROCESS, PER_DEVICE} and single)
 

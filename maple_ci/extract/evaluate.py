@@ -252,6 +252,8 @@ class Expander:
         if indirect:
             value = self._get(value, None) if isinstance(value, str) and value else None
         if length:
+            if index in ("@", "*"):  # ${#a[*]}: how many items, not the length of their joined text
+                value = self._get(name, "@")
             return str(len(value)) if isinstance(value, (list, str)) else None
         if not rest:
             return value

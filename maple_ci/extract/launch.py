@@ -20,6 +20,7 @@ from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
+from .consoles import CONSOLES, REMOTE, console, remote
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
@@ -116,6 +117,13 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         return inner(argv[command_flag + 1], shell, stages, argv[command_flag + 3:], ctx)
     if head in ("bash", "sh") and len(argv) > 1:
         return _program(argv[1:], shell, stages, ctx)
+    if head in ("sbatch", "qsub"):  # another script submitted: extraction may port that one (extract/submit.py)
+        shell.submits.append(argv)
+        return None
+    if head in REMOTE:
+        return remote(head, argv, shell, stages, ctx)
+    if head in CONSOLES and (found := console(head, argv, shell, stages, ctx)) is not None:
+        return found
     if head in MPI_LAUNCHERS:
         grammar = launcher(head)
         opts, rest = parse_options(argv[1:], grammar.spec)
@@ -192,7 +200,7 @@ def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Opt
         return None
     if argv[i] == "-m" and i + 1 < len(argv):
         module, rest = argv[i + 1], argv[i + 2:]
-        if module in ("torch.distributed.run", "torch.distributed.launch"):
+        if module in ("torch.distributed.run", "torch.distributed.launch", "torchrun_jsc"):
             return _dl_stage("torchrun", rest, TORCHRUN, shell, stages, ctx)
         if module == "accelerate.commands.launch":
             return _dl_stage("accelerate", rest, ACCELERATE, shell, stages, ctx)
@@ -222,7 +230,8 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
     # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
     runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
-    score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if runs_python else 0
+    trains = runs_python or bool(entry) and entry.rsplit("/", 1)[-1] in CONSOLES  # `llamafactory-cli train` alone
+    score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes))
 

@@ -14,11 +14,13 @@ from ..intent import REQUIRED_FOR_PORT, JobIntent
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from ..profile_files import cluster_data
 from . import kind
+from .. import schedulers
 from .directives import Directives, count, parse_directives, per_node, runtime_vars
 from .evaluate import PASS_THROUGH
 from .launch import Launch, best
 from .options import last
 from .shell import bash_syntax_error, parse
+from .submit import submitted
 from .walk import Shell, runtime_values
 
 # Variables every target recomputes for itself; copying them across clusters would be wrong.
@@ -151,7 +153,7 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
             raise MapleError(f"{problem}; fix the shell syntax there")
         base = Path(base_dir) if base_dir is not None else None
         try:
-            return _extract_script(text, base, Path(root) if root is not None else base)
+            return _extract_script(text, base, Path(root) if root is not None else base, follow_submit=True)
         except RecursionError:  # ( ( ( ... ), ${a:-${a:-...}} thousands deep: bounded, like the budget
             raise MapleError("the script nests subshells, groups or expansions deeper than extraction follows; "
                              "extraction stopped") from None
@@ -159,7 +161,7 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
         raise MapleError(f"{name}: {exc}", exc.exit_code) from exc
 
 
-def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -> JobIntent:
+def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], follow_submit: bool = False) -> JobIntent:
     d = parse_directives(text)
     notes = list(d.notes)
     if d.nodes is None and not d.nodes_given and not d.spreads and d.scheduler != "none":
@@ -167,17 +169,22 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path]) -
             notes.append("the node count is chosen at submit time; the port takes it from the allocation")
         else:
             d.nodes = 1  # what sbatch and qsub allocate when nothing asks for more
-    slots = d.ntasks_per_node if d.scheduler == "pbs" else None
+    unit = schedulers.find(d.scheduler)  # a job with a host file (PBS_NODEFILE) has one line per rank slot
+    slots = d.ntasks_per_node if unit and "node_file" in unit.job_vars else None
     shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots), arguments_known=False)
     shell.run(parse(text, shell.budget))
     launch = best(shell.launches)
+    if launch is None and follow_submit and (job := submitted(shell.submits, shell.read)):
+        # the job runs where it was submitted: the submitted script's paths are read from here
+        intent = _extract_script(job.text, base_dir, root)
+        note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
+                "submit line's options and arguments written in; submit the port in place of both")
+        return replace(intent, notes=[note, *intent.notes])
 
     scheduler = d.scheduler
     if scheduler == "none":
-        if re.search(r"\$\{?SLURM_", text) or (launch and launch.stages and launch.stages[0][0] == "srun"):
-            scheduler = "slurm"
-        elif re.search(r"\$\{?PBS_", text):
-            scheduler = "pbs"
+        implied = schedulers.implied(text, launch.stages[0][0] if launch and launch.stages else None)
+        scheduler = implied.name if implied else "none"
 
     configs: dict[str, str] = {}
     ds_path = kind.deepspeed_config(launch) if launch else None

@@ -55,6 +55,7 @@ class Shell:
     notes: list = field(default_factory=list)
     depth: int = 0  # wrapper scripts, bash -c strings and function calls this shell is inside
     commands: list = field(default_factory=list)  # the script's own other commands: (line, words, launch)
+    submits: list = field(default_factory=list)  # `sbatch ...`/`qsub ...` lines, expanded (extract/submit.py)
     nested: int = 0  # eval and source levels: they count toward MAX_DEPTH with `depth`
     budget: Budget = field(default_factory=Budget)  # shared by every shell of one extraction
     output: Optional[list] = None  # what `echo` prints, in a function run for its output: $(f a b)
@@ -309,7 +310,8 @@ class Shell:
             self.depth -= 1
             self.positional, self.arguments_known = saved
         else:
-            launch = chain(fields, self, [])
+            # `NAME=x cmd`: the launcher sees NAME too (llamafactory-cli's FORCE_TORCHRUN, NNODES)
+            launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
             if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
                 self.commands.append((cmd.line, cmd.words, launch))
             if launch and (launch.score or self.depth and launch.entry):  # inner: scored by the caller

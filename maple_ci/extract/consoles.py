@@ -1,0 +1,113 @@
+"""Console scripts that are launchers, and remote shells that start one per node.
+
+`colossalai run`, `tune run`, `torchrun_jsc` and `composer` start the per-device workers the way
+torchrun does (torchrun's options or its variables), so they are read as a torchrun stage on the
+program they run; `llamafactory-cli train CFG` with FORCE_TORCHRUN runs torchrun on its own module;
+IDRIS's `idr_accelerate` is `accelerate launch`. `ssh HOST CMD` and `pdsh -w HOSTS CMD` run a command
+string on each node: it is read as a script of its own. Their option grammars are the registry's
+(maple_ci/launchers/grammars.yaml).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from ..errors import MapleError
+from ..launchers import grammar, last, parse_options
+
+if TYPE_CHECKING:
+    from .launch import Launch, _Context
+    from .walk import Shell
+
+CONSOLES = {"colossalai", "composer", "tune", "torchrun_jsc", "llamafactory-cli", "idr_accelerate"}
+REMOTE = {"ssh", "pdsh"}
+# llamafactory-cli's torchrun options come from its environment (LLaMA-Factory's cli.py)
+_LLAMAFACTORY_ENV = {"NNODES": "nnodes", "NODE_RANK": "node_rank", "NPROC_PER_NODE": "nproc_per_node",
+                     "MASTER_ADDR": "master_addr", "MASTER_PORT": "master_port"}
+
+
+def remote(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Context") -> Optional["Launch"]:
+    """`ssh [opts] HOST CMD...` / `pdsh [opts] CMD...`: the command string read as a script."""
+    from .launch import inner
+
+    _, rest = parse_options(argv[1:], grammar(head))
+    # a host only the job knows (`${nodes[$i]}`) may expand to nothing: a host has no spaces, a command does
+    command = rest[1:] if head == "ssh" and not (len(rest) == 1 and " " in rest[0]) else rest
+    return inner(" ".join(command), shell, stages, [], ctx) if command else None
+
+
+def console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Context") -> Optional["Launch"]:
+    """A console-script launcher, as the torchrun or accelerate stage it amounts to; None when it
+    is used as a plain program (`llamafactory-cli train` on one device)."""
+    return _READERS[head](argv, shell, stages, ctx)
+
+
+def _torchrun_like(argv: list[str], shell: "Shell", stages: list, ctx: "_Context") -> Optional["Launch"]:
+    from .launch import _dl_stage
+    from .options import TORCHRUN
+
+    return _dl_stage("torchrun", argv, TORCHRUN, shell, stages, ctx)
+
+
+def _colossalai(argv, shell, stages, ctx):
+    if argv[1:2] != ["run"]:
+        return None
+    return _torchrun_like(argv[2:], shell, stages, ctx)
+
+
+def _tune(argv, shell, stages, ctx):
+    if argv[1:2] != ["run"]:
+        return None
+    opts, rest = parse_options(argv[2:], grammar("tune"))
+    if rest and not rest[0].endswith(".py"):
+        config = last(parse_options(rest[1:], grammar("tune"))[0], "config") or "CONFIG.yaml"
+        raise MapleError(
+            f"`tune run {rest[0]}` runs a torchtune built-in recipe, which is not in the checkout; copy it "
+            f"in (`tune cp {rest[0]} recipes/` and `tune cp {config} configs/`) and launch the file, or give "
+            f"--entrypoint 'recipes/{rest[0]}.py --config configs/...' (a /maple port comment takes the same option)")
+    return _torchrun_like(argv[2:], shell, stages, ctx)
+
+
+def _torchrun_jsc(argv, shell, stages, ctx):
+    return _torchrun_like(argv[1:], shell, stages, ctx)
+
+
+def _composer(argv, shell, stages, ctx):
+    from .launch import finish
+
+    opts, rest = parse_options(argv[1:], grammar("composer"))
+    if not rest:
+        return None
+    torchrun = {"nproc_per_node": opts["nproc"]} if "nproc" in opts else {}
+    if "world_size" in opts and "nproc" in opts:  # composer's world size counts ranks, torchrun's nnodes nodes
+        torchrun["nnodes"] = [f"$(({last(opts, 'world_size')} / {last(opts, 'nproc')}))"]
+    if "module_mode" in opts:
+        return finish([*stages, ("torchrun", torchrun)], f"-m {rest[0]}", rest[1:], shell, ctx)
+    return finish([*stages, ("torchrun", torchrun)], rest[0], rest[1:], shell, ctx)
+
+
+def _llamafactory(argv, shell, stages, ctx):
+    from .launch import finish
+
+    env = {**{k: v for k, v in shell.vars.items() if isinstance(v, str)}, **ctx.env}
+    if argv[1:2] != ["train"] or env.get("FORCE_TORCHRUN", "").lower() not in ("1", "true"):
+        return None
+    torchrun = {option: [env[name]] for name, option in _LLAMAFACTORY_ENV.items() if env.get(name)}
+    for name in ("FORCE_TORCHRUN", *_LLAMAFACTORY_ENV):  # torchrun's options now, not the program's variables
+        ctx.env.pop(name, None)
+    return finish([*stages, ("torchrun", torchrun)], "-m llamafactory.launcher", argv[2:], shell, ctx)
+
+
+def _idr_accelerate(argv, shell, stages, ctx):
+    from .launch import _dl_stage
+    from .options import ACCELERATE
+
+    # IDRIS's wrapper sizes accelerate from the Slurm job: every node of it, every GPU of each
+    opts = ["--num_machines", "$SLURM_NNODES", "--num_processes", "$((SLURM_NNODES * SLURM_GPUS_ON_NODE))"]
+    if "--zero_stage" in argv or any(a.startswith("--zero_stage=") for a in argv):
+        opts.append("--use_deepspeed")
+    return _dl_stage("accelerate", [*opts, *argv[1:]], ACCELERATE, shell, stages, ctx)
+
+
+_READERS = {"colossalai": _colossalai, "tune": _tune, "torchrun_jsc": _torchrun_jsc, "composer": _composer,
+            "llamafactory-cli": _llamafactory, "idr_accelerate": _idr_accelerate}

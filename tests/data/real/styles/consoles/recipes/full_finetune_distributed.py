@@ -1,0 +1,2 @@
+from torch.distributed.fsdp import fully_shard
+from torchtune import config, training

@@ -1,0 +1,2 @@
+from composer import Trainer
+from composer.utils import dist

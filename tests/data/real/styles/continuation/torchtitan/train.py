@@ -1,0 +1,1 @@
+from torch.distributed.fsdp import fully_shard

@@ -1,0 +1,4 @@
+import jax
+
+jax.distributed.initialize()
+print(jax.device_count(), jax.local_device_count())

@@ -1,0 +1,3 @@
+import jax
+import jax.numpy as jnp
+print(jax.devices())
