@@ -243,18 +243,6 @@ def real_library(real_data_dir, monkeypatch):
     return load_templates()
 
 
-BASIC_COMBOS = {"pytorch-ddp", "pytorch-fsdp", "deepspeed-zero3", "accelerate-ddp", "accelerate-fsdp", "accelerate-zero3"}
-
-
-def test_real_library_covers_every_cluster_with_the_basic_combos(real_library):
-    assert len(real_library) >= 72
-    combos = defaultdict(set)
-    for t in real_library:
-        combos[t.cluster].add(f"{t.framework}-{t.strategy}")
-    for cluster in load_profiles():
-        assert BASIC_COMBOS <= combos[cluster], cluster
-
-
 @pytest.mark.parametrize("strategy", ["fsdp", "zero3"])
 def test_real_library_keeps_accelerates_strategy_on_every_cluster(real_library, strategy):
     """`accelerate launch --use_fsdp` (or --use_deepspeed --zero_stage 3) reads as framework

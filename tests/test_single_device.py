@@ -31,9 +31,9 @@ SOURCES = {
     "srun": "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -n 1\n#SBATCH --gres=gpu:1\n#SBATCH -t 01:00:00\n"
             "srun python train.py --lr 0.1\n",
 }
-# What makes one device the program's: Slurm's per-job GPU request of one, srun's per-task binding,
+# What makes one device the program's: Slurm's per-job GPU request of one (--gpus, --gres), srun's per-task binding,
 # or the vendor's visibility variable set to the first device.
-BOUND = re.compile(r"^#SBATCH --gpus(-per-node)?=(\S+:)?1$|--gpus-per-task=1 |"
+BOUND = re.compile(r"^#SBATCH --(gpus(-per-node)?=(\S+:)?1|gres=gpu:(\S+:)?1)$|--gpus-per-task=1 |"
                    r"^export (CUDA_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|ZE_AFFINITY_MASK)=0$", re.M)
 
 
