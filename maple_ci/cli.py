@@ -173,57 +173,44 @@ def _read_script(path: Path) -> str:
 
 def verify(args) -> int:
     """Run a mini-app through SCRIPT on a real scheduler and report whether every rank joined."""
-    import tempfile
-
     from .extract import extract_script
     from .llm import backend_from_setting
-    from .verify import miniapp_for, run_verification
+    from .pipeline import script_runner, verify_and_debug
+    from .verify import miniapp_for
 
     model = backend_from_setting(args.llm) if args.fix else None  # a bad setting fails before any run
     script = args.script
     text = _read_script(script)
     intent = extract_script(text, base_dir=script.parent, name=str(script))
-    backend = args.backend
-    if backend == "auto":
-        backend = "slurm" if intent.scheduler == "slurm" else "local"
+    backend = args.backend if args.backend != "auto" else "slurm" if intent.scheduler == "slurm" else "local"
     options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
                    adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,
                    ref=args.ref, commit=args.commit)
-    progress = _progress(args.json_output)
-    progress(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
-    result = run_verification(backend, script, **options)
-    report = None
-    if not result.ok and args.fix:
-        from .debug import RunOutcome, debug_loop
+    _progress(args.json_output)(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
+    verified = verify_and_debug(text, script_runner(backend, script, options, in_place=True), cluster=options["cluster"],
+                                path=str(script), fix=args.fix, model=model)
+    if verified.report and verified.report.attempts:
+        fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
+        fixed.write_text(verified.report.script)
+        _progress(args.json_output)(f"patched script written to {fixed}")
+    _print_verified(verified, args.json_output)
+    return 0 if verified.ok else 1
 
-        def rerun(candidate: str) -> RunOutcome:
-            if candidate == text:
-                return RunOutcome(result.ok, result.log)  # the run above; never spend an allocation twice
-            with tempfile.TemporaryDirectory() as scratch:
-                path = Path(scratch) / script.name
-                path.write_text(candidate)
-                progress("re-running the patched script")
-                outcome = run_verification(backend, path, **options)
-                return RunOutcome(outcome.ok, outcome.log)
 
-        report = debug_loop(text, rerun, options["cluster"], path=str(script), llm=model)
-        if report.attempts:
-            fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
-            fixed.write_text(report.script)
-            progress(f"patched script written to {fixed}")
-    if args.json_output:
+def _print_verified(verified, json_output: bool) -> None:
+    result, report = verified.result, verified.report
+    if json_output:
         _print_json({"result": result.model_dump(), "debug": report.model_dump() if report else None})
-    else:
-        colour = "green" if result.ok else "red"
-        out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): {result.message}",
-                  highlight=False)
-        for note in result.notes:
-            out.print(f"  note: {note}", highlight=False)
-        if not result.ok and result.log:
-            out.print(result.log[-3000:], markup=False, highlight=False)
-        if report:
-            _print_debug_report(report)
-    return 0 if result.ok or (report and report.ok) else 1
+        return
+    colour = "green" if result.ok else "red"
+    out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): {result.message}",
+              highlight=False)
+    for note in result.notes:
+        out.print(f"  note: {note}", highlight=False)
+    if not result.ok and result.log:
+        out.print(result.log[-3000:], markup=False, highlight=False)
+    if report:
+        _print_debug_report(report)
 
 
 def _print_debug_report(report) -> None:

@@ -165,7 +165,7 @@ def test_no_vendor_note_when_the_vendor_stays_or_is_not_known(tmp_path, source):
 def test_the_repository_config_names_environments_and_the_bot_uses_them(tmp_path):
     from contextlib import nullcontext
 
-    from maple_ci.github.commands import Command
+    from maple_ci.github.commands import BotCommand
     from maple_ci.github.config import load_config
     from maple_ci.github.pipeline import Pipeline
 
@@ -174,7 +174,7 @@ def test_the_repository_config_names_environments_and_the_bot_uses_them(tmp_path
     assert config.python_env == {"frontier": "/ccs/proj/abc/envs/torch"}
     (tmp_path / "job.sh").write_text(DDP)
     pipeline = Pipeline(config, lambda ref: nullcontext(tmp_path), env={}, backend=None)
-    [result] = pipeline.port(Command("port", ("frontier", "anvil"), source="job.sh"), (), "c0")
+    [result] = pipeline.port(BotCommand("port", ("frontier", "anvil"), source="job.sh"), (), "c0")
     scripts = {c["cluster"]: c["content"] for c in result["clusters"]}
     assert "conda activate /ccs/proj/abc/envs/torch" in scripts["frontier"]
     assert "--python-env PATH" in scripts["anvil"] and "exit 1" in scripts["anvil"]  # not named for anvil

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from maple_ci.github.checks import checks_passed
-from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, PortResult, truncate
+from maple_ci.github.delivery import BODY_LIMIT, TITLE_LIMIT, SourceResult, check_failed, truncate
 from maple_ci.github.markdown import cell, code, plain
 from maple_ci.github.state import State, write_state
 
@@ -31,7 +31,7 @@ FOOTER = """---
   `/maple recreate` discards those commits and ports again."""
 
 
-def merged(earlier: list[PortResult], results: list[PortResult]) -> list[PortResult]:
+def merged(earlier: list[SourceResult], results: list[SourceResult]) -> list[SourceResult]:
     """Earlier results updated by this request's, by (script, cluster): a cluster ported again is
     replaced, one not ported again is kept as it was reported."""
     by_source = {r["source"]: r for r in earlier}
@@ -42,7 +42,7 @@ def merged(earlier: list[PortResult], results: list[PortResult]) -> list[PortRes
     return list(by_source.values())
 
 
-def describe(state: State, results: list[PortResult], banner: str = "") -> str:
+def describe(state: State, results: list[SourceResult], banner: str = "") -> str:
     """The PR body: `banner` (why the bot stopped updating the branch), every script on the branch,
     the footer, and the state (earlier results merged with these) that the next request reads."""
     everything = merged(list(state.results), results)
@@ -53,7 +53,7 @@ def describe(state: State, results: list[PortResult], banner: str = "") -> str:
     return truncate(text, BODY_LIMIT - len(hidden)) + hidden
 
 
-def title_for(earlier: list[PortResult], results: list[PortResult], prefix: str = "maple:") -> str:
+def title_for(earlier: list[SourceResult], results: list[SourceResult], prefix: str = "maple:") -> str:
     """`<prefix> port <scripts> to <clusters>`, on one line and within GitHub's 256 characters."""
     everything = merged(earlier, results)
     sources = ", ".join(sorted({" ".join(r["source"].split()) for r in everything}))
@@ -69,7 +69,7 @@ INTENT_FIELDS = ("source_cluster", "scheduler", "launcher", "framework", "strate
 VERIFICATION_MARKS = {"pending": "⏳", "passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️"}
 
 
-def render_pr_body(results: list[PortResult]) -> str:
+def render_pr_body(results: list[SourceResult]) -> str:
     """The PR description: a status table per ported script and what was extracted from it."""
     parts = ["Launch scripts ported by maple-ci.", ""]
     for result in results:
@@ -104,7 +104,7 @@ def render_pr_body(results: list[PortResult]) -> str:
 REPLY_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️", "pending": "⏳"}
 
 
-def reply_for(url: str, results: list[PortResult]) -> str:
+def reply_for(url: str, results: list[SourceResult]) -> str:
     """The reply in the thread: the PR, then per script and cluster what happened, failures first."""
     rows = [(r, c) for r in results for c in r["clusters"]]
     rows.sort(key=lambda rc: rc[1]["verification"] not in ("failed", "error"))
@@ -113,7 +113,7 @@ def reply_for(url: str, results: list[PortResult]) -> str:
     return "\n".join(lines)
 
 
-def _outcome(result: PortResult, c) -> str:
+def _outcome(result: SourceResult, c) -> str:
     what = c["verification"]
     if c.get("fixed") and not c["suggestions"]:
         what = "passed with the debug agent's fix, committed to the PR"
@@ -121,7 +121,7 @@ def _outcome(result: PortResult, c) -> str:
         what += f" ({link('log', c['log_url'])})"
     if c["suggestions"]:
         what += "; a fix is suggested in the PR's review"
-    failing = [k["name"] for k in c["checks"] if not k["ok"] and k.get("level", "failure") == "failure"]
+    failing = [k["name"] for k in c["checks"] if check_failed(k)]
     if failing:
         what += f"; static checks failed: {plain(', '.join(failing))}"
     return f"{REPLY_MARKS.get(c['verification'], '')} {c['cluster']} ({code(c['path'])}): {what}"

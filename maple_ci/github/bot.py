@@ -2,10 +2,10 @@
 
 The pipeline is passed in as two functions, so the bot can be tested without it and the pipeline
 without GitHub (pipeline.Pipeline has both):
-  port(command, sources, ref) -> list[PortResult] generates on the checkout of `ref`: the command's
+  port(command, sources, ref) -> list[SourceResult] generates on the checkout of `ref`: the command's
     --from, else the launch scripts among `sources` (what a push or the PR changed), else every
     tracked script; for `verify` it collects the ported scripts at `ref`.
-  verify(command, results, commit, skip) -> list[PortResult] runs verification on `commit`, which
+  verify(command, results, commit, skip) -> list[SourceResult] runs verification on `commit`, which
     holds the files (the jacamar backend fetches them by commit); `skip` says why it may not run.
 """
 
@@ -31,12 +31,12 @@ from maple_ci.github.approval import (Provenance, approve, approver, fork_source
                                       waiting_note)
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.checks import conclusion, verify_with_check_runs
-from maple_ci.github.commands import Command, authorize, refusal
+from maple_ci.github.commands import BotCommand, authorize, refusal
 from maple_ci.github.config import Config, Schedule
 from maple_ci.github.delivery import (
     BODY_LIMIT,
     BRANCH_PREFIX,
-    PortResult,
+    SourceResult,
     log_annotations,
     open_pr,
     react,
@@ -49,18 +49,18 @@ from maple_ci.github.publish import AUTOMATIC, propose_fixes, publish, set_ignor
 from maple_ci.github.report import report_error, sync_report
 from maple_ci.github.state import read_state
 
-PortFn = Callable[[Command, tuple[str, ...], str], list[PortResult]]
+PortFn = Callable[[BotCommand, tuple[str, ...], str], list[SourceResult]]
 # verify(command, results, commit, skip, progress): progress(result, cluster result) as each run starts and ends
-VerifyFn = Callable[[Command, list[PortResult], str, Optional[str], Optional[Callable]], list[PortResult]]
+VerifyFn = Callable[[BotCommand, list[SourceResult], str, Optional[str], Optional[Callable]], list[SourceResult]]
 
 
 class Done(NamedTuple):
-    results: list[PortResult]  # [] when nothing was run
+    results: list[SourceResult]  # [] when nothing was run
     pr: PullRequest | None = None  # the PR opened or updated, if any
 
 
-def results_as_given(command: Command, results: list[PortResult], commit: str, skip: str | None,
-                     progress: Callable | None = None) -> list[PortResult]:
+def results_as_given(command: BotCommand, results: list[SourceResult], commit: str, skip: str | None,
+                     progress: Callable | None = None) -> list[SourceResult]:
     """A VerifyFn for port functions whose results already carry their verification."""
     return results
 
@@ -111,7 +111,7 @@ class Target(NamedTuple):
     fork_head: str | None  # a fork PR's head commit
 
 
-def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, verify: VerifyFn,
+def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortFn, verify: VerifyFn,
          report: Schedule | None, settings: Config) -> Done:
     if command.name == "approve":
         assert command.sha is not None
@@ -126,7 +126,7 @@ def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, 
         results = port(command, sources, target.ref)
         approvals: dict[str, str | None] = {}
 
-        def gated(found: list[PortResult], sha: str) -> list[PortResult]:
+        def gated(found: list[SourceResult], sha: str) -> list[SourceResult]:
             return verify_with_check_runs(repo, sha, found, lambda found, progress: _verify_approved(
                 repo, found, skip, target.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
 
@@ -159,7 +159,7 @@ def _run(repo: Repository, plan: Plan, command: Command, comment, port: PortFn, 
     return Done(results, pr)
 
 
-def _stamp_fork_content(repo: Repository, results: list[PortResult], ref: str, request: str) -> None:
+def _stamp_fork_content(repo: Repository, results: list[SourceResult], ref: str, request: str) -> None:
     """Ports of a script a fork wrote (a merged PR's, or a fork's port ported again) carry that fork
     commit's stamp, as a fork PR's own ports do: verified, now and nightly, only once it is approved."""
     for result in results:
@@ -176,7 +176,7 @@ def _answered(repo: Repository, plan: Plan, comment, message: str) -> Done:
     return Done([])
 
 
-def _target(repo: Repository, plan: Plan, command: Command) -> Target:
+def _target(repo: Repository, plan: Plan, command: BotCommand) -> Target:
     """The request's branch, base and source. On a PR: its head, and its branch as the base (a fork's
     branch cannot take a PR from here: then the PR's base). A comment on the bot's own PR acts on
     the request that made it."""
@@ -208,8 +208,8 @@ def _bot_key(repo: Repository, pr: PullRequest) -> str | None:
     return key if re.fullmatch(r"pr-[0-9]+|(issue|branch)-[A-Za-z0-9_-]+", key) else None
 
 
-def _narrowed(repo: Repository, command: Command, target: Target, settings: Config,
-              ) -> tuple[Command, tuple[str, ...], tuple[str, ...]]:
+def _narrowed(repo: Repository, command: BotCommand, target: Target, settings: Config,
+              ) -> tuple[BotCommand, tuple[str, ...], tuple[str, ...]]:
     """The command and sources without what is ignored (settings, `/maple ignore`), and what was
     left out; `/maple recreate` without clusters takes the PR's, and its scripts when none is named."""
     if command.name != "port":
@@ -234,7 +234,7 @@ def _narrowed(repo: Repository, command: Command, target: Target, settings: Conf
     return command, kept, tuple(c for c in clusters if c in skip)
 
 
-def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_at: str | None) -> str:
+def _pinned_head(repo: Repository, pr: PullRequest, command: BotCommand, requested_at: str | None) -> str:
     """The PR head to port: the one the comment pinned (`@sha`), or, for a fork's PR, the head only
     if the fork was last pushed before the comment. A fork can push while the job waits in the
     queue; the maintainer asked about what they saw. The push time is GitHub's (the fork's
@@ -256,9 +256,9 @@ def _pinned_head(repo: Repository, pr: PullRequest, command: Command, requested_
     return head
 
 
-def _verify_approved(repo: Repository, results: list[PortResult], skip: str | None, fork_head: str | None,
+def _verify_approved(repo: Repository, results: list[SourceResult], skip: str | None, fork_head: str | None,
                      approvals: dict[str, str | None],
-                     verify: Callable[[list[PortResult], str | None], list[PortResult]]) -> list[PortResult]:
+                     verify: Callable[[list[SourceResult], str | None], list[SourceResult]]) -> list[SourceResult]:
     """`results` verified, except those made from a fork's commit no maintainer approved: these are
     skipped, saying why, and never reach `verify` (so no backend runs them). `approvals` collects
     {fork commit: approver or None}."""
@@ -280,7 +280,7 @@ def _verify_approved(repo: Repository, results: list[PortResult], skip: str | No
     return [results[i] if i in held else next(verified) for i in range(len(results))]
 
 
-def _fork_commit(repo: Repository, result: PortResult) -> str | None:
+def _fork_commit(repo: Repository, result: SourceResult) -> str | None:
     """The fork commit a ported script at a trusted ref was made from (its stamp), if any."""
     for c in result["clusters"]:
         found = stamped(c["content"])

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from github.Repository import Repository
 
-from maple_ci.github.delivery import ClusterResult, PortResult, truncate
+from maple_ci.github.delivery import ClusterResult, SourceResult, annotation_level, check_failed, truncate
 from maple_ci.github.markdown import cell, code, plain
 
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit for one check-run create or update
@@ -27,7 +27,7 @@ class CheckRuns:
         self.open: dict[str, Any] = {}  # name -> a run in progress
         self.completed: dict[str, Any] = {}
 
-    def update(self, result: PortResult, c: ClusterResult) -> None:
+    def update(self, result: SourceResult, c: ClusterResult) -> None:
         name = f"{CHECK_RUN_PREFIX}{c['cluster']} / {result['source']}"
         if c["verification"] == "running":
             self.open[name] = self.repo.create_check_run(
@@ -40,7 +40,7 @@ class CheckRuns:
                 "path": c["path"],
                 "start_line": check["line"],
                 "end_line": check["line"],
-                "annotation_level": check.get("level", "failure"),
+                "annotation_level": annotation_level(check),
                 "title": check["name"],
                 "message": check["message"],
             }
@@ -68,7 +68,7 @@ class CheckRuns:
             run.edit(output={**output, "annotations": batch})
         self.completed[name] = run
 
-    def finish(self, results: list[PortResult]) -> list:
+    def finish(self, results: list[SourceResult]) -> list:
         """Complete every run not completed yet; all the completed runs."""
         for result in results:
             for c in result["clusters"]:
@@ -85,13 +85,13 @@ class CheckRuns:
             del self.open[name]
 
 
-def check_runs(repo: Repository, head_sha: str, results: list[PortResult]) -> list:
+def check_runs(repo: Repository, head_sha: str, results: list[SourceResult]) -> list:
     """One completed check run per (source, cluster) on head_sha."""
     return CheckRuns(repo, head_sha).finish(results)
 
 
-def verify_with_check_runs(repo: Repository, head_sha: str, results: list[PortResult],
-                           verify: Callable[[list[PortResult], Callable], list[PortResult]]) -> list[PortResult]:
+def verify_with_check_runs(repo: Repository, head_sha: str, results: list[SourceResult],
+                           verify: Callable[[list[SourceResult], Callable], list[SourceResult]]) -> list[SourceResult]:
     """verify(results, progress) with check runs on head_sha that follow its progress (CheckRuns);
     if it ends early (an error, SIGTERM), the runs still open are completed as cancelled."""
     runs = CheckRuns(repo, head_sha)
@@ -113,7 +113,7 @@ def verified(repo: Repository, head_sha: str) -> bool:
 
 def conclusion(c: ClusterResult) -> str:
     """failure: a failed check or run; neutral: checks passed but nothing was run; else success."""
-    failed = any(not check["ok"] and check.get("level", "failure") == "failure" for check in c["checks"])
+    failed = any(check_failed(check) for check in c["checks"])
     if failed or c["verification"] in ("failed", "error"):
         return "failure"
     return "neutral" if c["verification"] == "skipped" else "success"

@@ -43,11 +43,11 @@ _PIN = re.compile(r"@([0-9a-f]{12,40})")  # 7 hex digits are 28 bits: a fork can
 _VALUE_FLAGS = ("--from", "--framework", "--strategy", "--nodes", "--entrypoint", "--program-args", "--gpus-per-node",
                 "--account", "--queue", "--walltime")
 _OPTIONS = ("framework", "strategy", "nodes", "entrypoint", "program_args", "gpus_per_node", "account", "queue",
-            "walltime")  # the Command fields a `--flag value` sets, in the order text() writes them
+            "walltime")  # the BotCommand fields a `--flag value` sets, in the order text() writes them
 
 
 @dataclass(frozen=True)
-class Command:
+class BotCommand:
     """What a comment asked for. `clusters` empty on `verify` means every ported cluster."""
 
     name: str  # "port" | "verify" | "approve" | "help" | "ignore" | "unignore"
@@ -138,7 +138,7 @@ def command_line(body: str) -> str | None:
     return None
 
 
-def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
+def parse_comment(body: str, known_clusters: Iterable[str]) -> BotCommand | None:
     """The command in a comment body; None when the comment has no `/maple` line.
 
     Raises CommandError for a `/maple` line that is not a valid command."""
@@ -153,28 +153,28 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> Command | None:
     if name == "help":
         if args:
             raise CommandError("`/maple help` takes no arguments.", known)
-        return Command("help")
+        return BotCommand("help")
     if name == "approve":
         if len(args) != 1 or not SHA.fullmatch(args[0]):
             raise CommandError("`/maple approve` takes the full 40-character SHA of the commit to approve.", known)
-        return Command("approve", sha=args[0])
+        return BotCommand("approve", sha=args[0])
     if name in ("ignore", "unignore"):
         return _ignore(name, args, known)
     if name == "recreate":
         clusters, options = _split_args(args, known)
         if options:
             raise CommandError(f"`/maple recreate` takes only cluster names, not {code(next(iter(options)))}.", known)
-        return Command("port", clusters, recreate=True)
+        return BotCommand("port", clusters, recreate=True)
     if name == "verify":
         clusters, options = _split_args(args, known)
         if options:
             raise CommandError(f"`/maple verify` takes only cluster names, not {code(next(iter(options)))}.", known)
-        return Command("verify", clusters)
+        return BotCommand("verify", clusters)
     if name == "port":
         clusters, options = _split_args(args, known)
         if not clusters:
             raise CommandError("`/maple port` needs at least one target cluster.", known)
-        return Command(
+        return BotCommand(
             "port",
             clusters,
             source=_repo_path(options["--from"], known) if "--from" in options else None,
@@ -207,13 +207,13 @@ def _words(line: str, known: tuple[str, ...]) -> list[str]:
                            "`--entrypoint 'train.py --config x'`.", known) from None
 
 
-def _ignore(name: str, args: list[str], known: tuple[str, ...]) -> Command:
+def _ignore(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
     """`/maple ignore <cluster|file>...` (at least one) and `/maple unignore [cluster|file...]`."""
     if name == "ignore" and not args:
         raise CommandError("`/maple ignore` needs a cluster or a launch script, e.g. `/maple ignore aurora`.", known)
     clusters = tuple(dict.fromkeys(a.lower() for a in args if a.lower() in known))
     files = tuple(dict.fromkeys(_repo_path(a, known) for a in args if a.lower() not in known))
-    return Command(name, clusters, files=files)
+    return BotCommand(name, clusters, files=files)
 
 
 def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:

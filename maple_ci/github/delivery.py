@@ -36,28 +36,22 @@ BODY_LIMIT = 65536  # characters in a PR body or a comment
 JOB_SUMMARY_LIMIT = 1024 * 1024  # bytes GitHub accepts per step summary file
 
 
-# --- what the port pipeline hands over (one PortResult per ported source script) ---
-# (Optional keys live in total=False bases: typing.NotRequired needs Python 3.11.)
-class _SuggestionOptional(TypedDict, total=False):
-    message: str  # why, shown above the suggestion
+# --- what the port pipeline hands over (one SourceResult per ported source script) ---
+# The serialised form of the pipeline's results, as the bot keeps them in its state and posts them:
+# a check is verify.static.Check's model_dump() (name, ok, severity, message, line); a suggestion is
+# debug.Suggestion's model_dump() (path, start_line, line, body) with the debug agent's reason as
+# "message". (Optional keys live in total=False bases: typing.NotRequired needs Python 3.11.)
 
 
-class Suggestion(_SuggestionOptional):
-    path: str
-    start_line: int  # equal to `line` for a one-line suggestion
-    line: int
-    body: str  # replacement text for lines start_line..line of the file at the PR head
+def annotation_level(check: dict) -> str:
+    """GitHub's annotation level for a serialised check: an error is a failure."""
+    # "level" is how states written before the one Check type said it (PR bodies keep them)
+    return "warning" if "warning" in (check.get("severity"), check.get("level")) else "failure"
 
 
-class _CheckOptional(TypedDict, total=False):
-    line: int  # line in the generated script, when the check points at one
-    level: str  # "notice" | "warning" | "failure" (default for a failed check)
-
-
-class Check(_CheckOptional):
-    name: str
-    ok: bool
-    message: str
+def check_failed(check: dict) -> bool:
+    """A failed check that fails the script (a failed warning does not)."""
+    return not check["ok"] and annotation_level(check) == "failure"
 
 
 class _ClusterOptional(TypedDict, total=False):
@@ -71,10 +65,10 @@ class ClusterResult(_ClusterOptional):
     path: str  # scripts/<cluster>/...
     content: str
     template: str  # template id
-    checks: list[Check]
+    checks: list[dict[str, Any]]  # Check.model_dump()
     verification: str  # "pending" | "running" | "passed" | "failed" | "error" | "skipped"
     log_url: str | None
-    suggestions: list[Suggestion]
+    suggestions: list[dict[str, Any]]  # Suggestion.model_dump() with "message"
 
 
 class _PortOptional(TypedDict, total=False):
@@ -82,7 +76,7 @@ class _PortOptional(TypedDict, total=False):
     provenance: dict[str, str]  # approval.Provenance as a dict: the source repository, commit and request
 
 
-class PortResult(_PortOptional):
+class SourceResult(_PortOptional):
     source: str  # the launch script that was ported
     intent: dict[str, Any]  # JobIntent as `maple extract --json` prints it
     clusters: list[ClusterResult]
@@ -240,7 +234,7 @@ def react(comment, content: str) -> None:
     comment.create_reaction(content)
 
 
-def post_review(pr: PullRequest, commit_sha: str, suggestions: list[Suggestion]):
+def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, Any]]):
     """All suggestions as ONE review (one notification, one "apply batch") that only comments.
 
     One review per PR: a refresh with the same suggestions posts nothing; new ones replace the
@@ -266,7 +260,7 @@ def post_review(pr: PullRequest, commit_sha: str, suggestions: list[Suggestion])
     )
 
 
-def review_comment(s: Suggestion) -> dict[str, Any]:
+def review_comment(s: dict[str, Any]) -> dict[str, Any]:
     """A review comment holding a ```suggestion block that replaces exactly lines start_line..line."""
     # The fence must be longer than any backtick run in the replacement, or the block ends early.
     longest = max((len(run) for run in re.findall(r"`+", s["body"])), default=0)
@@ -305,14 +299,14 @@ def write_job_summary(markdown: str) -> None:
         gha.append_job_summary(truncate(markdown, room, "utf-8"))
 
 
-def log_annotations(results: list[PortResult]) -> None:
+def log_annotations(results: list[SourceResult]) -> None:
     """Failed checks and verifications as annotations of the workflow run, on the lines they name.
     The check runs carry them to the PR's commit; these are seen on the run that made it."""
     for result in results:
         for c in result["clusters"]:
             for check in c["checks"]:
                 if not check["ok"]:
-                    report = gha.warning if check.get("level") == "warning" else gha.error
+                    report = gha.warning if annotation_level(check) == "warning" else gha.error
                     report(check["message"], title=f"maple / {c['cluster']}: {check['name']}", file=c["path"],
                            line=check.get("line"))
             if c["verification"] in ("failed", "error"):

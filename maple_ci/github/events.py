@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from maple_ci.github.commands import (
     TRUSTED_ASSOCIATIONS,
-    Command,
+    BotCommand,
     CommandError,
     command_line,
     help_text,
@@ -29,7 +29,7 @@ PUSH_COMMITS_CAP = 20
 @dataclass(frozen=True)
 class Plan:
     reason: str  # one line for the log and the job summary
-    command: Command | None = None  # what to run; None: run nothing
+    command: BotCommand | None = None  # what to run; None: run nothing
     key: str | None = None  # request key; the bot's branch is maple/port-<key>
     base: str | None = None  # branch to port from and to open the PR against; None: the PR's base
     ref: str | None = None  # commit or branch to check out and attach check runs to; None: the PR head
@@ -138,7 +138,7 @@ def plan_push(payload: dict[str, Any], tracked: Iterable[str], targets: Iterable
             return Plan(reason="no tracked launch script changed")
     return Plan(
         reason=f"push changed {', '.join(sources) or 'possibly every tracked script'}",
-        command=Command("port", targets),
+        command=BotCommand("port", targets),
         key=branch_key(default),
         base=default,
         ref=payload["after"],
@@ -165,7 +165,7 @@ def plan_schedule(payload: dict[str, Any], targets: Iterable[str]) -> Plan:
     if not targets:
         return Plan(reason="no target clusters configured")
     default = payload["repository"]["default_branch"]
-    return Plan(reason="scheduled verification", command=Command("verify", targets), key=branch_key(default), base=default,
+    return Plan(reason="scheduled verification", command=BotCommand("verify", targets), key=branch_key(default), base=default,
                 ref=default, report=True, trigger="schedule")
 
 

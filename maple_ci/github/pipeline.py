@@ -20,68 +20,54 @@ from dataclasses import asdict, dataclass, field, replace
 from fnmatch import fnmatch
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Callable, ContextManager, Iterator, Mapping
 
 from maple_ci.errors import MapleError
 from maple_ci.extract.isolated import Limits, extract_isolated
 from maple_ci.files import inside, read_inside
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
-from maple_ci.github.delivery import Check, ClusterResult, PortResult, Suggestion
+from maple_ci.github.delivery import ClusterResult, SourceResult
 from maple_ci.github.markdown import code
 from maple_ci.intent import REQUIRED_FOR_PORT
-from maple_ci.verify import miniapp_for, run_verification
+from maple_ci.pipeline import script_runner, verify_and_debug
+from maple_ci.verify import miniapp_for
 from maple_ci.verify.cancel import run_all
+from maple_ci.verify.static import Check
+from maple_ci.verify.substitute import VerifyResult
 
 if TYPE_CHECKING:
-    from maple_ci import llm
+    from maple_ci.debug import DebugReport
+    from maple_ci.llm import Backend as ModelClient
 
 Checkout = Callable[[str], ContextManager[Path]]
 LAUNCH_SUFFIXES = (".sh", ".sbatch", ".slurm", ".pbs", ".qsub", ".job")
 PLACEHOLDERS = {"entrypoint": "PROGRAM"}  # what a retry command asks the person to fill in
 
 
-class Outcome(NamedTuple):
-    """One verification run, whatever the backend."""
-
-    ok: bool
-    log: str
-    log_url: str | None
-    message: str
-
-
-# A backend runs `script` (the text of repo file `path`, committed at `commit`) with `miniapp` in
+# A runner runs `script` (the text of repo file `path`, committed at `commit`) with `miniapp` in
 # place of the training program. `committed` is False for a debug agent's patched script, which
-# exists only here; backends that fetch by commit (jacamar) cannot run it.
-Backend = Callable[..., Outcome]
+# exists only here; runners that fetch by commit (jacamar) cannot run it.
+Runner = Callable[..., VerifyResult]
 # Told of each script's verification as it changes (checks.CheckRuns.update: the check runs).
-Progress = Callable[[PortResult, ClusterResult], None]
+Progress = Callable[[SourceResult, ClusterResult], None]
 
 
-def _from_verify_result(result) -> Outcome:
-    return Outcome(result.ok, result.log, result.log_url or None, result.message)
-
-
-def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: str, commit: str,
-                committed: bool, env: Mapping[str, str]) -> Outcome:
-    """Run one verification with the named backend, within MAPLE_VERIFY_TIMEOUT seconds if set
-    (the action's verify-timeout input), else the backend's own limit."""
+def _timeout(env: Mapping[str, str]) -> int | None:
+    """MAPLE_VERIFY_TIMEOUT seconds if set (the action's verify-timeout input), else None: the
+    backend's own limit."""
     limit = env.get("MAPLE_VERIFY_TIMEOUT", "").strip()
     if limit and not (limit.isdigit() and int(limit) > 0):
         raise MapleError(f"MAPLE_VERIFY_TIMEOUT (verify-timeout) must be a whole number of seconds, not {limit!r}")
-    timeout = int(limit) if limit else None
-    if backend == "jacamar":
-        if not committed:
-            raise MapleError("the jacamar backend runs committed scripts only")
-        # The center checks out `commit` and runs the file there, with options from its directives.
-        return _from_verify_result(run_verification(backend, Path(path), miniapp=miniapp, cluster=cluster,
-                                                    commit=commit, env=env, timeout=timeout))
-    # slurm and local read a file: the script goes to a scratch copy, never into the checkout.
-    with tempfile.TemporaryDirectory(prefix="maple-verify-") as scratch:
-        file = Path(scratch) / Path(path).name
-        file.write_text(script)
-        return _from_verify_result(run_verification(backend, file, miniapp=miniapp, cluster=cluster, env=env,
-                                                    timeout=timeout))
+    return int(limit) if limit else None
+
+
+def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: str, commit: str,
+                committed: bool, env: Mapping[str, str]) -> VerifyResult:
+    """Run one verification with the named backend. jacamar: the center checks out `commit` and runs
+    the file there; slurm and local: a scratch copy, never a file in the checkout."""
+    options = dict(miniapp=miniapp, cluster=cluster, commit=commit, env=env, timeout=_timeout(env))
+    return script_runner(backend, Path(path), options)(script, committed)
 
 
 @dataclass
@@ -89,8 +75,8 @@ class Pipeline:
     config: Config
     checkout: Checkout
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    backend: Backend = run_backend
-    model: llm.Backend | None = None  # the debug agent's language model (MAPLE_LLM), for failures the KB cannot fix
+    backend: Runner = run_backend
+    model: ModelClient | None = None  # the debug agent's language model (MAPLE_LLM), for failures the KB cannot fix
     # What reading one untrusted script may take, in a child process (every request's scripts pass through
     # _read): a script that needs more is refused and nothing is pushed. The port's own read-back of the
     # same text in this process then repeats a computation known to fit.
@@ -98,7 +84,7 @@ class Pipeline:
     _analysis: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     # --- step 1: generate ---
-    def port(self, command: Command, sources: tuple[str, ...], ref: str) -> list[PortResult]:
+    def port(self, command: BotCommand, sources: tuple[str, ...], ref: str) -> list[SourceResult]:
         """`port`: each source ported to the command's clusters. `verify`: the ported scripts at ref."""
         with self.checkout(ref) as root:
             if command.name == "verify":
@@ -123,7 +109,7 @@ class Pipeline:
         found = {p.relative_to(root).as_posix() for pattern in self.config.sources for p in root.glob(pattern)}
         return sorted(name for name in found if inside(root, Path(name)))  # a symlink among them is not read
 
-    def _port_one(self, root: Path, name: str, command: Command) -> PortResult:
+    def _port_one(self, root: Path, name: str, command: BotCommand) -> SourceResult:
         from maple_ci.port import apply_overrides, port_intent
 
         # The name comes from a comment or the PR's tree: read only a regular file inside the checkout.
@@ -141,10 +127,10 @@ class Pipeline:
                 notes.append(f"{r.cluster}: not generated: {r.reason}")
                 continue
             clusters.append(_cluster(r.cluster, str(r.path), r.script, r.template or "", r.checks))
-        return PortResult(source=name, intent=asdict(intent), clusters=clusters, notes=notes)
+        return SourceResult(source=name, intent=asdict(intent), clusters=clusters, notes=notes)
 
-    def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[PortResult]:
-        """Every file under <output>/<cluster>/, one PortResult each (its source is itself)."""
+    def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[SourceResult]:
+        """Every file under <output>/<cluster>/, one SourceResult each (its source is itself)."""
         from maple_ci.profiles import get_profile, load_profiles
         from maple_ci.verify.static import static_checks
 
@@ -158,7 +144,7 @@ class Pipeline:
                 path = file.relative_to(root).as_posix()
                 text, intent = self._read(root, path)
                 checks = static_checks(text, intent, get_profile(cluster))
-                results.append(PortResult(source=path, intent=asdict(intent),
+                results.append(SourceResult(source=path, intent=asdict(intent),
                                           clusters=[_cluster(cluster, path, text, "", checks)]))
         return results
 
@@ -168,8 +154,8 @@ class Pipeline:
         return text, extract_isolated(text, name, (root / name).parent, self.limits)
 
     # --- step 2: verify (after the files are committed at `commit`) ---
-    def verify(self, command: Command, results: list[PortResult], commit: str, skip: str | None = None,
-               progress: Progress | None = None) -> list[PortResult]:
+    def verify(self, command: BotCommand, results: list[SourceResult], commit: str, skip: str | None = None,
+               progress: Progress | None = None) -> list[SourceResult]:
         """Results with verification filled in; `skip` says why nothing may run (e.g. a fork).
         Every run starts at once (each may wait an hour in a center's queue) and is cancelled if
         this process is stopped. progress(result, cluster result), called in this thread, sees
@@ -202,33 +188,23 @@ class Pipeline:
 
     def _verify_one(self, c: ClusterResult, backend: str, miniapp: str, commit: str) -> None:
         """Verify one script (in a thread of its own), then let the debug agent at a failure."""
-        def run(script: str, committed: bool) -> Outcome:
+        def run(script: str, committed: bool) -> VerifyResult:
             return self.backend(backend, cluster=c["cluster"], path=c["path"], script=script, miniapp=miniapp,
                                 commit=commit, committed=committed, env=self.env)
 
-        def run_unlocked(script: str, committed: bool) -> Outcome:
-            # The debug agent's analysis (knowledge base, model) runs one at a time; its runs do not.
-            self._analysis.release()
-            try:
-                return run(script, committed)
-            finally:
-                self._analysis.acquire()
-
         try:
-            first = run(c["content"], True)
+            verified = verify_and_debug(c["content"], run, cluster=c["cluster"], path=c["path"],
+                                        rerun=backend != "jacamar", model=self.model, lock=self._analysis)
         except MapleError as error:  # the backend could not run at all (misconfigured, no sbatch...)
             c.update(verification="error", note=f"Verification could not run on {backend}: {error}")
             return
-        c.update(verification="passed" if first.ok else "failed", log_url=first.log_url)
-        if not first.ok:
-            with self._analysis:
-                c["suggestions"], advice, fixed = _debug(c, first, run_unlocked, rerun=backend != "jacamar", model=self.model)
-            if fixed is not None:
-                c["fixed"] = fixed
-            c["note"] = f"Verification failed: {first.message.rstrip('.')}. Debug agent: {advice}"
+        first = verified.result
+        c.update(verification="passed" if first.ok else "failed", log_url=first.log_url or None)
+        if verified.report is not None:
+            _debugged(c, first.message, verified.report, rerun=backend != "jacamar", env=self.env)
 
 
-def _each(names: list[str], port_one: Callable[[str], PortResult]) -> list[PortResult]:
+def _each(names: list[str], port_one: Callable[[str], SourceResult]) -> list[SourceResult]:
     """Every script that can be ported; those that cannot are named in the first result's notes.
     Only when none can is it an error (one script: its own)."""
     ported, refused = [], []
@@ -245,46 +221,35 @@ def _each(names: list[str], port_one: Callable[[str], PortResult]) -> list[PortR
     return ported
 
 
-def _debug(c: ClusterResult, first: Outcome, run: Callable[[str, bool], Outcome], rerun: bool,
-           model: llm.Backend | None) -> tuple[list[Suggestion], str, str | None]:
-    """Review suggestions from the debug agent's fixes, what it concluded, and the fixed script
-    when a re-run of it passed."""
-    from maple_ci.debug import RunOutcome, debug_loop, suggestions
+def _debugged(c: ClusterResult, failure: str, report: DebugReport, rerun: bool, env: Mapping[str, str] = {}) -> None:
+    """The debug agent's work on `c` as review suggestions, its note (with GitHub's threads about
+    the error when the action holds a token), and the fixed script when a re-run of it passed."""
+    from maple_ci.debug import suggestions
+    from maple_ci.debug.retrieval import online_note
 
-    runs = iter([first])
+    advice = report.message
+    if report.attempts:
+        why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))
+        c["suggestions"] = [{**s.model_dump(), "message": why} for s in suggestions(c["content"], report.script, c["path"])]
+        advice = _advice(report, why, rerun)
+        if report.ok:
+            c["fixed"] = report.script
+    related = "" if report.ok else online_note(report.failure, env)
+    c["note"] = f"Verification failed: {failure.rstrip('.')}. Debug agent: {advice}{related}"
 
-    def attempt(script: str) -> RunOutcome:
-        # The first run is the verification already made; a backend that cannot run an uncommitted
-        # script (rerun False) reports that failure again, so the loop stops after one fix.
-        outcome = next(runs, None) or (run(script, False) if rerun else first)
-        return RunOutcome(outcome.ok, outcome.log)
 
-    report = debug_loop(c["content"], attempt, c["cluster"], max_iter=5 if rerun else 1, path=c["path"], llm=model)
-    if not report.attempts:
-        return [], report.message, None
-    why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))
-    found = [Suggestion(path=s.path, start_line=s.start_line, line=s.line, body=s.body, message=why)
-             for s in suggestions(c["content"], report.script, c["path"])]
+def _advice(report: DebugReport, why: str, rerun: bool) -> str:
     if report.ok:
-        return found, f"the run passed with the suggested fix ({why}).", report.script
+        return f"the run passed with the suggested fix ({why})."
     if not rerun:
-        return found, f"suggested a fix ({why}), not re-run: this backend runs committed scripts only.", None
-    return found, f"suggested fix(es) ({why}); then: {report.message}.", None
+        return f"suggested a fix ({why}), not re-run: this backend runs committed scripts only."
+    return f"suggested fix(es) ({why}); then: {report.message}."
 
 
-def _cluster(cluster: str, path: str, content: str, template: str, checks) -> ClusterResult:
-    return ClusterResult(cluster=cluster, path=path, content=content, template=template, checks=[_check(c) for c in checks],
+def _cluster(cluster: str, path: str, content: str, template: str, checks: list[Check]) -> ClusterResult:
+    return ClusterResult(cluster=cluster, path=path, content=content, template=template,
+                         checks=[check.model_dump(exclude_none=True) for check in checks],
                          verification="pending", log_url=None, suggestions=[])
-
-
-_LEVELS = {"error": "failure", "warning": "warning"}
-
-
-def _check(check) -> Check:
-    converted = Check(name=check.name, ok=check.ok, message=check.message, level=_LEVELS.get(check.severity, "notice"))
-    if check.line:
-        converted["line"] = check.line
-    return converted
 
 
 def _fetch_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -14,9 +14,9 @@ from github.Repository import Repository
 from maple_ci.github.approval import Provenance, stamp, trailers
 from maple_ci.github.body import STOPPED, describe, link, reply_for, title_for
 from maple_ci.github.checks import check_runs, verified
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config, PullRequests
-from maple_ci.github.delivery import PortResult, closed_pr, deliver, edit_pr, open_pr, post_review
+from maple_ci.github.delivery import SourceResult, closed_pr, deliver, edit_pr, open_pr, post_review
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, plain
 from maple_ci.github.state import State, apply_edits, digest, read_state, with_fix, write_state
@@ -24,11 +24,11 @@ from maple_ci.github.state import State, apply_edits, digest, read_state, with_f
 AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
 _STATE = re.compile(r"<!-- maple-ci state [A-Za-z0-9_=-]+ -->")
 
-Published = tuple[list[PortResult], str, PullRequest | None]
+Published = tuple[list[SourceResult], str, PullRequest | None]
 
 
-def publish(repo: Repository, plan: Plan, command: Command, results: list[PortResult], base: str,
-            source: Provenance, from_fork: bool, verify: Callable[[list[PortResult], str], list[PortResult]],
+def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[SourceResult], base: str,
+            source: Provenance, from_fork: bool, verify: Callable[[list[SourceResult], str], list[SourceResult]],
             settings: Config) -> Published:
     """Deliver a port (PR, verification, fixes, review, check runs); the results, the reply and the PR.
     `verify(results, commit)` verifies with check runs on `commit`."""
@@ -83,7 +83,7 @@ def _into(base: str, from_fork: bool) -> str:
     return f"\n\nIt targets {code(base)}, this PR's branch: merging it adds the ported scripts to this PR."
 
 
-def _commit_fixes(repo: Repository, key: str, base: str, results: list[PortResult], state: State, prefix: str,
+def _commit_fixes(repo: Repository, key: str, base: str, results: list[SourceResult], state: State, prefix: str,
                   head: tuple[str, str]) -> tuple[str, State]:
     """Commit the debug agent's fixes whose re-run passed (as pre-commit.ci commits its fixes), with
     check runs on that commit; the new head and the state that keeps the fixes at the next refresh."""
@@ -106,7 +106,7 @@ def _commit_fixes(repo: Repository, key: str, base: str, results: list[PortResul
     return delivered.sha, state._replace(fixes=fixes)
 
 
-def propose_fixes(repo: Repository, base: str, results: list[PortResult], settings: Config) -> None:
+def propose_fixes(repo: Repository, base: str, results: list[SourceResult], settings: Config) -> None:
     """Nightly: one PR per cluster with the debug agent's fixes whose re-run passed (opened, or
     updated; one closed without merging is not proposed again); each fixed script's result links it."""
     by_cluster: dict[str, list] = {}
@@ -154,7 +154,7 @@ def _dress(pr: PullRequest, settings: PullRequests) -> None:
         pr.add_to_assignees(*settings.assignees)
 
 
-def set_ignored(repo: Repository, key: str, base: str, command: Command) -> str:
+def set_ignored(repo: Repository, key: str, base: str, command: BotCommand) -> str:
     """`/maple ignore` / `/maple unignore`: the ignored clusters and files, kept in the PR's state; the reply."""
     pr = open_pr(repo, key, base)
     names = command.clusters + command.files

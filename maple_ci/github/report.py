@@ -10,7 +10,7 @@ from github.Repository import Repository
 
 from maple_ci.github.config import Schedule
 from maple_ci.github.checks import conclusion
-from maple_ci.github.delivery import BODY_LIMIT, PortResult, truncate
+from maple_ci.github.delivery import BODY_LIMIT, SourceResult, truncate
 from maple_ci.github.markdown import cell, code, plain
 
 # Finds the bot's own issue again whatever account the token belongs to; people do not write it.
@@ -18,7 +18,7 @@ MARKER = "<!-- maple-ci portability report -->"
 CELLS = {"success": "✅ pass", "failure": "❌ fail", "neutral": "⏭️ not run"}
 
 
-def render_report(results: list[PortResult], blob_url: str, commit: str) -> str:
+def render_report(results: list[SourceResult], blob_url: str, commit: str) -> str:
     """A matrix: one row per script name, one column per cluster; each cell links the file and its log.
 
     blob_url: the repository's web address + "/blob" (files are linked at `commit`)."""
@@ -40,7 +40,7 @@ def render_report(results: list[PortResult], blob_url: str, commit: str) -> str:
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
-def failing(results: list[PortResult]) -> bool:
+def failing(results: list[SourceResult]) -> bool:
     return any(conclusion(c) == "failure" for r in results for c in r["clusters"])
 
 
@@ -57,7 +57,7 @@ def report_error(repo: Repository, settings: Schedule, text: str) -> None:
     issue.create_comment(truncate(text, BODY_LIMIT))
 
 
-def sync_report(repo: Repository, settings: Schedule, results: list[PortResult], commit: str):
+def sync_report(repo: Repository, settings: Schedule, results: list[SourceResult], commit: str):
     """Open, update or close the report issue; the issue touched, or None when all pass and none is open."""
     body = render_report(results, f"{repo.html_url}/blob", commit)
     issue = _open_report(repo, settings)

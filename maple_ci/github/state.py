@@ -18,7 +18,7 @@ import re
 import zlib
 from typing import NamedTuple
 
-from maple_ci.github.delivery import PortResult
+from maple_ci.github.delivery import SourceResult
 
 _MARKER = re.compile(r"<!-- maple-ci state ([A-Za-z0-9_=-]+) -->")
 _KEPT = ("cluster", "path", "template", "verification", "log_url", "note")
@@ -27,7 +27,7 @@ MARKER_LIMIT = 60000  # what the bot reads back at most (a PR body holds 65536 c
 
 
 class State(NamedTuple):
-    results: list[PortResult] = []  # earlier requests' rows: no content, intent or check messages
+    results: list[SourceResult] = []  # earlier requests' rows: no content, intent or check messages
     ignore: tuple[str, ...] = ()  # clusters and files not to port here
     # path -> [digest of the generated script, the committed fix's edits [[start_line, line, text]...]]
     fixes: dict[str, list] = {}
@@ -68,7 +68,7 @@ def _compact(c) -> dict:
     kept = {k: c[k] for k in _KEPT if c.get(k) is not None}
     if "note" in kept:
         kept["note"] = kept["note"][:NOTE_LIMIT]
-    kept["checks"] = [{"name": k["name"], "ok": k["ok"], "message": ""} | ({"level": k["level"]} if "level" in k else {})
+    kept["checks"] = [{"name": k["name"], "ok": k["ok"], "message": ""} | ({"severity": k["severity"]} if "severity" in k else {})
                       for k in c["checks"]]
     return kept
 

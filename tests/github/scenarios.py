@@ -4,14 +4,21 @@ import re
 
 from maple_ci.github.bot import run_plan
 from maple_ci.github.events import plan_event
+from maple_ci.verify.substitute import VerifyResult
 
 KNOWN = ("perlmutter", "aurora", "polaris")
 SCRIPT = "#!/bin/bash\n#SBATCH -N 2\nmodule load pytorch\nsrun python train.py\n"
 
 
+def run_result(ok: bool, log: str, log_url: str | None, message: str) -> VerifyResult:
+    """What a fake verification runner reports: the one result type of a run."""
+    return VerifyResult(ok=ok, backend="fake", state="COMPLETED" if ok else "FAILED", log=log, log_url=log_url or "",
+                        message=message)
+
+
 def cluster_result(cluster, failing=0, suggestions=()):
     checks = [{"name": "shellcheck", "ok": True, "message": "clean"}]
-    checks += [{"name": f"policy-{i}", "ok": False, "message": f"problem {i}", "line": 2, "level": "warning"} for i in range(failing)]
+    checks += [{"name": f"policy-{i}", "ok": False, "message": f"problem {i}", "line": 2, "severity": "warning"} for i in range(failing)]
     return {"cluster": cluster, "path": f"scripts/{cluster}/train.sh", "content": SCRIPT.replace("2", cluster),
             "template": f"{cluster}/torchrun-ddp", "checks": checks, "verification": "passed",
             "log_url": f"https://ci.example/{cluster}/1", "suggestions": list(suggestions)}

@@ -36,7 +36,7 @@ def run(port=port_results):
 def test_a_failed_check_fails_the_job_after_delivery(fake, source_pr, webhook, tmp_path, monkeypatch, capsys):
     def failing():
         results = port_results()
-        results[0]["clusters"][0]["checks"][0].update(ok=False, line=2)  # level defaults to failure
+        results[0]["clusters"][0]["checks"][0].update(ok=False, line=2)  # severity defaults to error: a failure
         return results
 
     action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port aurora"))

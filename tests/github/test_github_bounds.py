@@ -14,7 +14,7 @@ from scenarios import comment_plan
 from maple_ci.errors import MapleError
 from maple_ci.extract.isolated import Limits, extract_isolated
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
 from maple_ci.github.pipeline import Pipeline
 
@@ -58,7 +58,7 @@ def test_the_nightly_verify_reads_ported_scripts_within_the_limits(tmp_path):
     pipeline = Pipeline(Config(), checkout(tmp_path, {"scripts/perlmutter/train.sbatch": DOUBLING}), env={},
                         limits=Limits(memory_mb=4))
     with pytest.raises(MapleError, match="scripts/perlmutter/train.sbatch: reading the script needs more than 4 MiB"):
-        pipeline.port(Command("verify"), (), "c0")
+        pipeline.port(BotCommand("verify"), (), "c0")
 
 
 def test_a_plain_script_reads_as_in_process(tmp_path):

@@ -2,7 +2,7 @@ from contextlib import nullcontext
 
 import pytest
 
-from maple_ci.github.commands import MAX_LINE, Command, CommandError, authorize, parse_comment
+from maple_ci.github.commands import MAX_LINE, BotCommand, CommandError, authorize, parse_comment
 from maple_ci.github.config import Config
 from maple_ci.github.pipeline import Pipeline
 
@@ -16,7 +16,7 @@ def parse(body):
 def test_port_with_every_option():
     cmd = parse("Thanks!\n/maple port Perlmutter aurora aurora --from=jobs/./train.sh --framework deepspeed "
                 "--strategy zero3 --nodes 16 --no-verify\n/maple help")
-    assert cmd == Command("port", ("perlmutter", "aurora"), source="jobs/train.sh", framework="deepspeed",
+    assert cmd == BotCommand("port", ("perlmutter", "aurora"), source="jobs/train.sh", framework="deepspeed",
                           strategy="zero3", nodes=16, verify=False)
 
 
@@ -33,9 +33,9 @@ def test_first_maple_line_wins_even_if_a_later_one_is_valid():
 
 
 def test_verify_and_help():
-    assert parse("  /maple verify  ") == Command("verify")
-    assert parse("/maple verify polaris") == Command("verify", ("polaris",))
-    assert parse("/maple help") == Command("help")
+    assert parse("  /maple verify  ") == BotCommand("verify")
+    assert parse("/maple verify polaris") == BotCommand("verify", ("polaris",))
+    assert parse("/maple help") == BotCommand("help")
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -71,9 +71,9 @@ def test_an_unknown_word_with_no_close_match_lists_what_is_known():
 
 
 def test_recreate_ignore_and_unignore():
-    assert parse("/maple recreate") == Command("port", recreate=True)
-    assert parse("/maple ignore aurora jobs/a.sh") == Command("ignore", ("aurora",), files=("jobs/a.sh",))
-    assert parse("/maple unignore") == Command("unignore")
+    assert parse("/maple recreate") == BotCommand("port", recreate=True)
+    assert parse("/maple ignore aurora jobs/a.sh") == BotCommand("ignore", ("aurora",), files=("jobs/a.sh",))
+    assert parse("/maple unignore") == BotCommand("unignore")
     with pytest.raises(CommandError, match="needs a cluster or a launch script"):
         parse("/maple ignore")
 

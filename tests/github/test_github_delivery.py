@@ -6,7 +6,7 @@ from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_pl
 from maple_ci.errors import MapleError
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.events import plan_event
 from maple_ci.github.checks import check_runs
 from maple_ci.github.delivery import (
@@ -30,7 +30,7 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
 
     run_plan(repo, plan, port)
 
-    assert calls == [(Command("port", ("perlmutter", "aurora")), ("jobs/train.sh",), feature_head)]  # what the PR changed
+    assert calls == [(BotCommand("port", ("perlmutter", "aurora")), ("jobs/train.sh",), feature_head)]  # what the PR changed
     head = fake.refs["heads/maple/port-pr-1"]
     assert fake.commits[head]["parents"] == [feature_head]  # exactly one commit, on the PR's branch
     files = fake.files_at("heads/maple/port-pr-1")

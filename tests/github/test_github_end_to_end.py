@@ -9,12 +9,12 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from scenarios import KNOWN, comment_payload
+from scenarios import KNOWN, comment_payload, run_result
 from test_github_action import action_env, read_outputs
 
 from maple_ci.github.action import run_action
 from maple_ci.github.config import Config
-from maple_ci.github.pipeline import Outcome, Pipeline
+from maple_ci.github.pipeline import Pipeline
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "perlmutter_torchrun_ddp.sbatch"
 # A real NCCL failure line; the debug agent's known fix turns on NCCL_DEBUG=INFO.
@@ -42,7 +42,7 @@ class Cluster:
         self.runs.append({"backend": backend, "cluster": cluster, "path": path, "script": script, "miniapp": miniapp,
                           "commit": commit, "committed": committed})
         ok = "export NCCL_DEBUG=INFO" in script
-        return Outcome(ok, "" if ok else NCCL_LOG, f"https://ci.example/{cluster}/{len(self.runs)}",
+        return run_result(ok, "" if ok else NCCL_LOG, f"https://ci.example/{cluster}/{len(self.runs)}",
                        "job COMPLETED" if ok else "job FAILED (exit 1)")
 
 

@@ -1,6 +1,6 @@
 """Event planning driven by GitHub's own recorded webhook payloads (@octokit/webhooks-examples)."""
 
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.events import PUSH_COMMITS_CAP, plan_event
 
 KNOWN = ("perlmutter", "aurora", "polaris")
@@ -24,7 +24,7 @@ def test_port_comment_on_a_pr(webhook):
     payload = comment_event(webhook, "LGTM\n/maple port perlmutter aurora")
     p = plan("issue_comment", payload)
     number = payload["issue"]["number"]
-    assert p.command == Command("port", ("perlmutter", "aurora"))
+    assert p.command == BotCommand("port", ("perlmutter", "aurora"))
     assert (p.key, p.pull_number, p.issue_number) == (f"pr-{number}", number, number)
     assert (p.base, p.ref) == (None, None)  # taken from the PR when the plan runs
     assert (p.actor, p.association) == (payload["comment"]["user"]["login"], "OWNER")
@@ -83,7 +83,7 @@ def test_push_to_default_branch_ports_changed_tracked_scripts(webhook):
         {"added": [], "modified": ["jobs/train.sh", "run.pbs"], "removed": ["old.pbs"]},
     ]
     p = plan("push", payload)
-    assert p.command == Command("port", TARGETS)
+    assert p.command == BotCommand("port", TARGETS)
     assert p.sources == ("jobs/train.sh", "run.pbs")  # old.pbs no longer exists
     assert (p.key, p.base, p.ref) == ("branch-master", "master", payload["after"])
     assert p.actor is None  # a push needed write access already
@@ -111,14 +111,14 @@ def test_pushes_the_bot_ignores(webhook):
 def test_schedule_verifies_every_target_on_the_default_branch(webhook):
     payload = {"schedule": "17 3 * * *", "repository": webhook("push", ref="refs/heads/master")["repository"]}
     p = plan("schedule", payload)
-    assert p.command == Command("verify", TARGETS) and p.ref == "master" and p.issue_number is None and p.report
+    assert p.command == BotCommand("verify", TARGETS) and p.ref == "master" and p.issue_number is None and p.report
 
 
 def test_workflow_dispatch_runs_its_command_input(webhook):
     payload = webhook("workflow_dispatch", ref="refs/heads/master")
     payload["inputs"] = {"command": "port polaris --from jobs/train.sh --nodes 2"}
     p = plan("workflow_dispatch", payload)
-    assert p.command == Command("port", ("polaris",), source="jobs/train.sh", nodes=2)
+    assert p.command == BotCommand("port", ("polaris",), source="jobs/train.sh", nodes=2)
     assert (p.key, p.base, p.actor) == ("branch-master", "master", None)
 
     payload["inputs"] = {"command": "port mars"}
@@ -126,7 +126,7 @@ def test_workflow_dispatch_runs_its_command_input(webhook):
     assert bad.command is None and "Unknown cluster" in bad.reply and bad.issue_number is None
 
     payload["inputs"] = {}
-    assert plan("workflow_dispatch", payload).command == Command("verify", TARGETS)
+    assert plan("workflow_dispatch", payload).command == BotCommand("verify", TARGETS)
 
 
 def test_other_events_are_ignored_with_a_reason(webhook):

@@ -9,14 +9,14 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan
+from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan, run_result
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import Command, CommandError, parse_comment
+from maple_ci.github.commands import BotCommand, CommandError, parse_comment
 from maple_ci.github.config import Config, load_config
 from maple_ci.github.events import plan_event
-from maple_ci.github.pipeline import Outcome, Pipeline
+from maple_ci.github.pipeline import Pipeline
 
 TRACKED = ("jobs/*.sh",)
 NCCL_LOG = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system error\n"
@@ -87,7 +87,7 @@ def fix_pipeline(fixes="commit", runs=None):
     def backend(name, *, cluster, path, script, miniapp, commit, committed, env):
         ok = "NCCL_DEBUG=INFO" in script
         (runs if runs is not None else []).append((path, committed, ok))
-        return Outcome(ok, "" if ok else NCCL_LOG, f"https://ci.example/{cluster}", "job FAILED" if not ok else "ok")
+        return run_result(ok, "" if ok else NCCL_LOG, f"https://ci.example/{cluster}", "job FAILED" if not ok else "ok")
     return Pipeline(Config(verification={"default": "slurm"}, fixes=fixes), lambda ref: nullcontext(Path(".")),
                     env={}, backend=backend)
 
@@ -259,7 +259,7 @@ def test_several_scripts_port_what_it_can_and_give_the_command_to_retry(tmp_path
     (tmp_path / "jobs" / "good.sh").write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\nsrun python train.py\n")
     (tmp_path / "jobs" / "bare.sh").write_text("#!/bin/bash\n#SBATCH -N 1\necho hello\n")
     pipeline = Pipeline(Config(), lambda ref: nullcontext(tmp_path), env={})
-    [result] = pipeline.port(Command("port", ("aurora",)), ("jobs/good.sh", "jobs/bare.sh"), "c0")
+    [result] = pipeline.port(BotCommand("port", ("aurora",)), ("jobs/good.sh", "jobs/bare.sh"), "c0")
     assert result["source"] == "jobs/good.sh"
     [note] = result["notes"]
     assert "jobs/bare.sh" in note and "`/maple port aurora --from jobs/bare.sh --entrypoint PROGRAM`" in note

@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from maple_ci.errors import MapleError
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
-from maple_ci.github.pipeline import Outcome, Pipeline, git_checkout
+from maple_ci.github.pipeline import Pipeline, git_checkout
+from scenarios import run_result
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "perlmutter_torchrun_ddp.sbatch"
 SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"
 NCCL_LOG = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system error\n"
-PORT = Command("port", ("perlmutter", "aurora"))
+PORT = BotCommand("port", ("perlmutter", "aurora"))
 
 
 def ported(*paths):
@@ -34,7 +35,7 @@ def backend_failing_until(fixed, runs, error=None):
         if error:
             raise MapleError(error)
         ok = fixed in script
-        return Outcome(ok, "" if ok else NCCL_LOG, f"https://ci.example/{len(runs)}", "job FAILED")
+        return run_result(ok, "" if ok else NCCL_LOG, f"https://ci.example/{len(runs)}", "job FAILED")
     return backend
 
 
@@ -54,7 +55,7 @@ def test_one_verification_per_cluster_per_request():
     assert [c["verification"] for c in out.values()] == ["passed", "skipped", "passed"]
     assert "one run per cluster per request; `scripts/perlmutter/a.sbatch` was run" in out["scripts/perlmutter/b.sbatch"]["note"]
     # A nightly `verify` checks every script.
-    p.verify(Command("verify"), ported("scripts/perlmutter/a.sbatch", "scripts/perlmutter/b.sbatch"), "c0")
+    p.verify(BotCommand("verify"), ported("scripts/perlmutter/a.sbatch", "scripts/perlmutter/b.sbatch"), "c0")
     assert len(runs) == 4
 
 
@@ -100,14 +101,14 @@ def test_from_must_stay_inside_the_checkout(tmp_path):
     p = pipeline({}, None, tmp_path / "repo")
     for name in ("link.sh", "../secret.sh", "missing.sh"):
         with pytest.raises(MapleError, match="outside the repository or reached through a symlink|No such file"):
-            p.port(Command("port", ("aurora",), source=name), (), "c0")
+            p.port(BotCommand("port", ("aurora",), source=name), (), "c0")
 
 
 def test_verify_collects_every_ported_script_with_its_static_checks(tmp_path):
     (tmp_path / "scripts" / "perlmutter").mkdir(parents=True)
     shutil.copy(EXAMPLE, tmp_path / "scripts" / "perlmutter" / "train.sbatch")
     (tmp_path / "scripts" / "notacluster").mkdir()
-    [result] = pipeline({}, None, tmp_path).port(Command("verify"), (), "c0")
+    [result] = pipeline({}, None, tmp_path).port(BotCommand("verify"), (), "c0")
     [c] = result["clusters"]
     assert (result["source"], c["cluster"], c["verification"]) == ("scripts/perlmutter/train.sbatch", "perlmutter", "pending")
     assert c["checks"] and result["intent"]["launcher"] == "torchrun"
@@ -117,7 +118,7 @@ def test_a_binary_file_among_the_ported_scripts_is_a_clear_error(tmp_path):
     (tmp_path / "scripts" / "perlmutter").mkdir(parents=True)
     (tmp_path / "scripts" / "perlmutter" / "model.bin").write_bytes(b"\x00\xff" * 100)
     with pytest.raises(MapleError) as error:
-        pipeline({}, None, tmp_path).port(Command("verify"), (), "c0")
+        pipeline({}, None, tmp_path).port(BotCommand("verify"), (), "c0")
     # Named as in the repository, not by the runner's checkout path.
     assert str(error.value).startswith("scripts/perlmutter/model.bin looks binary")
 
@@ -197,7 +198,7 @@ def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks():
 
     def backend(name, *, cluster, path, script, miniapp, commit, committed, env):
         ok = "MYAPP_DATA" in script
-        return Outcome(ok, "" if ok else "0: KeyError: 'MYAPP_DATA'\n", None, "job FAILED")
+        return run_result(ok, "" if ok else "0: KeyError: 'MYAPP_DATA'\n", None, "job FAILED")
 
     model = Model()
     p = Pipeline(Config(verification={"default": "slurm"}), lambda ref: nullcontext(Path(".")), env={}, backend=backend, model=model)

@@ -12,18 +12,18 @@ from contextlib import nullcontext
 
 import pytest
 import yaml
-from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results, workflow_commands
+from scenarios import KNOWN, SCRIPT, cluster_result, comment_payload, comment_plan, port_results, run_result, workflow_commands
 from test_github_action import action_env
 from test_github_end_to_end import EXAMPLE, Cluster
 
 from maple_ci.errors import MapleError
 from maple_ci.github.action import run_action
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import Command, CommandError, parse_comment
+from maple_ci.github.commands import BotCommand, CommandError, parse_comment
 from maple_ci.github.config import Config
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.events import plan_event
-from maple_ci.github.pipeline import Outcome, Pipeline
+from maple_ci.github.pipeline import Pipeline
 
 FORK = "someone/ports"
 
@@ -44,7 +44,7 @@ class Passing(Cluster):
 
     def __call__(self, backend, **run):
         super().__call__(backend, **run)
-        return Outcome(True, "", f"https://ci.example/{len(self.runs)}", "job COMPLETED")
+        return run_result(True, "", f"https://ci.example/{len(self.runs)}", "job COMPLETED")
 
 
 def fork_pr(fake):
@@ -152,7 +152,7 @@ def test_from_through_a_symlinked_folder_is_refused(tmp_path):
     (tmp_path / "repo" / "jobs").symlink_to(tmp_path / "outside")
     pipeline = Pipeline(Config(), lambda ref: nullcontext(tmp_path / "repo"), env={})
     with pytest.raises(MapleError, match="jobs/train.sh is outside the repository or reached through a symlink"):
-        pipeline.port(Command("port", ("aurora",), source="jobs/train.sh"), (), "c0")
+        pipeline.port(BotCommand("port", ("aurora",), source="jobs/train.sh"), (), "c0")
 
 
 # --- finding 8: every failure is answered, with the run's log ---
@@ -329,7 +329,7 @@ def test_comment_options_reach_the_port_like_the_cli_options(tmp_path):
     (root / "jobs").mkdir(parents=True)
     shutil.copy(EXAMPLE, root / "jobs" / "train.sbatch")
     [result] = Pipeline(Config(), lambda ref: nullcontext(root), env={}).port(
-        Command(**{**command.__dict__, "source": "jobs/train.sbatch"}), (), "c0")
+        BotCommand(**{**command.__dict__, "source": "jobs/train.sbatch"}), (), "c0")
     intent = result["intent"]
     assert (intent["entrypoint"], intent["gpus_per_node"], intent["account"], intent["queue"], intent["walltime"],
             intent["world_size"]) == ("tools/train.py", 2, "m9999", "debug", "00:30:00", 6)

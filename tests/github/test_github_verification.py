@@ -16,7 +16,7 @@ from scenarios import KNOWN, comment_plan
 
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import Command
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
 from maple_ci.github.events import plan_event
 from maple_ci.github.pipeline import Pipeline, run_backend
@@ -177,7 +177,7 @@ def test_stopping_the_bot_cancels_every_pipeline_in_flight(tmp_path):
         pipeline = jacamar_pipeline(tmp_path, settings(gitlab))
         started = time.monotonic()
         with pytest.raises(MapleError, match="SIGTERM"):
-            pipeline.verify(Command("verify"), results, COMMIT)
+            pipeline.verify(BotCommand("verify"), results, COMMIT)
         elapsed = time.monotonic() - started
         center.release.set()
     assert [p["status"] for p in gitlab.pipelines.values()] == ["canceled", "canceled"]
@@ -190,7 +190,7 @@ def test_the_verify_timeout_input_limits_each_run_and_cancels_the_pipeline(tmp_p
     center = Center(hold=30)
     with FakeGitLab(center) as gitlab:
         pipeline = jacamar_pipeline(tmp_path, settings(gitlab, MAPLE_VERIFY_TIMEOUT="1"))
-        [c] = pipeline.verify(Command("verify"), results, COMMIT)[0]["clusters"]
+        [c] = pipeline.verify(BotCommand("verify"), results, COMMIT)[0]["clusters"]
         center.release.set()
     assert c["verification"] == "failed" and "after 1 s, cancelled" in c["note"]
     assert [p["status"] for p in gitlab.pipelines.values()] == ["canceled"]
@@ -198,5 +198,5 @@ def test_the_verify_timeout_input_limits_each_run_and_cancels_the_pipeline(tmp_p
 
 def test_a_verify_timeout_that_is_not_a_number_is_a_clear_error(tmp_path):
     results = [pending(PORTED)]
-    [c] = jacamar_pipeline(tmp_path, {"MAPLE_VERIFY_TIMEOUT": "1h"}).verify(Command("verify"), results, COMMIT)[0]["clusters"]
+    [c] = jacamar_pipeline(tmp_path, {"MAPLE_VERIFY_TIMEOUT": "1h"}).verify(BotCommand("verify"), results, COMMIT)[0]["clusters"]
     assert c["verification"] == "error" and "must be a whole number of seconds, not '1h'" in c["note"]
