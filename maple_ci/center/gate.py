@@ -83,12 +83,18 @@ def check_inputs(args, env: dict) -> list[str]:
 _RUNTIME = re.compile(r"\b(apptainer|singularity|shifter|podman-hpc|enroot)\b|--container-image")
 
 
+def _commands(text: str) -> str:
+    """The script's commands and directives, without its comments."""
+    prefixes = tuple(unit.prefix for unit in schedulers.all())
+    return "\n".join(line for line in text.splitlines()
+                     if not line.lstrip().startswith("#") or line.lstrip().startswith(prefixes))
+
+
 def refuse_unlisted_image(text: str, cluster: str) -> None:
     """Refused unless every container the script runs is on the cluster's allowlist."""
     from maple_ci.containers import allowed
     from maple_ci.errors import MapleError
     from maple_ci.extract import extract_script
-    from maple_ci.profiles import get_profile
 
     try:
         container = extract_script(text).container
@@ -97,9 +103,7 @@ def refuse_unlisted_image(text: str, cluster: str) -> None:
             return
     except MapleError as exc:
         raise Refused(f"the script cannot be read: {exc}") from exc
-    commands = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")
-                         or line.lstrip().startswith(tuple(unit.prefix for unit in schedulers.all())))
-    if container or _RUNTIME.search(commands):
+    if container or _RUNTIME.search(_commands(text)):
         raise Refused(f"the script runs a container image ({image or 'not readable'}) that is not on {cluster}'s "
                       "list of allowed images pinned by digest")
 
