@@ -89,9 +89,29 @@ class Flux(Scheduler):
     gate_kept = frozenset({"ntasks", "ppn", "cores_per_task", "gpus_per_task", "gpus_per_node", "exclusive",
                            "job_name"})
     size_options = frozenset({"nodes", "time_limit"})
-    # Lines of a failed job as flux-core prints them (flux-core#6437, flux-sched#1084, flux-core#6054):
-    # a fatal job exception (severity 0) and flux run's summary of failed tasks.
-    error_lines = (r"job\.exception\b[^\n]*\bseverity=0\b", r"flux-job: task\(s\) exited with exit code [1-9]")
+    # Lines of a failed job as flux-core prints them (flux-core#6437, flux-sched#1084, flux-core#6054, flux-docs#287):
+    # a fatal job exception (severity 0), flux run's summary of failed tasks, a command's own error.
+    error_patterns = (r"job\.exception\b[^\n]*\bseverity=0\b", r"flux-job: task\(s\) exited with exit code [1-9]",
+                      r"\bflux-(?:batch|run|submit|alloc): ERROR:")
+    # flux-queue(1), flux-resource(1) (flux-core man pages); banks: LLNL/HPC-Tutorials flux/section4.md (read 2026-11-28)
+    site_queries = {
+        "account": "flux account view-user $USER  (your banks)",
+        "queue": "flux queue list",
+        "partition": "flux queue list",
+        "max_walltime": "flux queue list  (TIME LIMIT per queue)",
+        "gpu_count": "flux resource list  (NGPUS per node)",
+        "devices_per_node": "flux resource list",
+        "value": "flux queue list; flux resource list",
+    }
+    # LC publishes its machines' limits with `news job.lim.<machine>` (../shared/research notes §4.1; unconfirmed)
+    limit_advice = ("wait until your running jobs finish (flux jobs) or cancel one (flux cancel <jobid>); "
+                    "the machine's limits: news job.lim.<machine> (LLNL LC)")
+    # flux-core doc/man1/common/job-environment-variables.rst (read 2026-11-28): what a job's tasks get
+    job_environment = frozenset({"FLUX_JOB_ID", "FLUX_JOB_SIZE", "FLUX_JOB_NNODES", "FLUX_TASK_RANK",
+                                 "FLUX_TASK_LOCAL_ID", "FLUX_JOB_TMPDIR", "FLUX_URI"})
+    not_ported = frozenset(_NOT_PORTED)
+    export_option = "env"  # --env=RULE
+    passes_arguments = True  # flux-batch(1): "any remaining free arguments supplied as SCRIPT arguments"
     launchers = frozenset({"flux"})
     fields = {
         "nodes": ("nodes", _nodes), "ntasks": ("ntasks", positive), "ppn": ("ntasks_per_node", positive),
@@ -113,7 +133,6 @@ class Flux(Scheduler):
         return fsd(walltime)
 
     def finish(self, last: dict[str, Option], d: Directives) -> None:
-        d.dropped += [" ".join(o.words) for name, o in last.items() if name in _NOT_PORTED]
         d.spreads = not d.nodes_given and bool(d.ntasks)
         if d.gpus_per_node is None and d.gpus_per_task:
             tasks = d.ntasks_per_node or per_node(d.ntasks, d.nodes or (None if d.spreads else 1))

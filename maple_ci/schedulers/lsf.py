@@ -91,6 +91,11 @@ class Lsf(Scheduler):
         "local_rank": ("JSM_NAMESPACE_LOCAL_RANK",),
     }
     launchers = frozenset({"jsrun", "lrun"})
+    # Summit guide's LSF variables table and IBM's "Environment variables set for job execution" (read 2026-11-28)
+    job_environment = frozenset({"LSB_JOBID", "LSB_JOBNAME", "LSB_JOBINDEX", "LSB_HOSTS", "LSB_QUEUE", "LSB_DJOB_HOSTFILE",
+                                 "LSB_DJOB_NUMPROC", "LS_SUBCWD"})
+    not_ported = frozenset(_NOT_PORTED)
+    export_option = "env"  # bsub -env
     site_options = frozenset({"account", "project", "queue", "walltime", "reservation"})
     gate_kept = frozenset({"job_name", "alloc_flags"})
     size_options = frozenset({"nodes", "walltime"})
@@ -132,7 +137,6 @@ class Lsf(Scheduler):
         return body, None
 
     def finish(self, last: dict[str, Option], d: Directives) -> None:
-        d.dropped += [" ".join(o.words) for name, o in last.items() if name in _NOT_PORTED]
         project = last.get("project")
         if d.account is None and project is not None:  # OLCF charges -P, LLNL -G
             d.set("account", project.value, project.line)
