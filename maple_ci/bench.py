@@ -35,7 +35,7 @@ SCORED_FIELDS = ("scheduler", "launcher", "framework", "strategy", "nodes", "gpu
 _RENDEZVOUS = re.compile(r"MASTER_ADDR|rdzv_endpoint|main_process_ip|hostfile|PBS_NODEFILE")
 
 
-class Case(BaseModel):
+class AccuracyCase(BaseModel):
     id: str
     kind: str  # "script" | "request"
     text: str
@@ -52,7 +52,7 @@ def suite_targets() -> list[str]:
     return sorted(load_profiles())
 
 
-def expand_cases(suite: dict) -> list[Case]:
+def expand_cases(suite: dict) -> list[AccuracyCase]:
     """Every style/phrasing x model x node count, each ported to targets drawn with a fixed seed (a
     round-robin would tie node counts to clusters, since both cycle)."""
     rng = random.Random(0)
@@ -61,7 +61,7 @@ def expand_cases(suite: dict) -> list[Case]:
 
     def add(kind: str, name: str, text: str, expect: dict) -> None:
         for target in rng.sample(targets, suite["targets_per_source"]):
-            cases.append(Case(id=f"{name}->{target}", kind=kind, text=text, target=target, expect=expect))
+            cases.append(AccuracyCase(id=f"{name}->{target}", kind=kind, text=text, target=target, expect=expect))
 
     for (style_name, style), (model_name, model), nodes in itertools.product(
             suite["styles"].items(), suite["models"].items(), suite["node_counts"]):
@@ -80,19 +80,19 @@ def expand_cases(suite: dict) -> list[Case]:
     return cases
 
 
-def load_cases(subset: Optional[int] = None) -> list[Case]:
+def load_cases(subset: Optional[int] = None) -> list[AccuracyCase]:
     cases = expand_cases(yaml.safe_load(suite_path().read_text()))
     if subset and subset < len(cases):  # a fixed spread over styles, phrasings and targets, not the first N
         cases = sorted(random.Random(0).sample(cases, subset), key=cases.index)
     return cases
 
 
-def fits_target(case: Case) -> bool:
+def fits_target(case: AccuracyCase) -> bool:
     """Whether any queue of the target takes this many nodes (Anvil's GPU partition stops at 3)."""
     return any(q.min_nodes <= case.expect["nodes"] <= q.max_nodes for q in get_profile(case.target).queues)
 
 
-def generation_failures(case: Case, result: PortResult) -> list[str]:
+def generation_failures(case: AccuracyCase, result: PortResult) -> list[str]:
     """What is wrong with one generated script; empty when the case passes. A job no queue of the
     target can take passes only when the port says so (a failed node-limit check)."""
     if not fits_target(case):
@@ -127,7 +127,7 @@ def generation_failures(case: Case, result: PortResult) -> list[str]:
     return failures
 
 
-def run_accuracy(cases: list[Case], progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
+def run_accuracy(cases: list[AccuracyCase], progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
     field_hits = {field: [0, 0] for field in SCORED_FIELDS}
     per_cluster: dict[str, list[int]] = {}
     failures, unsupported, passed = [], [], 0
@@ -231,7 +231,7 @@ def process_latency(runs: int = 5) -> dict:
     return {"runs": runs, "cpus": os.cpu_count(), "load": [load_before, os.getloadavg()[0]], "commands": figures}
 
 
-def run_latency(cases: list[Case], repeat: int = 20, runs: int = 5) -> dict:
+def run_latency(cases: list[AccuracyCase], repeat: int = 20, runs: int = 5) -> dict:
     """Whole-process figures (process_latency), then per-stage latency in this process, warm (model
     and table loaded), and scaling with the number of targets."""
     from .retrieve import best_template
@@ -295,7 +295,7 @@ def retrieval_scaling(sizes=(48, 1000, 10_000), repeat: int = 20) -> dict:
     return timings
 
 
-def run_verified(cases: list[Case], count: int, timeout: int = 300) -> dict:
+def run_verified(cases: list[AccuracyCase], count: int, timeout: int = 300) -> dict:
     """Generated 2-node scripts for Slurm targets, run through verify_slurm with the mini-app in place
     of the training program, on targets whose nodes fit the local test cluster's (2 nodes, 4 GPUs
     each, 128 CPUs). Jobs need the site's `module` command: on the test cluster run with
@@ -303,12 +303,12 @@ def run_verified(cases: list[Case], count: int, timeout: int = 300) -> dict:
     from .verify import miniapp_for
     from .verify.slurm import BACKEND, verify_slurm
 
-    def fits_local(case: Case) -> bool:  # the test cluster's shape: tests/cluster/slurm.conf.in
+    def fits_local(case: AccuracyCase) -> bool:  # the test cluster's shape: tests/cluster/slurm.conf.in
         profile = get_profile(case.target)
         return (schedulers.get(profile.scheduler).verify_backend == BACKEND and profile.devices_per_node <= 4 and profile.cores_per_node <= 128
                 and case.expect["nodes"] == 2)
 
-    by_target: dict[str, list[Case]] = {}
+    by_target: dict[str, list[AccuracyCase]] = {}
     for case in cases:
         if case.kind == "script" and fits_local(case):
             by_target.setdefault(case.target, []).append(case)

@@ -144,3 +144,43 @@ def test_what_a_script_does_not_say_is_given_as_an_option(capsys, monkeypatch, t
 def test_a_malformed_walltime_option_is_a_usage_error(capsys, monkeypatch, tmp_path):
     code, _, err = maple(capsys, monkeypatch, "port", EXAMPLE, "--to", "polaris", "--out", tmp_path, "--walltime", "soon")
     assert code == 2 and "--walltime: 'soon' is not a Slurm time" in err and not any(tmp_path.iterdir())
+
+
+def test_maple_verify_and_the_bot_go_through_one_verify_then_debug_flow(capsys, monkeypatch, tmp_path):
+    """`maple verify --fix` and the bot's verification both call pipeline.verify_and_debug, whose
+    runner is the one place a script's text is run: the same failure gets the same fix, re-run."""
+    from maple_ci import pipeline as flow
+    from maple_ci.github.commands import BotCommand
+    from maple_ci.github.config import Config
+    from maple_ci.github.pipeline import Pipeline
+    from maple_ci.verify.substitute import VerifyResult
+
+    nccl = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system error\n"
+    runs, flows = [], []
+
+    def run_verification(backend, path, **options):  # a Slurm run that needs Perlmutter's socket interface
+        runs.append(backend)
+        ok = "NCCL_SOCKET_IFNAME=hsn" in Path(path).read_text()
+        return VerifyResult(ok=ok, backend=backend, state="COMPLETED" if ok else "FAILED", log="" if ok else nccl,
+                            message="job COMPLETED" if ok else "job FAILED")
+
+    def spy(*args, **kwargs):
+        flows.append(kwargs["path"])
+        return shared(*args, **kwargs)
+
+    shared = flow.verify_and_debug
+    monkeypatch.setattr(flow, "run_verification", run_verification)
+    monkeypatch.setattr(flow, "verify_and_debug", spy)
+    script = tmp_path / "a.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n")
+
+    code, _, _ = maple(capsys, monkeypatch, "verify", script, "--backend", "slurm", "--cluster", "perlmutter", "--fix", "--json")
+    assert code == 0 and "export NCCL_SOCKET_IFNAME=hsn" in (tmp_path / "a.fixed.sbatch").read_text()
+
+    bot = Pipeline(Config(verification={"default": "slurm"}), lambda ref: None, env={})
+    result = {"source": "a.sbatch", "intent": {"framework": "pytorch"}, "clusters": [
+        {"cluster": "perlmutter", "path": "scripts/perlmutter/a.sbatch", "content": script.read_text(), "template": "t",
+         "checks": [], "verification": "pending", "log_url": None, "suggestions": []}]}
+    [c] = bot.verify(BotCommand("port", ("perlmutter",)), [result], "c0")[0]["clusters"]
+    assert c["verification"] == "failed" and "export NCCL_SOCKET_IFNAME=hsn" in c["fixed"]
+    assert flows == [str(script), "scripts/perlmutter/a.sbatch"] and runs == ["slurm"] * 4

@@ -35,7 +35,7 @@ from maple_ci.errors import MapleError
 from maple_ci.verify import BACKENDS
 
 DEFAULT_PATH = ".github/maple.yml"
-Backend = Literal[("none", *BACKENDS)]  # verification backends by name (maple_ci.verify)
+RunnerName = Literal[("none", *BACKENDS)]  # verification backends by name (maple_ci.verify)
 
 
 class _Strict(BaseModel):
@@ -74,7 +74,7 @@ class Config(_Strict):
     sources: list[str] = Field(default_factory=list)
     output: str = "scripts"
     # `default` applies to every cluster not named; other keys are cluster names.
-    verification: dict[str, Backend] = Field(default_factory=lambda: {"default": "none"})
+    verification: dict[str, RunnerName] = Field(default_factory=lambda: {"default": "none"})
     schedule: Schedule = Field(default_factory=Schedule)
     pull_requests: PullRequests = Field(default_factory=PullRequests)
     fixes: Literal["commit", "suggest"] = "commit"

@@ -30,7 +30,7 @@ from maple_ci.github.config import Config
 from maple_ci.github.delivery import ClusterResult, SourceResult
 from maple_ci.github.markdown import code
 from maple_ci.intent import REQUIRED_FOR_PORT
-from maple_ci.pipeline import script_runner, verify_and_debug
+from maple_ci import pipeline as flow
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.cancel import run_all
 from maple_ci.verify.static import Check
@@ -67,7 +67,7 @@ def run_backend(backend: str, *, cluster: str, path: str, script: str, miniapp: 
     """Run one verification with the named backend. jacamar: the center checks out `commit` and runs
     the file there; slurm and local: a scratch copy, never a file in the checkout."""
     options = dict(miniapp=miniapp, cluster=cluster, commit=commit, env=env, timeout=_timeout(env))
-    return script_runner(backend, Path(path), options)(script, committed)
+    return flow.script_runner(backend, Path(path), options)(script, committed)
 
 
 @dataclass
@@ -193,8 +193,8 @@ class Pipeline:
                                 commit=commit, committed=committed, env=self.env)
 
         try:
-            verified = verify_and_debug(c["content"], run, cluster=c["cluster"], path=c["path"],
-                                        rerun=backend != "jacamar", model=self.model, lock=self._analysis)
+            verified = flow.verify_and_debug(c["content"], run, cluster=c["cluster"], path=c["path"],
+                                             rerun=backend != "jacamar", model=self.model, lock=self._analysis)
         except MapleError as error:  # the backend could not run at all (misconfigured, no sbatch...)
             c.update(verification="error", note=f"Verification could not run on {backend}: {error}")
             return
