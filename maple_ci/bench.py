@@ -102,28 +102,49 @@ def generation_failures(case: AccuracyCase, result: PortResult) -> list[str]:
         return [f"static check {c.name}: {c.message}" for c in result.checks if not c.ok and c.severity == "error"]
     profile = get_profile(case.target)
     back = extract_script(result.script)
+    found = [*_header_failures(result.script, profile), *_size_failures(case, back, profile),
+             *_program_failures(case, back), *_template_failures(case, get_template(result.template))]
+    if case.expect["nodes"] > 1 and not _RENDEZVOUS.search(result.script):
+        found.append("multi-node script without a rendezvous (MASTER_ADDR, rdzv endpoint or hostfile)")
+    return found
+
+
+def _header_failures(script: str, profile) -> list[str]:
+    if not script.lstrip().startswith("#!") or schedulers.get(profile.scheduler).prefix not in script:
+        return [f"no {profile.scheduler} directives"]
+    return []
+
+
+def _size_failures(case: AccuracyCase, back, profile) -> list[str]:
+    """The job size read back from the script against the expected one and the target's nodes."""
     failures = []
-    if not result.script.lstrip().startswith("#!") or schedulers.get(profile.scheduler).prefix not in result.script:
-        failures.append(f"no {profile.scheduler} directives")
     if back.nodes != case.expect["nodes"]:
         failures.append(f"nodes {back.nodes} != {case.expect['nodes']}")
     if not back.gpus_per_node or back.gpus_per_node > profile.devices_per_node:
         failures.append(f"{back.gpus_per_node} ranks per node on a {profile.devices_per_node}-device node")
     if back.nodes and back.gpus_per_node and back.world_size != back.nodes * back.gpus_per_node:
         failures.append(f"world size {back.world_size} != {back.nodes} x {back.gpus_per_node}")
+    return failures
+
+
+def _program_failures(case: AccuracyCase, back) -> list[str]:
+    failures = []
     if back.entrypoint != case.expect["entrypoint"]:
         failures.append(f"entrypoint {back.entrypoint!r} != {case.expect['entrypoint']!r}")
-    if "script_args" in case.expect and back.script_args[:len(case.expect["script_args"])] != case.expect["script_args"]:
-        failures.append(f"script args {back.script_args} != {case.expect['script_args']}")
-    template = get_template(result.template)
+    args = case.expect.get("script_args")
+    if args is not None and back.script_args[:len(args)] != args:
+        failures.append(f"script args {back.script_args} != {args}")
+    return failures
+
+
+def _template_failures(case: AccuracyCase, template) -> list[str]:
+    failures = []
     for field in ("framework", "strategy"):
         # The generic family starts any strategy's program in the source's process model (which the
         # read-back gate checked): the strategy is the program's own, not the template's.
         kept = field == "strategy" and template.strategy == GENERIC
         if field in case.expect and getattr(template, field) != case.expect[field] and not kept:
             failures.append(f"template {template.id} has {field} {getattr(template, field)}, expected {case.expect[field]}")
-    if case.expect["nodes"] > 1 and not _RENDEZVOUS.search(result.script):
-        failures.append("multi-node script without a rendezvous (MASTER_ADDR, rdzv endpoint or hostfile)")
     return failures
 
 

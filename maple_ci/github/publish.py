@@ -33,48 +33,78 @@ def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[Sou
     """Deliver a port (PR, verification, fixes, review, check runs); the results, the reply and the PR.
     `verify(results, commit)` verifies with check runs on `commit`."""
     assert plan.key is not None
+    _stamp_provenance(results, source, from_fork)
+    existing = open_pr(repo, plan.key, base)
+    closed = _left_closed(repo, plan, base) if existing is None else None
+    if closed is not None:
+        return results, (f"maple-ci leaves #{closed.number} closed: it was closed without merging. "
+                         "Reopen it to let maple-ci refresh it again."), None
+    state = _earlier_state(existing, command, results)
+    title = title_for(list(state.results), results, settings.pull_requests.title_prefix)
+    delivered = deliver(repo, plan.key, {c["path"]: c["content"] for r in results for c in r["clusters"]}, base, title,
+                        describe(state, results), trailers(source),
+                        title_for(list(state.results), results, settings.pull_requests.commit_prefix), command.recreate)
+    stopped = _stopped_early(repo, delivered, state, base, settings)
+    if stopped is not None:
+        return results, stopped, delivered.pr
+    pr = delivered.pr
+    results = verify(results, delivered.sha)
+    _review(repo, (plan.key, pr), base, results, state, (delivered.sha, title), settings)
+    on_source_pr = plan.pull_number is not None and plan.key == f"pr-{plan.pull_number}"
+    if on_source_pr and not from_fork:  # the verdicts where the contributor looks too: their PR's head
+        check_runs(repo, source.commit, results)
+    return results, reply_for(pr.html_url, results) + (_into(base, from_fork) if on_source_pr else ""), pr
+
+
+def _review(repo: Repository, where: tuple[str, PullRequest], base: str, results: list[SourceResult], state: State,
+            head: tuple[str, str],
+            settings: Config) -> None:
+    """After verification: the passing fixes committed (when configured), the PR body, the review;
+    `where` is the request key and its PR."""
+    (key, pr), (sha, title) = where, head
+    if settings.fixes == "commit":
+        sha, state = _commit_fixes(repo, key, base, results, state, settings.pull_requests.commit_prefix, head)
+    edit_pr(pr, title, describe(state, results))
+    post_review(pr, sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
+
+
+def _stamp_provenance(results: list[SourceResult], source: Provenance, from_fork: bool) -> None:
     for result in results:
         result["provenance"] = source._asdict()
         if from_fork:  # what verification reads back, wherever the file goes
             for c in result["clusters"]:
                 c["content"] = stamp(c["content"], source)
-    existing = open_pr(repo, plan.key, base)
-    if existing is None and plan.trigger in AUTOMATIC:
-        closed = closed_pr(repo, plan.key, base)
-        if closed is not None:
-            return results, (f"maple-ci leaves #{closed.number} closed: it was closed without merging. "
-                             "Reopen it to let maple-ci refresh it again."), None
+
+
+def _left_closed(repo: Repository, plan: Plan, base: str) -> PullRequest | None:
+    """The PR a person closed without merging, which an automatic refresh leaves closed."""
+    return closed_pr(repo, plan.key, base) if plan.trigger in AUTOMATIC else None
+
+
+def _earlier_state(existing: PullRequest | None, command: BotCommand, results: list[SourceResult]) -> State:
+    """The open PR's state; each script generated as before gets its committed fix again (the branch
+    keeps it, and it is what runs)."""
     state = read_state(existing.body) if existing else State()
     if command.recreate:
         state = state._replace(fixes={})
     for c in (c for r in results for c in r["clusters"]):
-        # A script generated as before gets its committed fix again: the branch keeps it, and it is what runs.
         c["content"] = with_fix(c["content"], state.fixes.get(c["path"]))
-    files = {c["path"]: c["content"] for r in results for c in r["clusters"]}
-    prefixes = settings.pull_requests
-    title = title_for(list(state.results), results, prefixes.title_prefix)
-    delivered = deliver(repo, plan.key, files, base, title, describe(state, results), trailers(source),
-                        title_for(list(state.results), results, prefixes.commit_prefix), command.recreate)
+    return state
+
+
+def _stopped_early(repo: Repository, delivered, state: State, base: str, settings: Config) -> str | None:
+    """The reply when nothing is to be verified: no PR needed, a person's commits on the branch, or
+    the branch already holds these files verified. None: go on."""
     if delivered.pr is None:
-        return results, f"The ported scripts are already on {code(base)}; no PR needed.", None
-    pr = delivered.pr
+        return f"The ported scripts are already on {code(base)}; no PR needed."
     if delivered.foreign:
-        return results, _stopped(pr, delivered.foreign, state), pr
+        return _stopped(delivered.pr, delivered.foreign, state)
     if delivered.opened:
-        _dress(pr, prefixes)
+        _dress(delivered.pr, settings.pull_requests)
     if not delivered.committed and verified(repo, delivered.sha):
         # The branch already holds these files, verified, with their review and check runs.
-        return results, f"Ported in {pr.html_url} (unchanged)", pr
-    results = verify(results, delivered.sha)
-    sha = delivered.sha
-    if settings.fixes == "commit":
-        sha, state = _commit_fixes(repo, plan.key, base, results, state, prefixes.commit_prefix, (sha, title))
-    edit_pr(pr, title, describe(state, results))
-    post_review(pr, sha, [s for r in results for c in r["clusters"] for s in c["suggestions"]])
-    on_source_pr = plan.pull_number is not None and plan.key == f"pr-{plan.pull_number}"
-    if on_source_pr and not from_fork:  # the verdicts where the contributor looks too: their PR's head
-        check_runs(repo, source.commit, results)
-    return results, reply_for(pr.html_url, results) + (_into(base, from_fork) if on_source_pr else ""), pr
+        return f"Ported in {delivered.pr.html_url} (unchanged)"
+    return None
 
 
 def _into(base: str, from_fork: bool) -> str:
