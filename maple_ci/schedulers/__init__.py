@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from ..errors import MapleError
 from .base import Directives, Option, Scheduler
@@ -56,9 +56,15 @@ def detect(text: str) -> Optional[Scheduler]:
     return min(firsts, key=lambda first: first[0])[1] if firsts else None
 
 
-def by_submit(command: str) -> Optional[Scheduler]:
-    """The scheduler whose submit command `command` is (sbatch, /usr/bin/qsub)."""
-    return next((unit for unit in _UNITS.values() if unit.submit[:1] == (command.rsplit("/", 1)[-1],)), None)
+def by_submit(command: Union[str, Sequence[str]]) -> Optional[Scheduler]:
+    """The scheduler whose submit command a command line starts with: its words (`["flux", "batch",
+    "-N2", "job.sh"]`, `["/usr/bin/sbatch", "job.sh"]`) or its first word alone (`"qsub"`). Flux's
+    is two words: `flux run` is no submit line."""
+    words = [command] if isinstance(command, str) else list(command)
+    if not words:
+        return None
+    words[0] = words[0].rsplit("/", 1)[-1]
+    return next((unit for unit in _UNITS.values() if tuple(words[: len(unit.submit)]) == tuple(unit.submit)), None)
 
 
 def from_log(text: str) -> Optional[Scheduler]:
