@@ -135,46 +135,72 @@ def _account(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> Op
     return None
 
 
-def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
-    """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
-    require_port_facts(intent, source_name)
-    notes = list(intent.notes)
-    if template.strategy == "single" and intent.nodes is None:  # one process: one node, not a submit-time size
-        intent = replace(intent, nodes=1)
-    elif template.strategy == "single" and intent.nodes > 1:  # kept: the size is the source's to change
+def _single_process_size(intent: JobIntent, template: TemplateMeta, notes: list[str]) -> JobIntent:
+    """One process runs on one node, not a submit-time size; a source's larger size is kept (the
+    size is the source's to change) with a note."""
+    if template.strategy != "single":
+        return intent
+    if intent.nodes is None:
+        return replace(intent, nodes=1)
+    if intent.nodes > 1:
         notes.append(f"the program starts once (one process on one GPU) but the source asks for {intent.nodes} nodes: "
                      "give --nodes 1, or --gpus-per-node and --strategy if the program starts workers of its own")
+    return intent
+
+
+def _size_and_queue(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> tuple[int, Queue]:
     if intent.nodes is None:
         nodes, queue, note = _allocation_size(intent, profile)
         notes.append(note)
-    else:
-        nodes = _fit_model_parallel(intent, profile, notes)
-        # A source queue name means something on the target only if the job also fits it there.
-        requested = intent.queue if any(q.name == intent.queue and _fits(q, nodes, intent.walltime) for q in profile.queues) else None
-        queue = pick_queue(profile, nodes, intent.walltime, requested)
-        if intent.queue and requested is None:
-            notes.append(f"queue {intent.queue!r} does not exist or does not fit here; using {queue.name!r}")
+        return nodes, queue
+    nodes = _fit_model_parallel(intent, profile, notes)
+    # A source queue name means something on the target only if the job also fits it there.
+    requested = intent.queue if any(q.name == intent.queue and _fits(q, nodes, intent.walltime) for q in profile.queues) else None
+    queue = pick_queue(profile, nodes, intent.walltime, requested)
+    if intent.queue and requested is None:
+        notes.append(f"queue {intent.queue!r} does not exist or does not fit here; using {queue.name!r}")
+    return nodes, queue
+
+
+def _walltime(intent: JobIntent, profile: ClusterProfile, nodes: int, queue: Queue, notes: list[str]) -> tuple[Queue, str]:
+    """The source's walltime, else the queue's limit capped at DEFAULT_WALLTIME; one longer than the
+    queue allows moves to the longest queue, at its limit."""
     walltime = intent.walltime
     if walltime is None:
-        limit = queue.max_walltime_for(nodes)
-        walltime = min(limit, DEFAULT_WALLTIME, key=walltime_seconds)
+        walltime = min(queue.max_walltime_for(nodes), DEFAULT_WALLTIME, key=walltime_seconds)
         notes.append(f"the source gave no walltime; using {walltime}")
     elif not _fits(queue, nodes, walltime) and (longest := _longest_queue(profile, nodes)):
         queue, limit = longest, longest.max_walltime_for(nodes)
         notes.append(f"the source asks for {walltime}, longer than {profile.name} allows for {nodes} node(s); "
                      f"using queue {queue.name} at its limit of {limit}: checkpoint, and resubmit to go on")
         walltime = limit
-    # One process on one GPU stays one (the single-device templates); other jobs fill the node.
-    gpus = 1 if template.strategy == "single" else profile.devices_per_node
-    world_size = nodes * gpus
+    return queue, walltime
+
+
+def _note_world_change(intent: JobIntent, profile: ClusterProfile, shape: tuple[int, int], notes: list[str]) -> None:
+    """Say when ranks per node or the world size change with the target's node shape."""
+    nodes, gpus = shape
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
     source_world = intent.world_size or (intent.gpus_per_node and intent.nodes and intent.nodes * intent.gpus_per_node)
     if intent.nodes is None and intent.gpus_per_node and intent.gpus_per_node != gpus:
         notes.append(f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
                      "node shape, one rank per device); check batch size and learning rate")
-    elif intent.nodes is not None and source_world and source_world != world_size:
-        notes.append(f"world size changes from {source_world} to {world_size} ({nodes} nodes x {gpus} {unit}: "
+    elif intent.nodes is not None and source_world and source_world != nodes * gpus:
+        notes.append(f"world size changes from {source_world} to {nodes * gpus} ({nodes} nodes x {gpus} {unit}: "
                      f"the target's node shape, one rank per device); check batch size and learning rate")
+
+
+def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
+    """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
+    require_port_facts(intent, source_name)
+    notes = list(intent.notes)
+    intent = _single_process_size(intent, template, notes)
+    nodes, queue = _size_and_queue(intent, profile, notes)
+    queue, walltime = _walltime(intent, profile, nodes, queue, notes)
+    # One process on one GPU stays one (the single-device templates); other jobs fill the node.
+    gpus = 1 if template.strategy == "single" else profile.devices_per_node
+    world_size = nodes * gpus
+    _note_world_change(intent, profile, (nodes, gpus), notes)
     account = _account(intent, profile, notes)
     tasks = gpus if template.launcher in PER_DEVICE_LAUNCHERS else 1
     return Job(
