@@ -120,43 +120,67 @@ def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortF
     if command.name in ("ignore", "unignore"):
         return _answered(repo, plan, comment, set_ignored(repo, target.key, target.base, command))
     command, sources, left_out = _narrowed(repo, command, target, settings)
-    skip = None if command.verify else "`--no-verify` was given"
+    approvals: dict[str, str | None] = {}
     gha.start_group(f"maple {command.name} {' '.join(command.clusters)}".rstrip())
     try:
         results = port(command, sources, target.ref)
-        approvals: dict[str, str | None] = {}
-
-        def gated(found: list[SourceResult], sha: str) -> list[SourceResult]:
-            return verify_with_check_runs(repo, sha, found, lambda found, progress: _verify_approved(
-                repo, found, skip, target.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
-
-        if command.name == "port":
-            source = Provenance(target.origin, commit_sha(repo, target.ref), plan.request or plan.reason)
-            if target.fork_head is None:
-                _stamp_fork_content(repo, results, source.commit, source.request)
-            results, message, pr = publish(repo, replace(plan, key=target.key), command, results, target.base, source,
-                                           target.fork_head is not None, gated, settings)
-        else:
-            results = gated(results, commit_sha(repo, target.ref))
-            message, pr = render_pr_body(results), None
-            if plan.report:
-                propose_fixes(repo, target.base, results, settings)
+        gated = _gate(repo, command, target, approvals, verify)
+        results, message, pr = _deliver(repo, plan, command, target, results, gated, settings)
         if plan.report and report is not None:
             sync_report(repo, report, results, commit_sha(repo, target.ref))
     finally:
         gha.end_group()  # also on failure: the error must not be folded away in the log
+    message += _afterword(approvals, left_out)
+    _conclude(repo, plan, comment, results, message)
+    return Done(results, pr)
+
+
+def _gate(repo: Repository, command: BotCommand, target: Target, approvals: dict[str, str | None], verify: VerifyFn):
+    """verify(results, sha) with check runs on `sha`, running only what an approval lets run
+    (approvals: each fork commit met, and who approved it, None while it waits)."""
+    skip = None if command.verify else "`--no-verify` was given"
+
+    def gated(found: list[SourceResult], sha: str) -> list[SourceResult]:
+        return verify_with_check_runs(repo, sha, found, lambda found, progress: _verify_approved(
+            repo, found, skip, target.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
+    return gated
+
+
+def _deliver(repo: Repository, plan: Plan, command: BotCommand, target: Target, results: list[SourceResult],
+             gated, settings: Config) -> tuple[list[SourceResult], str, PullRequest | None]:
+    """A port: published as a PR. A verify: the scripts at the ref verified in place (nightly: the
+    passing fixes proposed). The results, the reply and the PR."""
+    if command.name == "port":
+        source = Provenance(target.origin, commit_sha(repo, target.ref), plan.request or plan.reason)
+        if target.fork_head is None:
+            _stamp_fork_content(repo, results, source.commit, source.request)
+        return publish(repo, replace(plan, key=target.key), command, results, target.base, source,
+                       target.fork_head is not None, gated, settings)
+    results = gated(results, commit_sha(repo, target.ref))
+    if plan.report:
+        propose_fixes(repo, target.base, results, settings)
+    return results, render_pr_body(results), None
+
+
+def _afterword(approvals: dict[str, str | None], left_out: tuple[str, ...]) -> str:
+    """What the reply adds: fork commits waiting for an approval, scripts ignored here."""
+    text = ""
     waiting = sorted({sha for sha, who in approvals.items() if who is None})
     if waiting:
-        message += "\n\n" + "\n".join(f"**{waiting_note(sha)}**" for sha in waiting)
+        text += "\n\n" + "\n".join(f"**{waiting_note(sha)}**" for sha in waiting)
     if left_out:
-        message += f"\n\nNot ported, ignored here: {', '.join(map(code, left_out))} ({code('/maple unignore ' + ' '.join(left_out))} undoes it)."
+        text += f"\n\nNot ported, ignored here: {', '.join(map(code, left_out))} ({code('/maple unignore ' + ' '.join(left_out))} undoes it)."
+    return text
+
+
+def _conclude(repo: Repository, plan: Plan, comment, results: list[SourceResult], message: str) -> None:
+    """Annotations, the comment's reaction, the reply and the job summary."""
     log_annotations(results)
     if comment is not None:
         react(comment, "confused" if any(conclusion(c) == "failure" for r in results for c in r["clusters"]) else "rocket")
     if plan.issue_number is not None:
         _reply(repo, plan, message)
     write_job_summary(render_pr_body(results))
-    return Done(results, pr)
 
 
 def _stamp_fork_content(repo: Repository, results: list[SourceResult], ref: str, request: str) -> None:
