@@ -14,6 +14,7 @@ from .library import TemplateRow
 from .paths import templates_dir
 from .profile_files import files_stamp, profile_files
 from . import schedulers
+from .schedulers.base import clock_seconds as walltime_seconds  # HH:MM:SS in seconds, one home
 
 WALLTIME_PATTERN = r"^\d{1,4}:\d{2}:\d{2}$"
 # The variable that limits which devices a process sees, by vendor: CUDA's (NVIDIA CUDA C
@@ -180,11 +181,6 @@ class ClusterProfile(BaseModel):
 
     def default_queue(self) -> Queue:
         return next((q for q in self.queues if q.default), self.queues[0])
-
-
-def walltime_seconds(walltime: str) -> int:
-    hours, minutes, seconds = (int(part) for part in walltime.split(":"))
-    return hours * 3600 + minutes * 60 + seconds
 
 
 def pick_queue(profile: ClusterProfile, nodes: int, walltime: Optional[str], requested: Optional[str] = None) -> Queue:
