@@ -47,7 +47,7 @@ from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, log_safe
 from maple_ci.github.publish import AUTOMATIC, propose_fixes, publish, set_ignored
 from maple_ci.github.report import report_error, sync_report
-from maple_ci.github.state import read_state
+from maple_ci.github.state import State, read_state
 
 PortFn = Callable[[BotCommand, tuple[str, ...], str], list[SourceResult]]
 # verify(command, results, commit, skip, progress): progress(result, cluster result) as each run starts and ends
@@ -75,21 +75,11 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, verify: VerifyFn = resu
     print(f"maple: {log_safe(plan.reason)}", flush=True)
     settings = settings or Config()
     report = report if report is not None else settings.schedule
-    if plan.command is None and plan.reply is None:
-        return Done([])
-    if plan.trigger == "push" and not settings.refresh_on_push:
-        print("maple: refresh_on_push is off in .github/maple.yml; the push is left alone", flush=True)
+    if _left_alone(plan, settings):
         return Done([])
     comment = repo.get_issue(plan.issue_number).get_comment(plan.comment_id) if plan.comment_id else None  # lazy: no request
     try:
-        if plan.actor is not None and not authorize(plan.association or "", permission(repo, plan.actor)):
-            print(f"maple: {plan.actor} has no write access; refused", flush=True)
-            _reply(repo, plan, refusal(plan.actor))
-            return Done([])
-        if comment is not None and plan.reaction:
-            react(comment, plan.reaction)
-        if plan.reply is not None:
-            _reply(repo, plan, plan.reply)
+        if not _answered_first(repo, plan, comment):
             return Done([])
         assert plan.command is not None
         return _run(repo, plan, plan.command, comment, port, verify, report, settings)
@@ -98,6 +88,31 @@ def run_plan(repo: Repository, plan: Plan, port: PortFn, verify: VerifyFn = resu
         if failure is error:
             raise
         raise failure from error
+
+
+def _left_alone(plan: Plan, settings: Config) -> bool:
+    """Nothing to run or say, or a push while refresh_on_push is off."""
+    if plan.command is None and plan.reply is None:
+        return True
+    if plan.trigger == "push" and not settings.refresh_on_push:
+        print("maple: refresh_on_push is off in .github/maple.yml; the push is left alone", flush=True)
+        return True
+    return False
+
+
+def _answered_first(repo: Repository, plan: Plan, comment) -> bool:
+    """Refuse an actor without write access, react to the comment, post a plan's fixed reply;
+    whether a command is still to run."""
+    if plan.actor is not None and not authorize(plan.association or "", permission(repo, plan.actor)):
+        print(f"maple: {plan.actor} has no write access; refused", flush=True)
+        _reply(repo, plan, refusal(plan.actor))
+        return False
+    if comment is not None and plan.reaction:
+        react(comment, plan.reaction)
+    if plan.reply is not None:
+        _reply(repo, plan, plan.reply)
+        return False
+    return True
 
 
 class Target(NamedTuple):
@@ -209,12 +224,19 @@ def _target(repo: Repository, plan: Plan, command: BotCommand) -> Target:
         return Target(key, base, ref, sources, repo.full_name, None)
     pr = repo.get_pull(plan.pull_number)
     own = _bot_key(repo, pr) if command.name != "verify" else None  # verify: the bot PR's head holds the ports
-    if own is not None:
-        key = own
-        if not own.startswith("pr-"):
-            return Target(key, pr.base.ref, pr.base.ref, sources, repo.full_name, None)
-        pr = repo.get_pull(int(own.removeprefix("pr-")))
-    ref = _pinned_head(repo, pr, command, plan.requested_at)
+    if own is not None and not own.startswith("pr-"):
+        return Target(own, pr.base.ref, pr.base.ref, sources, repo.full_name, None)
+    if own is not None:  # the bot's PR for a source PR: act on that PR
+        key, pr = own, repo.get_pull(int(own.removeprefix("pr-")))
+    return _pr_target(repo, pr, command, plan.requested_at, (key, sources))
+
+
+def _pr_target(repo: Repository, pr: PullRequest, command: BotCommand, requested_at: str | None,
+               asked: tuple[str, tuple[str, ...]]) -> Target:
+    """The target of a request on source PR `pr`: its pinned head; its branch as the base, or for a
+    fork, the PR's base. `asked`: the request key and sources."""
+    key, sources = asked
+    ref = _pinned_head(repo, pr, command, requested_at)
     same_repo = pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
     origin = repo.full_name if same_repo else (pr.head.repo.full_name if pr.head.repo else "unknown/deleted-fork")
     if command.name == "port" and command.source is None:
@@ -232,6 +254,30 @@ def _bot_key(repo: Repository, pr: PullRequest) -> str | None:
     return key if re.fullmatch(r"pr-[0-9]+|(issue|branch)-[A-Za-z0-9_-]+", key) else None
 
 
+def _recreated(command: BotCommand, target: Target, state: State) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The clusters and sources asked for; `/maple recreate` without them takes the PR's."""
+    clusters, sources = command.clusters, target.sources
+    if not command.recreate:
+        return clusters, sources
+    clusters = clusters or tuple(dict.fromkeys(c["cluster"] for r in state.results for c in r["clusters"]))
+    sources = sources or tuple(r["source"] for r in state.results)
+    if not clusters:
+        raise MapleError("Nothing to recreate here: name the clusters, e.g. `/maple recreate perlmutter`.", exit_code=2)
+    return clusters, sources
+
+
+def _not_ignored(command: BotCommand, clusters: tuple[str, ...], sources: tuple[str, ...], skip: set[str]) -> tuple[str, ...]:
+    """The sources not ignored; refused when everything asked for is."""
+    if command.source in skip or not set(clusters) - skip:
+        raise MapleError(f"Everything asked for is ignored here ({', '.join(map(code, sorted(skip)))}): "
+                         "`/maple unignore` undoes it.", exit_code=2)
+    kept = tuple(s for s in sources if s not in skip)
+    if sources and not kept:  # no sources would mean every tracked script
+        raise MapleError(f"Every script asked for is ignored here ({', '.join(map(code, sources))}): "
+                         "`/maple unignore` undoes it.", exit_code=2)
+    return kept
+
+
 def _narrowed(repo: Repository, command: BotCommand, target: Target, settings: Config,
               ) -> tuple[BotCommand, tuple[str, ...], tuple[str, ...]]:
     """The command and sources without what is ignored (settings, `/maple ignore`), and what was
@@ -240,20 +286,9 @@ def _narrowed(repo: Repository, command: BotCommand, target: Target, settings: C
         return command, target.sources, ()
     existing = open_pr(repo, target.key, target.base)
     state = read_state(existing.body if existing else None)
-    clusters, sources = command.clusters, target.sources
-    if command.recreate:
-        clusters = clusters or tuple(dict.fromkeys(c["cluster"] for r in state.results for c in r["clusters"]))
-        sources = sources or tuple(r["source"] for r in state.results)
-        if not clusters:
-            raise MapleError("Nothing to recreate here: name the clusters, e.g. `/maple recreate perlmutter`.", exit_code=2)
+    clusters, sources = _recreated(command, target, state)
     skip = set(settings.ignore) | set(state.ignore)
-    if command.source in skip or not set(clusters) - skip:
-        raise MapleError(f"Everything asked for is ignored here ({', '.join(map(code, sorted(skip)))}): "
-                         "`/maple unignore` undoes it.", exit_code=2)
-    kept = tuple(s for s in sources if s not in skip)
-    if sources and not kept:  # no sources would mean every tracked script
-        raise MapleError(f"Every script asked for is ignored here ({', '.join(map(code, sources))}): "
-                         "`/maple unignore` undoes it.", exit_code=2)
+    kept = _not_ignored(command, clusters, sources, skip)
     command = replace(command, clusters=tuple(c for c in clusters if c not in skip))
     return command, kept, tuple(c for c in clusters if c in skip)
 
