@@ -265,8 +265,9 @@ def changed_lines(old: str, new: str) -> list[str]:
         # added after the last directive when absent
         (SLURM, {"op": "set_directive", "name": "--partition", "value": "gpu"}, ["+#SBATCH --partition=gpu"]),
         (PBS, {"op": "set_directive", "name": "-l filesystems", "value": "home:eagle"}, ["+#PBS -l filesystems=home:eagle"]),
+        # the PBS unit writes each resource of a comma list as its own -l (same request to qsub)
         (PBS, {"op": "set_directive", "name": "-l walltime", "value": "00:30:00"},
-         ["-#PBS -l walltime=01:00:00,place=scatter", "+#PBS -l walltime=00:30:00,place=scatter"]),
+         ["-#PBS -l walltime=01:00:00,place=scatter", "+#PBS -l walltime=00:30:00 -l place=scatter"]),
         (PBS, {"op": "set_directive", "name": "-q", "value": "prod"}, ["-#PBS -A myproj -q debug", "+#PBS -A myproj -q prod"]),
         (SLURM, {"op": "remove_directive", "name": "--gres"}, ["-#SBATCH --gres=gpu:4"]),
         (SLURM, {"op": "remove_directive", "name": "--constraint"},

@@ -63,3 +63,16 @@ def test_controller_timeout_is_infrastructure_and_a_full_tmp_a_scratch_value_to_
     assert slow.advice.kind == "infrastructure" and not slow.candidates
     tmp = diagnose("", "slurm_script: line 34: cannot create temp file for here-document: No space left on device\n", None)
     assert tmp.candidates[0].ops[0].name == "TMPDIR" and "df -h" in tmp.candidates[0].find["cache_dir"]
+
+
+def test_directive_edits_land_before_the_first_command_where_the_scheduler_reads_them():
+    # sbatch reads #SBATCH lines only up to the first command: one after it is a comment, so
+    # editing it (as the old editor did) changed nothing the scheduler sees.
+    from maple_ci.debug.kb import RemoveDirective, SetDirective
+
+    script = "#!/bin/bash\n#SBATCH -N 1\nsrun hostname\n#SBATCH --account=old\n"
+    patched = apply_fix(script, [SetDirective(op="set_directive", name="-A", value="abc")])
+    assert patched == "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --account=abc\nsrun hostname\n#SBATCH --account=old\n"
+    assert apply_fix(patched, [RemoveDirective(op="remove_directive", name="--account")]) == script
+    pbs = "#!/bin/bash\n#PBS -l select=2\n#PBS -l walltime=3:00:00\n./a\n"
+    assert "#PBS -l walltime=01:00:00\n" in apply_fix(pbs, [SetDirective(op="set_directive", name="-l walltime", value="01:00:00")])

@@ -9,6 +9,7 @@ partition's limit, the GPU flag), becomes a <name> placeholder with the command 
 import re
 from typing import NamedTuple, Optional
 
+from .. import schedulers
 from ..errors import MapleError
 from .diagnosis import Advice, Candidate
 from .edits import apply_fix, fields_of, fields_of_text, resolve
@@ -30,31 +31,31 @@ SITE_VALUES = {
     "gpu_type": {"slurm": 'sinfo -o "%P %G"  (gpu:<type>:<count>)'},
     "devices_per_node": {"slurm": 'sinfo -o "%P %G"', "pbs": "pbsnodes -a | grep ngpus"},
     "constraint": {"slurm": 'sinfo -o "%P %f"'},
-    "framework_module": {"slurm": "module spider pytorch", "pbs": "module spider pytorch"},
-    "prerequisite": {"slurm": "module spider <module>/<version>", "pbs": "module spider <module>/<version>"},
+    "framework_module": {"any": "module spider pytorch"},
+    "prerequisite": {"any": "module spider <module>/<version>"},
     "value": {"slurm": "scontrol show partition  (the partition's limits and defaults)"},
-    "mem": {"slurm": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS"},
+    "mem": {"slurm": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS",
+            "pbs": "qstat -Qf <queue>  (resources_max.mem), or the memory of the node: pbsnodes -a"},
     "gpus": {"slurm": "the GPUs the program uses (one per process); per node: sinfo -o \"%P %G\""},
     # Interfaces as ip(8) lists them; loopback, container bridges and veth pairs are node-local.
-    "socket_ifname": {s: "ip -o -4 addr show  (the interface every node has: not lo, docker0, br-*, virbr*, veth*)"
-                      for s in ("slurm", "pbs")},
-    "cache_dir": {s: "a directory with free space you can write from the job: echo $SCRATCH; df -h $SCRATCH"
-                  for s in ("slurm", "pbs")},
-    "bind_path": {s: "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names"
-                  for s in ("slurm", "pbs")},
-    "cuda_module": {s: "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)"
-                    for s in ("slurm", "pbs")},
-    "slots": {s: "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)" for s in ("slurm", "pbs")},
+    "socket_ifname": {"any": "ip -o -4 addr show  (the interface every node has: not lo, docker0, br-*, virbr*, veth*)"},
+    "cache_dir": {"any": "a directory with free space you can write from the job: echo $SCRATCH; df -h $SCRATCH"},
+    "bind_path": {"any": "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names"},
+    "cuda_module": {"any": "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)"},
+    "slots": {"any": "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)"},
 }  # fmt: skip
-SITE_VALUES["mem"]["pbs"] = "qstat -Qf <queue>  (resources_max.mem), or the memory of the node: pbsnodes -a"
 
 
 def _scheduler(script: str, log: str, context: dict) -> str:
-    if context.get("scheduler"):
-        return context["scheduler"]
-    if "#PBS" in script or "qsub: " in log:
-        return "pbs"
-    return "slurm"
+    """The cluster's scheduler, else the one whose directives the script uses, else the one whose
+    submit command the log names (qsub: ...), else Slurm."""
+    unit = schedulers.find(context.get("scheduler")) or schedulers.detect(script) or schedulers.mentioned(log)
+    return unit.name if unit else "slurm"
+
+
+def _find_command(name: str, scheduler: str) -> Optional[str]:
+    commands = SITE_VALUES.get(name, {})
+    return commands.get(scheduler) or commands.get("any")
 
 
 def _captured(m: re.Match) -> dict[str, str]:
@@ -84,7 +85,7 @@ def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dic
     """values with a <name> placeholder for each site value the fix needs and nobody gave; the
     commands that find them; and the names of other missing values (the fix cannot be offered)."""
     missing = sorted({name for op in fix.ops for name in fields_of(op)} - values.keys())
-    find = {n: SITE_VALUES[n][scheduler] for n in missing if scheduler in SITE_VALUES.get(n, {})}
+    find = {n: command for n in missing if (command := _find_command(n, scheduler))}
     unknown = [n for n in missing if n not in find]
     return values | {n: f"<{n}>" for n in find}, find, unknown
 
@@ -160,6 +161,7 @@ _POLICY = {
     "pbs": "wait until your running jobs finish (qstat -u $USER) or delete one (qdel <jobid>); "
            "the queue's limits: qstat -Qf <queue>",
 }  # fmt: skip
+_ANY_POLICY = "wait until your running jobs finish, or cancel one"
 # A traceback frame; the user's own is the last one outside installed packages and the interpreter.
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<frozen")
@@ -185,7 +187,7 @@ def _fix_advice(found: list[Candidate]) -> Advice:
 def _kind_advice(kind: Optional[str], first, failure: Failure, scheduler: str) -> Optional[Advice]:
     """The advice an exact case's outcome names when no edit is offered (None: it names none)."""
     if kind == "policy":
-        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: {_POLICY[scheduler]}.")
+        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: {_POLICY.get(scheduler, _ANY_POLICY)}.")
     if kind == "user_code":
         where = program_line(failure)
         at = f" The error is raised in your program at {where}." if where else ""

@@ -8,6 +8,7 @@ from typing import Optional
 
 from pydantic import BaseModel
 
+from .. import schedulers
 from ..errors import MapleError
 from ..values import edit_refusal
 from .kb import AddFlag, AddModule, ExportEnv, RemoveDirective, ReplaceFlag, ReplaceText, SetDirective, UnsetEnv
@@ -54,11 +55,6 @@ def resolve(op, context: dict):
 # ---------------------------------------------------------------------------------------------
 # Applying edits. Scripts are handled as lists of lines; every edit is a no-op when already done.
 
-_SLURM_ALIASES = {
-    "-p": "--partition", "-q": "--qos", "-A": "--account", "-t": "--time", "-N": "--nodes",
-    "-n": "--ntasks", "-C": "--constraint", "-G": "--gpus", "-c": "--cpus-per-task", "-J": "--job-name",
-    "-o": "--output", "-e": "--error", "-w": "--nodelist", "-x": "--exclude",
-}  # fmt: skip
 # A launch line: optional `time`/`exec`, optional VAR=value assignments, then the launcher.
 _LAUNCH = re.compile(
     r"^\s*(?:(?:time|exec|nohup)\s+)?(?:\w+=\S*\s+)*"
@@ -67,79 +63,33 @@ _LAUNCH = re.compile(
 _MODULE_LINE = re.compile(r"^\s*(?:module|ml)\s")
 
 
-def canonical_option(name: str) -> str:
-    """One spelling per option: Slurm's long name for a short one, "-" for "_" (torchrun takes both)."""
-    return _SLURM_ALIASES.get(name, name).replace("_", "-")
+def canonical_option(name: str, op: str = "set_directive") -> str:
+    """One spelling per option: a directive's as its scheduler names it (-A and --account are one,
+    PBS's "-l walltime" is walltime), a launcher flag with "-" for "_" (torchrun takes both)."""
+    if op in ("set_directive", "remove_directive"):
+        return schedulers.get("pbs" if name.startswith("-l ") else "slurm").canonical(name)
+    return name.replace("_", "-")
 
 
-def _directive_prefix(lines: list[str], context: dict, name: str) -> str:
-    """#SBATCH or #PBS, whichever the script uses (else the cluster's), checked against the option:
-    long options exist only in Slurm, "-l resource" only in PBS."""
-    prefix = next(
-        (p for p in ("#SBATCH", "#PBS") if any(line.startswith(p) for line in lines)),
-        "#PBS" if context.get("scheduler") == "pbs" else "#SBATCH",
-    )
-    if (prefix == "#PBS" and name.startswith("--")) or (prefix == "#SBATCH" and name.startswith("-l ")):
-        raise MapleError(f"{name} is not a {prefix} option; this fix is for the other scheduler")
-    return prefix
+def _unit(lines: list[str], context: dict):
+    """The scheduler whose directives the script uses, else the cluster's (else Slurm's)."""
+    return schedulers.detect("\n".join(lines)) or schedulers.get(context.get("scheduler") or "slurm")
 
 
-def _option_regex(prefix: str, name: str) -> re.Pattern:
-    """One option inside a directive line: group "opt" is the option with its value, "value" the value."""
-    if prefix == "#PBS" and name.startswith("-l "):
-        resource = re.escape(name[3:].strip())
-        return re.compile(rf"-l\s+(?:\S*?,)?(?P<opt>{resource}=(?P<value>[^\s,]+))")
-    spellings = {name}
-    if prefix == "#SBATCH":
-        canonical = _SLURM_ALIASES.get(name, name)
-        spellings |= {canonical} | {short for short, long in _SLURM_ALIASES.items() if long == canonical}
-    names = "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
-    return re.compile(rf"(?P<lead>\s*)(?<!\S)(?P<opt>(?:{names})(?:(?:=|\s+)(?P<value>[^-\s]\S*))?)(?=\s|$)")
-
-
-def _format_option(prefix: str, name: str, value: str) -> str:
-    if prefix == "#PBS" and name.startswith("-l "):
-        return f"-l {name[3:].strip()}={value}"
-    if not value:
-        return name
-    return f"{name}={value}" if name.startswith("--") else f"{name} {value}"
+_HOLE = "MAPLE_VALUE_TO_FILL"  # stands in for a <name> placeholder, which the writer would quote
 
 
 def _set_directive(lines: list[str], op: SetDirective, context: dict) -> list[str]:
-    prefix = _directive_prefix(lines, context, op.name)
-    pattern = _option_regex(prefix, op.name)
-    out, found = list(lines), False
-
-    def replace(m: re.Match) -> str:
-        if m["value"] is None:  # a bare flag becomes name=value (or stays bare)
-            return m.group(0)[: m.start("opt") - m.start()] + _format_option(prefix, op.name, op.value)
-        return m.group(0)[: m.start("value") - m.start()] + op.value
-
-    for i, line in enumerate(lines):
-        if line.startswith(prefix) and pattern.search(line, len(prefix)):
-            found = True
-            head, tail = line[: len(prefix)], line[len(prefix) :]
-            out[i] = head + pattern.sub(replace, tail)
-    if found:
-        return out
-    directive_lines = [i for i, line in enumerate(lines) if line.startswith(prefix)]
-    at = directive_lines[-1] + 1 if directive_lines else (1 if lines and lines[0].startswith("#!") else 0)
-    return lines[:at] + [f"{prefix} {_format_option(prefix, op.name, op.value)}"] + lines[at:]
+    # The scheduler's own writer: the option lands in the directive block, before the first
+    # command (sbatch and qsub ignore directives after it), spelling and other options kept.
+    # A placeholder is shown as written (a person fills it in), never quoted as a shell word.
+    hole = bool(_PLACEHOLDER.match(op.value))
+    text = _unit(lines, context).set_option("\n".join(lines), op.name, _HOLE if hole else op.value or None)
+    return (text.replace(_HOLE, op.value) if hole else text).split("\n")
 
 
 def _remove_directive(lines: list[str], op: RemoveDirective, context: dict) -> list[str]:
-    prefix = _directive_prefix(lines, context, op.name)
-    if prefix == "#PBS" and op.name.startswith("-l "):
-        raise MapleError(f"removing the PBS resource {op.name!r} is not supported; edit it by hand")
-    pattern = _option_regex(prefix, op.name)
-    out = []
-    for line in lines:
-        if line.startswith(prefix) and pattern.search(line, len(prefix)):
-            line = line[: len(prefix)] + pattern.sub("", line[len(prefix) :])
-            if not line[len(prefix) :].strip():
-                continue  # nothing left on the directive line
-        out.append(line)
-    return out
+    return _unit(lines, context).remove_option("\n".join(lines), op.name).split("\n")
 
 
 def _launch_lines(lines: list[str]) -> list[int]:
@@ -235,7 +185,7 @@ def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
     existing = re.compile(rf"(?<!\S){re.escape(op.flag)}(?:(?P<sep>=|\s+)(?P<value>[^-\s]\S*))?(?=\s|$)")
     end = _launcher_end(line, op.launcher)
     m = existing.search(line, end)
-    flag = _format_option("", op.flag, op.value)
+    flag = op.flag if not op.value else f"{op.flag}={op.value}" if op.flag.startswith("--") else f"{op.flag} {op.value}"
     if m:
         if not op.value or m["value"] == op.value:
             return lines
