@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from maple_ci import debug, llm
+from maple_ci.debug import model
 from maple_ci.errors import MapleError
 
 # A Perlmutter job whose program fails on a variable no known fix sets.
@@ -207,7 +208,7 @@ def test_a_long_script_is_cut_to_the_lines_an_edit_can_touch_and_those_the_error
     body = [f"echo step {i}" for i in range(300)]
     body[150] = 'python prepare.py --data "$MYAPP_DATA"'
     script = SCRIPT.replace("srun", "\n".join(body) + "\nsrun")
-    excerpt = llm._script_excerpt(script, LOG)
+    excerpt = model._script_excerpt(script, LOG)
     lines = excerpt.splitlines()
     assert len(lines) < 40
     assert "   2| #SBATCH -A m1234" in lines and " 158| python prepare.py --data \"$MYAPP_DATA\"" in lines
@@ -233,7 +234,7 @@ def smollm2():
 
 def test_a_local_gguf_model_proposes_and_the_pipeline_validates_or_refuses_it(smollm2, context):
     tokenizer, _ = smollm2._load()
-    prompt = tokenizer.apply_chat_template(llm._messages(SCRIPT, LOG, context), add_generation_prompt=True)["input_ids"]
+    prompt = tokenizer.apply_chat_template(model._messages(SCRIPT, LOG, context), add_generation_prompt=True)["input_ids"]
     assert len(prompt) + smollm2.max_tokens < 2048  # fits a small model's context with its answer
 
     step = debug.next_fix(SCRIPT, LOG, "perlmutter", context, llm=smollm2)

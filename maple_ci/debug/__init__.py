@@ -148,7 +148,7 @@ def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: d
                no_fix: str) -> Step:  # fmt: skip
     """The language model's edit for a failure no known fix covers, kept only when it changes the
     script, still parses and adds no static-check error; otherwise no_fix with the reason."""
-    from ..llm import propose_ops
+    from .model import propose_ops
 
     source = f"llm:{llm.name}"
     proposal = propose_ops(llm, script, "\n".join(failure.window), context)
