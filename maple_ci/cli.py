@@ -10,28 +10,13 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
+                         print_verified, progress)
 from .errors import MapleError
-
-# Logs and pipes are not terminals: rich would wrap them at 80 columns and cut paths.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-
-
-def _print_json(data) -> None:
-    out.print_json(json.dumps(data), highlight=False) if out.is_terminal else print(json.dumps(data, indent=2))
-
-
-def _progress(json_output: bool):
-    """A status line on stderr for long steps (model load, index build); silent for --json."""
-    if json_output or not err.is_terminal:
-        return lambda message: None
-    return lambda message: err.log(message, highlight=False)
-
 
 def extract(args) -> int:
     """Extract the job intent (nodes, GPUs, launcher, framework...) from a script or a request."""
@@ -40,7 +25,7 @@ def extract(args) -> int:
     name, text = load_source(args.source)
     intent = asdict(run_extract(text, name))
     if args.json_output:
-        _print_json(intent)
+        print_json(intent)
         return 0
     table = Table(title=f"JobIntent of {name}", show_header=False)
     for field, value in intent.items():
@@ -57,7 +42,7 @@ def clusters(args) -> int:
 
     profiles = load_profiles().values()
     if args.json_output:
-        _print_json([p.model_dump() for p in profiles])
+        print_json([p.model_dump() for p in profiles])
         return 0
     table = Table("cluster", "center", "scheduler", "devices/node", "GPU", "launcher", "docs")
     for p in profiles:
@@ -66,59 +51,41 @@ def clusters(args) -> int:
     return 0
 
 
+def _walltime(given: str | None) -> str | None:
+    """--walltime as HH:MM:SS, from any form Slurm takes."""
+    from .extract import slurm_walltime
+
+    if given is None:
+        return None
+    try:
+        return slurm_walltime(given)
+    except ValueError as exc:
+        raise MapleError(f"--walltime: {exc}") from exc
+
+
 def port(args) -> int:
     """Port SOURCE to each target cluster: writes scripts/<cluster>/<name>.<sbatch|pbs>."""
-    from .extract import program_line, slurm_walltime
+    from .extract import program_line
     from .port import port as run_port
     from .python_env import parse_python_envs
     from .profiles import load_profiles
 
     targets = [name for item in args.to for name in item.replace(",", " ").split()]
-    if targets == ["all"]:
-        targets = sorted(load_profiles())
-    walltime = args.walltime
-    if walltime is not None:
-        try:
-            walltime = slurm_walltime(walltime)
-        except ValueError as exc:
-            raise MapleError(f"--walltime: {exc}") from exc
+    targets = sorted(load_profiles()) if targets == ["all"] else targets
+    walltime = _walltime(args.walltime)
     entrypoint, program_args = program_line(args.entrypoint, args.program_args)
-    intent, results = run_port(args.source, targets, args.out_dir, progress=_progress(args.json_output),
+    intent, results = run_port(args.source, targets, args.out_dir, progress=progress(args.json_output),
                                framework=args.framework, strategy=args.strategy, nodes=args.nodes,
                                entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
                                account=args.account,
                                queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env))
     if args.json_output:
-        _print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
+        print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
     else:
-        _print_port_table(results)
+        print_port_table(results)
         for note in intent.notes:  # what was assumed about the source; each script's header says more
             out.print(f"[dim]note:[/] {escape(note)}", highlight=False)
     return 1 if any(r.status != "ok" for r in results) else 0
-
-
-def _print_port_table(results) -> None:
-    table = Table("cluster", "template", "checks", "path")
-    for r in results:
-        failed = [c for c in r.checks if not c.ok and c.severity == "error"]
-        if r.status == "unsupported":
-            checks = "[yellow]unsupported[/]"
-        elif failed:
-            checks = f"[red]{len(failed)} failed[/]"
-        else:
-            # Warnings (a skipped linter, an account to fill in) are counted apart, not as passes.
-            warned = sum(not c.ok for c in r.checks)
-            checks = f"[green]{len(r.checks) - warned} ok[/]" + (f", [yellow]{warned} warning(s)[/]" if warned else "")
-        table.add_row(r.cluster, r.template or "-", checks, r.path or r.reason)
-    out.print(table)
-    for r in results:
-        for c in r.checks:
-            if not c.ok:
-                colour = "red" if c.severity == "error" else "yellow"
-                where = f" (line {c.line})" if c.line else ""
-                out.print(f"[{colour}]{r.cluster}: {c.name}{where}:[/] {c.message}", highlight=False)
-        if r.status == "unsupported":
-            out.print(f"[yellow]{r.cluster}: not generated:[/] {r.reason}", highlight=False)
 
 
 def templates_list(args) -> int:
@@ -127,7 +94,7 @@ def templates_list(args) -> int:
 
     templates = list_templates(args.cluster, args.framework)
     if args.json_output:
-        _print_json([t.model_dump() for t in templates])
+        print_json([t.model_dump() for t in templates])
         return 0
     table = Table("id", "cluster", "framework", "strategy", "launcher", "supported")
     for t in templates:
@@ -150,7 +117,7 @@ def templates_search(args) -> int:
 
     hits = search(args.query, args.cluster, args.k)
     if args.json_output:
-        _print_json([{"score": h.score, **h.template.model_dump()} for h in hits])
+        print_json([{"score": h.score, **h.template.model_dump()} for h in hits])
         return 0
     table = Table("score", "id", "description")
     for h in hits:
@@ -186,41 +153,21 @@ def verify(args) -> int:
     options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
                    adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,
                    ref=args.ref, commit=args.commit)
-    _progress(args.json_output)(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
+    progress(args.json_output)(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
     verified = verify_and_debug(text, script_runner(backend, script, options, in_place=True), cluster=options["cluster"],
                                 path=str(script), fix=args.fix, model=model)
     if verified.report and verified.report.attempts:
         fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
         fixed.write_text(verified.report.script)
-        _progress(args.json_output)(f"patched script written to {fixed}")
-    _print_verified(verified, args.json_output)
+        progress(args.json_output)(f"patched script written to {fixed}")
+    print_verified(verified, args.json_output)
     return 0 if verified.ok else 1
 
 
-def _print_verified(verified, json_output: bool) -> None:
-    result, report = verified.result, verified.report
-    if json_output:
-        _print_json({"result": result.model_dump(), "debug": report.model_dump() if report else None})
-        return
-    colour = "green" if result.ok else "red"
-    out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): {result.message}",
-              highlight=False)
-    for note in result.notes:
-        out.print(f"  note: {note}", highlight=False)
-    if not result.ok and result.log:
-        out.print(result.log[-3000:], markup=False, highlight=False)
-    if report:
-        _print_debug_report(report)
-
-
-def _print_debug_report(report) -> None:
-    for number, attempt in enumerate(report.attempts, 1):
-        out.print(f"[bold]fix {number}[/] ({attempt.entry_id}, line {attempt.line_no}: {attempt.line.strip()})",
-                  highlight=False)
-        out.print(f"  {attempt.explanation}", highlight=False)
-        out.print(attempt.diff, markup=False, highlight=False)
-    colour = "green" if report.ok else "yellow"
-    out.print(f"[{colour}]{report.stop_reason}[/]: {report.message}", highlight=False)
+def _read_log(log: Path) -> str:
+    if not log.is_file():
+        raise MapleError(f"no such log file: {log}")
+    return log.read_text(errors="replace")  # logs carry binary junk and are often huge; read them whole
 
 
 def debug(args) -> int:
@@ -234,9 +181,7 @@ def debug(args) -> int:
     model = backend_from_setting(args.llm)
     script, log, out_path = args.script, args.log, args.out_path
     text = _read_script(script)
-    if not log.is_file():
-        raise MapleError(f"no such log file: {log}")
-    log_text = log.read_text(errors="replace")  # logs carry binary junk and are often huge; read them whole
+    log_text = _read_log(log)
     cluster = args.cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
     step = next_fix(text, log_text, cluster, fix_context(cluster), str(script), llm=model)
     hints = match(step.failure, cluster) if step.failure and not step.attempt else []
@@ -245,42 +190,11 @@ def debug(args) -> int:
     if out_path and step.attempt:
         out_path.write_text(step.script)
     if args.json_output:
-        _print_json({
-            "failure": step.failure.model_dump() if step.failure else None,
-            "fix": step.attempt.model_dump() if step.attempt else None,
-            "stop": step.stop, "message": step.message,
-            "suggestions": [s.model_dump() for s in fixes],
-            "similar": [{"id": m.entry.id, "score": m.score, "explanation": m.entry.explanation} for m in hints],
-            **found.model_dump(include={"candidates", "advice", "references", "notes"}),
-        })
+        print_json(debug_json(step, fixes, hints, found))
     else:
-        if step.failure:
-            f = step.failure
-            out.print(f"[bold]first error[/] (line {f.line_no}, {f.category}): {f.line.strip()}", highlight=False)
-        if step.attempt:
-            out.print(f"[bold]known fix[/] {step.attempt.entry_id}: {step.attempt.explanation}", highlight=False)
-            out.print(step.attempt.diff, markup=False, highlight=False)
-            if out_path:
-                err.print(f"patched script written to {out_path}")
-        else:
-            out.print(f"[yellow]{step.stop}[/]: {step.message}", highlight=False)
-            for m in hints:
-                out.print(f"  similar known case {m.entry.id} ({m.score:.2f}): {m.entry.explanation}", highlight=False)
-        _print_diagnosis(found)
+        print_debug_step(step, hints, out_path)
+        print_diagnosis(found)
     return 0 if step.attempt else 1
-
-
-def _print_diagnosis(found) -> None:
-    """The ranked candidates, the advice of its kind, and where else the error is discussed."""
-    for rank, c in enumerate(found.candidates, 1):
-        edits = "; ".join(" ".join(str(v) for k, v in op if k != "op" and v != "") for op in c.ops)
-        fill = f" (fill in: {', '.join(f'{n}: {cmd}' for n, cmd in c.find.items())})" if c.find else ""
-        out.print(f"  candidate {rank} ({c.entry_id}): {edits}{fill}", markup=False, highlight=False)
-    out.print(f"[bold]advice[/] ({found.advice.kind}): {found.advice.text}", highlight=False)
-    for ref in found.references:
-        out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}", markup=False, highlight=False)
-    for note in found.notes:
-        err.print(f"note: {note}", markup=False, highlight=False)
 
 
 def bench(args) -> int:
@@ -290,7 +204,7 @@ def bench(args) -> int:
     report = run_suite(args.suite, args.subset, args.runs, progress=err, quiet=args.json_output)
     args.output.write_text(json.dumps(report, indent=2))
     if args.json_output:
-        _print_json(report)
+        print_json(report)
     else:
         print_report(args.suite, report, out)
     err.print(f"full report: {args.output}")
