@@ -118,20 +118,35 @@ def verdict(result: Optional[PortResult], gate_failures: list[str], missing_need
     return "edit" if asks_for_edit(result) else "as-is"
 
 
-def _score_port(case: dict, intent, result: PortResult, facts: list[dict]) -> dict:
-    present = [f["id"] for f in facts if fact_present(f, result.script)]
-    notes = "\n".join(header_notes(result.script))
-    missing_needed = [f["id"] for f in facts if f.get("needed") and f["id"] not in present
-                      and not (f.get("remedy") and re.search(f["remedy"], notes))]
-    # Against the source itself, the port's own decisions (an argument's scheduler variable put in
-    # for the target) show as differences too: listed so a reader can judge each one.
+def _errors(checks) -> list[str]:
+    return [f"{c.name}: {c.message}" for c in checks if not c.ok and c.severity == "error"]
+
+
+def _missing_needed(facts: list[dict], present: list[str], script: str) -> list[str]:
+    """Needed facts absent from the port and not remedied by one of its header notes."""
+    notes = "\n".join(header_notes(script))
+    return [f["id"] for f in facts if f.get("needed") and f["id"] not in present
+            and not (f.get("remedy") and re.search(f["remedy"], notes))]
+
+
+def _gate_failures(case: dict, intent, result: PortResult) -> tuple[list[str], list[str]]:
+    """(the read-back gate's failures as shipped with the port, else as read against the source;
+    the differences against the source itself). Against the source, the port's own decisions (an
+    argument's scheduler variable put in for the target) show as differences too: listed so a
+    reader can judge each one."""
     direct = readback_checks(result.script, intent, get_profile(result.cluster), get_template(result.template),
                              case["text"])
-    differs = [f"{c.name}: {c.message}" for c in direct if not c.ok and c.severity == "error"]
+    differs = _errors(direct)
     shipped = [c for c in result.checks if c.name.startswith("readback:")]
-    failures = [f"{c.name}: {c.message}" for c in shipped if not c.ok and c.severity == "error"] if shipped else differs
+    return (_errors(shipped) if shipped else differs), differs
+
+
+def _score_port(case: dict, intent, result: PortResult, facts: list[dict]) -> dict:
+    present = [f["id"] for f in facts if fact_present(f, result.script)]
+    failures, differs = _gate_failures(case, intent, result)
     maple_ok = result.status == "ok"
-    return {"source": case["name"], "target": result.cluster, "verdict": verdict(result, failures, missing_needed),
+    return {"source": case["name"], "target": result.cluster,
+            "verdict": verdict(result, failures, _missing_needed(facts, present, result.script)),
             "maple_ok": maple_ok, "gate_ok": not failures, "silent": maple_ok and bool(failures),
             "accepted": differs if maple_ok else [],
             "facts": {"present": len(present), "total": len(facts)},

@@ -93,12 +93,21 @@ def _decide(name: str, value: str, rule: Optional[Rule], target: Target) -> tupl
         return "drop", None, rule.reason
     if rule.vendors and target.vendor not in rule.vendors:
         return "drop", None, f"{rule.reason} ({target.name} has {target.vendor} GPUs)"
-    if rule.verdict == "replace" and target.same_cluster and (_form_ok("word", value) or _form_ok("path", value)):
-        return "keep", value, ""
     if rule.verdict == "replace":
-        kept = str(target.cores_per_rank) if rule.to == "cores_per_rank" else None
-        return "replace", kept, rule.reason
-    form = rule.value or "word"
+        return _replaced(value, rule, target)
+    return _by_form(name, value, rule.value or "word", target)
+
+
+def _replaced(value: str, rule: Rule, target: Target) -> tuple[str, Optional[str], str]:
+    """A value the target replaces, except on the source's own cluster, where a plain one stays."""
+    if target.same_cluster and (_form_ok("word", value) or _form_ok("path", value)):
+        return "keep", value, ""
+    kept = str(target.cores_per_rank) if rule.to == "cores_per_rank" else None
+    return "replace", kept, rule.reason
+
+
+def _by_form(name: str, value: str, form: str, target: Target) -> tuple[str, Optional[str], str]:
+    """A value kept when it has its rule's form; a source site's path only on its own cluster."""
     if _form_ok(form, value) or form == "path" and target.same_cluster and _SITE_PATH.fullmatch(value):
         return "keep", value, ""
     if form == "path" and _SITE_PATH.fullmatch(value):
