@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from .debug import EditOp, load_kb
 from .debug.edits import apply_fix, canonical_option
+from . import schedulers
 from .errors import MapleError
 from .paths import bundled
 
@@ -47,7 +48,7 @@ class DebugCase(BaseModel):
     source_url: str = Field(pattern=r"^https://")
     read_on: date
     cluster: str
-    scheduler: Literal["slurm", "pbs", "flux", "lsf", "none"]
+    scheduler: str  # a registered scheduler (maple_ci.schedulers) or "none"
     script: Optional[str]
     script_verbatim: Optional[bool] = None
     script_note: Optional[str] = None
@@ -59,6 +60,13 @@ class DebugCase(BaseModel):
     fix_kind: FixKind
     accepted_fix: str
     expected: Expected
+
+    @field_validator("scheduler")
+    @classmethod
+    def _known_scheduler(cls, name: str) -> str:
+        if name not in ("none", *schedulers.names()):
+            raise ValueError(f"unknown scheduler {name!r}; known: none, {', '.join(schedulers.names())}")
+        return name
 
     @model_validator(mode="after")
     def _consistent(self) -> "DebugCase":
