@@ -144,11 +144,15 @@ def verify(args) -> int:
     from .llm import backend_from_setting
     from .pipeline import script_runner, verify_and_debug
     from .verify import miniapp_for
+    from .verify.readback import gate_failures
 
     model = backend_from_setting(args.llm) if args.fix else None  # a bad setting fails before any run
     script = args.script
     text = _read_script(script)
     intent = extract_script(text, base_dir=script.parent, name=str(script))
+    if gate := gate_failures(script, text):  # a port maple wrote, read back against its source first
+        err.print("[red]failed[/] (read-back gate, no job run): " + "; ".join(gate), highlight=False, markup=True)
+        return 1
     backend = args.backend if args.backend != "auto" else "slurm" if intent.scheduler == "slurm" else "local"
     options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
                    adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,

@@ -22,6 +22,7 @@ from .retrieve import best_template
 from .schedulers.jobvars import on_scheduler
 from .synthesize import output_path, render, require_port_facts, resolve_job
 from .vendors import vendor_note
+from .verify.readback import RECORD_SUFFIX, record
 from .verify.static import Check, checks_ok, static_checks
 
 
@@ -33,6 +34,7 @@ class PortResult(BaseModel):
     reason: str = ""
     checks: list[Check] = Field(default_factory=list)
     script: str = Field(default="", exclude=True)  # the generated text; the bot commits it
+    record: str = Field(default="", exclude=True)  # the read-back gate's inputs, for `maple verify` (readback.record)
 
 
 def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
@@ -117,6 +119,7 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
             path=str(output_path(out_dir, profile, source_name)),
             checks=checks,
             script=script,
+            record=record(target_intent, profile.name, template.id, source_text),
         ))
     return results
 
@@ -128,6 +131,8 @@ def write_results(results: list[PortResult]) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(result.script)
             path.chmod(0o755)
+            if result.record:
+                Path(str(path) + RECORD_SUFFIX).write_text(result.record)
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,

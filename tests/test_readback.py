@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -147,3 +148,24 @@ def test_the_deepspeed_config_a_port_adds_is_said_and_accepted_and_nothing_else(
     edited = result.script.replace('--deepspeed_config "$DS_CONFIG"', '--deepspeed_config "$DS_CONFIG" --zero 2')
     [failure] = _failed(_recheck(edited, intent, result, source), "arguments")
     assert "'--zero'" in failure.message
+
+
+def test_maple_verify_reruns_the_gate_from_the_record_the_port_wrote(tmp_path):
+    """`maple port` writes the gate's inputs (the source's intent with the user's options, target,
+    template) beside the port; `maple verify` on an edited port that runs another program fails
+    with the gate's difference and exit 1, before any job; the untouched port passes the gate."""
+    from maple_ci.port import write_results
+    from maple_ci.verify.readback import RECORD_SUFFIX, gate_failures
+
+    intent, result = _port(SOURCE, "perlmutter", tmp_path)
+    write_results([result])
+    port = Path(result.path)
+    assert (port.parent / (port.name + RECORD_SUFFIX)).is_file()
+    assert gate_failures(port, port.read_text()) == []
+    port.write_text(port.read_text().replace("python train.py", "python eval.py"))
+    [failure] = gate_failures(port, port.read_text())
+    assert failure.startswith("readback:program") and "'eval.py'" in failure
+    env = {**os.environ, "MAPLE_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"}
+    run = subprocess.run([sys.executable, "-m", "maple_ci", "verify", str(port), "--backend", "local"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 1 and "readback:program" in " ".join(run.stderr.split()), run.stdout + run.stderr

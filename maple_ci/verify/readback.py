@@ -14,13 +14,20 @@ process) and the template it used. What is compared:
 
 Any other difference is a failing check that names it: a port never says "ok" while its launch
 line runs something else. A port whose size cannot be read back gets a warning, not a pass.
+
+`maple port` writes the gate's inputs beside each port (NAME.maple.json: the source's intent with
+the user's options, the target, the template, the source's text), so `maple verify` runs the same
+gate on the port as it stands, edits included, before any job.
 """
 
+import json
 import re
+from dataclasses import asdict
+from pathlib import Path
 from typing import Optional
 
 from ..extract import RENDEZVOUS_VARS, extract_script
-from ..intent import JobIntent
+from ..intent import Container, JobIntent
 from ..library import TemplateMeta
 from ..process_model import (ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, model_given, process_model, same_model,
                              template_model)
@@ -145,3 +152,29 @@ def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, tem
     if env := _environment(script, back, source_text, intent):
         checks.append(env)
     return checks
+
+
+RECORD_SUFFIX = ".maple.json"
+
+
+def record(intent: JobIntent, cluster: str, template: str, source_text: Optional[str]) -> str:
+    """The gate's inputs for a port, to be written beside it (RECORD_SUFFIX)."""
+    return json.dumps({"intent": asdict(intent), "cluster": cluster, "template": template,
+                       "source_text": source_text}, indent=1)
+
+
+def gate_failures(path: Path, script: str) -> list[str]:
+    """The gate's failing checks for the port at `path` as it stands, from the record beside it; none
+    when there is no record (a script maple did not write)."""
+    from ..library import get_template
+    from ..profiles import get_profile
+
+    recorded = Path(str(path) + RECORD_SUFFIX)
+    if not recorded.is_file():
+        return []
+    data = json.loads(recorded.read_text())
+    container = data["intent"].pop("container", None)
+    intent = JobIntent(**data["intent"], container=Container(**container) if container else None)
+    checks = readback_checks(script, intent, get_profile(data["cluster"]), get_template(data["template"]),
+                             data.get("source_text"))
+    return [f"{c.name}: {c.message}" for c in checks if not c.ok and c.severity == "error"]
