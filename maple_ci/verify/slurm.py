@@ -150,61 +150,83 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
     if not shutil.which(SLURM.submit[0], path=env.get("PATH")):
         raise MapleError("sbatch not found on PATH: the slurm backend runs on a Slurm login node "
                          "(or the local test cluster, tests/cluster/setup.sh)")
-    miniapp_path = resolve_miniapp(miniapp)
-    script = substitute_entrypoint(Path(script_path).read_text(), miniapp_path, entrypoint)
-    script = _label_srun_launches(script, miniapp_path)
-    notes = [f"mini-app {miniapp} in place of the training program", "srun launch lines run with SLURM_LABELIO=1"]
-    options = list(submit_options)
-    if adapt:
-        script, adapted = adapt_directives(script, max_gpus_per_node)
-        minutes = math.ceil(timeout / 60)
-        options.append(f"--time={minutes}")
-        notes += adapted + [f"walltime set to {minutes} min (the verification timeout)"]
-
+    script, notes, options = _prepared(Path(script_path), miniapp, entrypoint, timeout if adapt else None,
+                                       max_gpus_per_node)
     with tempfile.TemporaryDirectory(dir=workdir or Path.cwd(), prefix=".maple-verify-") as scratch:
         job_script = Path(scratch) / Path(script_path).name
         job_script.write_text(script)
         output = Path(scratch) / "job-%j.out"
         # Command-line options win over #SBATCH lines: stdout and stderr of the job come here.
-        command = [*SLURM.submit, "--parsable", f"--output={output}", f"--error={output}", *options, str(job_script)]
-        try:
-            submitted = subprocess.run(command, capture_output=True, text=True, env=env,
-                                       cwd=workdir, timeout=COMMAND_TIMEOUT)
-        except subprocess.TimeoutExpired as exc:
-            raise MapleError(f"sbatch did not answer within {COMMAND_TIMEOUT} s: is slurmctld up?") from exc
+        command = [*SLURM.submit, "--parsable", f"--output={output}", f"--error={output}", *submit_options, *options,
+                   str(job_script)]
+        submitted = _submit(command, env, workdir)
         if submitted.returncode != 0:
             return VerifyResult(ok=False, backend=BACKEND, state="REJECTED", exit_code=submitted.returncode,
                                 log=submitted.stderr, notes=notes,
                                 message=f"Slurm rejected the script: {submitted.stderr.strip()}")
         job_id = submitted.stdout.strip().split(";")[0]  # "id" or "id;cluster"
-
-        with cancellable(lambda: _scancel(job_id, env)):
-            fields = _wait(job_id, time.monotonic() + timeout, env)
-        state = fields["JobState"]
-        timed_out = state not in FINAL_STATES | {"UNKNOWN"}
-        ended = fields
-        if timed_out:
-            _scancel(job_id, env)
-            # Let slurmstepd end the tasks and flush the output file before it is read.
-            ended = _wait(job_id, time.monotonic() + 30, env)
+        fields, ended = _follow(job_id, timeout, env)
         output_file = Path(str(output).replace("%j", job_id))
         # sbatch's warnings (accepted, but e.g. about a directive) belong with the job's output.
         log = submitted.stderr + (output_file.read_text(errors="replace") if output_file.exists() else "")
+    return _outcome(job_id, fields, ended, log, timeout, notes)
 
+
+def _prepared(script_path: Path, miniapp: str, entrypoint: Optional[str], adapt_timeout: Optional[int],
+              max_gpus_per_node: Optional[int]) -> tuple[str, list[str], list[str]]:
+    """The job script with the mini-app in place (adapted when adapt_timeout, the verification
+    timeout, is given), the notes that say so, and the sbatch options that go with it."""
+    miniapp_path = resolve_miniapp(miniapp)
+    script = substitute_entrypoint(script_path.read_text(), miniapp_path, entrypoint)
+    script = _label_srun_launches(script, miniapp_path)
+    notes = [f"mini-app {miniapp} in place of the training program", "srun launch lines run with SLURM_LABELIO=1"]
+    if adapt_timeout is None:
+        return script, notes, []
+    script, adapted = adapt_directives(script, max_gpus_per_node)
+    minutes = math.ceil(adapt_timeout / 60)
+    return script, notes + adapted + [f"walltime set to {minutes} min (the verification timeout)"], [f"--time={minutes}"]
+
+
+def _submit(command: list[str], env: Mapping[str, str], workdir: Optional[Path]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir, timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired as exc:
+        raise MapleError(f"sbatch did not answer within {COMMAND_TIMEOUT} s: is slurmctld up?") from exc
+
+
+def _follow(job_id: str, timeout: int, env: Mapping[str, str]) -> tuple[dict, dict]:
+    """The job's fields at its end or the timeout, and at its end after a cancellation there."""
+    with cancellable(lambda: _scancel(job_id, env)):
+        fields = _wait(job_id, time.monotonic() + timeout, env)
+    if fields["JobState"] in FINAL_STATES | {"UNKNOWN"}:
+        return fields, fields
+    _scancel(job_id, env)
+    # Let slurmstepd end the tasks and flush the output file before it is read.
+    return fields, _wait(job_id, time.monotonic() + 30, env)
+
+
+_STILL_RUNNING = "; ranks that never finish usually wait for a rendezvous that cannot complete"
+
+
+def _timeout_message(job_id: str, fields: dict, timeout: int) -> str:
+    state = fields["JobState"]
+    why = f" (Reason={fields.get('Reason')})" if state == "PENDING" else ""
+    return f"job {job_id} was still {state}{why} after the {timeout} s timeout and was cancelled"
+
+
+def _outcome(job_id: str, fields: dict, ended: dict, log: str, timeout: int, notes: list[str]) -> VerifyResult:
     if log and not log.endswith("\n"):
         log += "\n"
     if ended["JobState"] != "COMPLETED":
         log += f"JobState={ended['JobState']} Reason={ended.get('Reason', 'None')}\n"
+    state = fields["JobState"]
     exit_code = int(fields["ExitCode"].split(":")[0]) if "ExitCode" in fields else None
     result = parse_result(log)
-    if timed_out:
-        why = f" (Reason={fields.get('Reason')})" if state == "PENDING" else ""
-        message = f"job {job_id} was still {state}{why} after the {timeout} s timeout and was cancelled"
-        log += f"maple-ci: verification timeout: {message}\n"
-        if state == "RUNNING":
-            message += "; ranks that never finish usually wait for a rendezvous that cannot complete"
+    if state not in FINAL_STATES | {"UNKNOWN"}:  # still pending or running at the timeout
+        message = _timeout_message(job_id, fields, timeout)
         return VerifyResult(ok=False, backend=BACKEND, job_id=job_id, state="TIMEOUT", exit_code=exit_code,
-                            result=result, log=log, message=message, notes=notes)
+                            result=result, log=log + f"maple-ci: verification timeout: {message}\n",
+                            message=message + _STILL_RUNNING * (state == "RUNNING"), notes=notes)
     ok = state == "COMPLETED" and exit_code == 0 and bool(result and result.get("ok"))
     return VerifyResult(ok=ok, backend=BACKEND, job_id=job_id, state=state, exit_code=exit_code, result=result,
                         log=log, notes=notes, message=f"job {job_id} ended {state} (exit {exit_code}); {describe(result)}")
