@@ -17,6 +17,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Optional
 
 from maple_ci.center.checkout import (Refused, fetch_commit, read_script, refuse_stored_credentials, remove,
                                       scratch_copy, site_startup_file)
@@ -38,20 +39,22 @@ GITLAB_FAMILIES = ("CI_", "GITLAB_", "JACAMAR_CI_")
 SITE_STARTUP = {"BASH_ENV", "ENV"}  # only a root-only file of the site (checkout.site_startup_file)
 
 
+def _unexpected(name: str, value: str, batch: bool, site: set) -> Optional[str]:
+    """Why the variable `name` may not be set, or None when the gate expects it."""
+    if name in SITE_STARTUP:
+        return None if site_startup_file(value) else f"{name} is set and is not a startup file only root can change"
+    if name == "SCHEDULER_PARAMETERS":
+        return None if batch else "SCHEDULER_PARAMETERS is set; the center derives them from the committed script"
+    if name in SETTINGS | LOGIN | site or name.startswith(GITLAB_FAMILIES) or (batch and job_environment({name: value})):
+        return None
+    return f"{name} is set; the center expects no such variable (a site's own: MAPLE_SITE_VARIABLES)"
+
+
 def unexpected_variables(env: dict, batch: bool) -> list[str]:
     """Every variable the gate does not expect, each with why: an allowlist, since the names that
     make a shell, Lmod, git or a loader run something cannot all be listed."""
     site = set(env.get("MAPLE_SITE_VARIABLES", "").split())
-    problems = []
-    for name in sorted(env):
-        if name in SITE_STARTUP:
-            if not site_startup_file(env[name]):
-                problems.append(f"{name} is set and is not a startup file only root can change")
-        elif name == "SCHEDULER_PARAMETERS" and not batch:
-            problems.append("SCHEDULER_PARAMETERS is set; the center derives them from the committed script")
-        elif not (name in SETTINGS | LOGIN | site or name.startswith(GITLAB_FAMILIES) or name == "SCHEDULER_PARAMETERS"
-                  or (batch and name in job_environment({name: env[name]}))):
-            problems.append(f"{name} is set; the center expects no such variable (a site's own: MAPLE_SITE_VARIABLES)")
+    problems = [why for name in sorted(env) if (why := _unexpected(name, env[name], batch, site))]
     checkout = Path.cwd().resolve()
     for entry in env.get("PATH", "").split(":"):
         if not entry.startswith("/") or Path(os.path.realpath(entry)).is_relative_to(checkout):
