@@ -148,11 +148,14 @@ def _corpus_port(source: str, cluster: str, out: Path, master_port: int) -> tupl
     return _fit_here(script), miniapp_for(intent.framework, intent.strategy)
 
 
+# The local nodes have 64 cores (128 hardware threads) and 4 GPUs: Isambard-AI's 72 Grace cores per
+# GPU become 32 threads, Jean Zay's 24 cores per GPU (--hint=nomultithread counts cores) become 16.
+LOCAL_CPUS = {"288": "128", "72": "32", "96": "64", "24": "16"}
+
+
 def _fit_here(script: str) -> str:
-    """The local nodes have 128 CPUs: Isambard-AI's 72 cores per GPU become 32 (288 per node, 128).
-    Nothing else changes."""
-    script = re.sub(r"--cpus-per-task=288\b", "--cpus-per-task=128", script)
-    return re.sub(r"--cpus-per-task=72\b", "--cpus-per-task=32", script)
+    """The port with its CPU requests scaled to the local nodes; nothing else changes."""
+    return re.sub(r"--cpus-per-task=(288|72|96|24)\b", lambda m: f"--cpus-per-task={LOCAL_CPUS[m[1]]}", script)
 
 
 def _run(script: str, miniapp: str, workdir: Path, cluster, venv: str):
