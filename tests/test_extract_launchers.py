@@ -91,3 +91,63 @@ def test_contract_no_option_of_any_launcher_is_taken_for_the_program(name):
         opts, rest = parse_options([*subcommand, *words, "train.py", "--lr", "1"], spec)
         assert rest == ["train.py", "--lr", "1"], (spelling, option, opts)
         assert option in opts, (spelling, opts)
+
+
+# ---- issue 16 item 7: styles the corpus lacked (tests/data/real/styles) ----------------------------
+from pathlib import Path as _Path  # noqa: E402
+
+from maple_ci.errors import MapleError as _MapleError  # noqa: E402
+from maple_ci.extract import extract as _extract  # noqa: E402
+
+_STYLES = _Path(__file__).parent / "data" / "real" / "styles"
+
+
+def _style(name: str):
+    path = _STYLES / name
+    return _extract(path.read_text(), name, path.parent, _STYLES)
+
+
+def test_a_script_that_qsubs_another_ports_the_submitted_one_with_the_submit_options():
+    intent = _style("submit/qsub_sub.sh")
+    assert (intent.scheduler, intent.nodes, intent.gpus_per_node, intent.world_size) == ("pbs", 2, 4, 8)
+    assert (intent.account, intent.queue, intent.walltime) == ("ml-proj", "workq", "02:00:00")
+    assert intent.script_args == ["--epochs", "30", "--data", "/data/imagenet"]  # qsub -v EPOCHS=30,DATA=...
+    assert intent.notes[0].startswith("this script submits train_ddp.pbs")
+
+
+def test_sbatch_options_win_over_the_submitted_scripts_directives_and_its_arguments_reach_the_program():
+    intent = _style("submit/sweep_export.sh")  # sbatch --export=ALL,CONFIG_FILE=... --nodes=2 train_cfg.sbatch
+    assert (intent.nodes, intent.world_size, intent.script_args) == (2, 8, ["--config", "configs/base.yaml"])
+    assert _style("submit/submit.sh").script_args == ["--config=configs/cifar10.yml", "--ni"]  # job.sh "$@"
+
+
+def test_ssh_and_pdsh_per_node_are_read_through_to_the_launcher_they_start():
+    ssh = _style("pernode/dist.sh")  # ${#ip_list[*]} is 4 machines, not the 39 characters of their addresses
+    assert (ssh.launcher, ssh.nodes, ssh.gpus_per_node, ssh.world_size, ssh.entrypoint) == ("torchrun", 4, 8, 32, "train.py")
+    pdsh = _style("pernode/pdsh_run_ddp.sh")
+    assert (pdsh.launcher, pdsh.nodes, pdsh.world_size) == ("torchrun", 2, 16)
+
+
+def test_console_script_launchers_are_the_launchers_they_amount_to():
+    composer = _style("consoles/composer_mpt.sbatch")  # --node_rank $SLURM_NODEID is composer's, not the program's
+    assert (composer.launcher, composer.entrypoint, composer.world_size) == ("torchrun", "train.py", 16)
+    assert "--node_rank" not in composer.script_args
+    factory = _style("consoles/llamafactory_multinode.sbatch")
+    assert (factory.entrypoint, factory.script_args) == ("-m llamafactory.launcher", ["examples/train_full/llama3_full_sft.yaml"])
+    assert "FORCE_TORCHRUN" not in factory.env
+    assert _style("consoles/llamafactory_single.sh").entrypoint == "llamafactory-cli"
+
+
+def test_a_torchtune_built_in_recipe_is_refused_with_the_commands_that_bring_it_into_the_checkout():
+    with pytest.raises(_MapleError) as refusal:
+        _style("refusals/tune_builtin.sbatch")
+    message = str(refusal.value)
+    assert "tune cp lora_finetune_distributed" in message and "--entrypoint 'recipes/lora_finetune_distributed.py" in message
+
+
+def test_a_program_given_only_on_the_submit_line_is_unknown_with_candidates_and_the_option_to_give():
+    intent = _style("refusals/dist_train_with_params.sh")  # torchrun ... "${@:6}"
+    assert intent.entrypoint is None and intent.missing == ["entrypoint"]
+    hint = intent.notes[-1]
+    assert "${@:6}" in hint and "tools_train.py" in hint and "train_ocr.py" in hint
+    assert "--entrypoint 'tools_train.py ARGS'" in hint and "/maple port --entrypoint" in hint

@@ -1,5 +1,5 @@
-"""Two of bash's builtins as the walk reads them: `test`/`[ ]` over known values, and Lmod's
-`module`/`ml` (what it loads and unloads)."""
+"""Bash's builtins as the walk reads them: `test`/`[ ]` over known values, `let`, Lmod's `module`/`ml`
+(what it loads and unloads), and the walk's table of the builtins it follows (BUILTINS, Builtins)."""
 
 import re
 from typing import Optional
@@ -50,3 +50,78 @@ def module_command(head: str, args: list[str], modules: list) -> None:
             modules[:] = [new if m == old else m for m in modules]
         else:
             modules.append(new)
+
+
+def let_values(expr: str, lookup) -> dict[str, str]:
+    """What `let` / `(( ))` assigns (`a=2*b`, `a+=1`, `a++`), where its arithmetic is known."""
+    from .evaluate import arith
+
+    values = {}
+
+    def known(name: str):  # `let a=1, b=a+1`: a part sees what the parts before it assigned
+        return values[name] if name in values else lookup(name)
+
+    for part in expr.split(","):
+        if match := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*([-+*/]?)=\s*(.+)", part):
+            name, op, value = match.groups()
+            result = arith(f"{name} {op} ({value})" if op else value, known)
+        elif match := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*|\s*(\+\+|--)\s*([A-Za-z_]\w*)\s*", part):
+            name = match.group(1) or match.group(4)
+            result = arith(f"{name} {'+' if '+' in part else '-'} 1", known)
+        else:
+            continue
+        if result is not None:
+            values[name] = str(result)
+    return values
+
+
+class Builtins:
+    """The builtins the walk follows, as methods of its Shell (walk.py): each returns False when the
+    command is not the builtin's form after all (`set` without `--`), and is then read as a command."""
+
+    def _declare_builtin(self, head, rest, words):
+        self._declare(head, words[1:])
+
+    def _unset(self, head, rest, words):
+        for name in rest:
+            self.vars.pop(name, None)
+
+    def _let_builtin(self, head, rest, words):
+        for expr in rest:
+            self._let(expr)
+
+    def _set(self, head, rest, words):
+        if "--" not in rest:
+            return False
+        self.positional, self.arguments_known = rest[rest.index("--") + 1:], True
+
+    def _shift(self, head, rest, words):
+        self.positional = self.positional[int(rest[0]) if rest and rest[0].isdigit() else 1:]
+
+    def _module(self, head, rest, words):
+        module_command(head, rest, self.modules)
+
+    def _activate(self, head, rest, words):
+        if rest[:1] != ["activate"]:
+            return False
+        self.python_env = " ".join([head, "activate", *rest[1:2]])
+
+    def _source_builtin(self, head, rest, words):
+        if not rest:
+            return False
+        self._source(rest[0], rest[1:])
+
+    def _eval(self, head, rest, words):
+        self.run_text(" ".join(rest))
+
+    def _echo(self, head, rest, words):
+        if self.output is None:
+            return False
+        self.output.append(" ".join(rest[1:] if rest[:1] in (["-n"], ["-e"], ["-E"]) else rest))
+
+
+_DECLARE = {"export", "declare", "typeset", "local", "readonly"}
+BUILTINS = {**{name: "_declare_builtin" for name in _DECLARE}, "unset": "_unset", "let": "_let_builtin", "set": "_set",
+            "shift": "_shift", "module": "_module", "ml": "_module", "conda": "_activate", "mamba": "_activate",
+            "micromamba": "_activate", "source": "_source_builtin", ".": "_source_builtin", "eval": "_eval",
+            "echo": "_echo"}

@@ -4,7 +4,7 @@
 torchrun does (torchrun's options or its variables), so they are read as a torchrun stage on the
 program they run; `llamafactory-cli train CFG` with FORCE_TORCHRUN runs torchrun on its own module;
 IDRIS's `idr_accelerate` is `accelerate launch`. `ssh HOST CMD` and `pdsh -w HOSTS CMD` run a command
-string on each node: it is read as a script of its own. Their option grammars are the registry's
+string on each node: it is read as a script of its own; `pbsdsh SCRIPT ARGS` runs a program on each. Their option grammars are the registry's
 (maple_ci/launchers/grammars.yaml).
 """
 
@@ -20,17 +20,20 @@ if TYPE_CHECKING:
     from .walk import Shell
 
 CONSOLES = {"colossalai", "composer", "tune", "torchrun_jsc", "llamafactory-cli", "idr_accelerate"}
-REMOTE = {"ssh", "pdsh"}
+REMOTE = {"ssh", "pdsh", "pbsdsh"}
 # llamafactory-cli's torchrun options come from its environment (LLaMA-Factory's cli.py)
 _LLAMAFACTORY_ENV = {"NNODES": "nnodes", "NODE_RANK": "node_rank", "NPROC_PER_NODE": "nproc_per_node",
                      "MASTER_ADDR": "master_addr", "MASTER_PORT": "master_port"}
 
 
 def remote(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Context") -> Optional["Launch"]:
-    """`ssh [opts] HOST CMD...` / `pdsh [opts] CMD...`: the command string read as a script."""
-    from .launch import inner
+    """`ssh [opts] HOST CMD...` / `pdsh [opts] CMD...`: the command string read as a script;
+    `pbsdsh [opts] PROGRAM ARGS...`: the program, run on each node (or chunk) of the job."""
+    from .launch import _program, inner
 
     _, rest = parse_options(argv[1:], grammar(head))
+    if head == "pbsdsh":
+        return _program(rest, shell, stages, ctx) if rest else None
     # a host only the job knows (`${nodes[$i]}`) may expand to nothing: a host has no spaces, a command does
     command = rest[1:] if head == "ssh" and not (len(rest) == 1 and " " in rest[0]) else rest
     return inner(" ".join(command), shell, stages, [], ctx) if command else None

@@ -114,66 +114,40 @@ class Expander:
             value, end, _ = self._dollar(whole.group(1), 0)
             if isinstance(value, list) and end == len(whole.group(1)):
                 return list(value)  # "$@", "${a[@]}": a word per element, none when there are none
-        fields: list[list[str]] = [[]]
-        has_content = [False]
-        i, quoted = 0, False
-
-        def add(text: str, split: bool):
-            self.budget.spend(len(text))
-            if not split:
-                fields[-1].append(text)
-                has_content[-1] = has_content[-1] or bool(text) or quoted
-                return
-            parts = _split(text)
-            for n, part in enumerate(parts):
-                if n:
-                    fields.append([])
-                    has_content.append(False)
-                fields[-1].append(part)
-                has_content[-1] = has_content[-1] or bool(part)
-
+        words = _Words(self.budget)
+        i = 0
         while i < len(raw):
-            char = raw[i]
-            if char == '"':
-                quoted = not quoted
-                has_content[-1] = True
-                i += 1
-            elif char == "'" and not quoted:
-                end = raw.find("'", i + 1)
-                end = len(raw) if end < 0 else end
-                add(raw[i + 1:end], False)
-                has_content[-1] = True
-                i = end + 1
-            elif char == "\\":
-                following = raw[i + 1:i + 2]
-                if quoted and following not in ('$', '`', '"', '\\', '\n'):
-                    add("\\", False)
-                    i += 1
-                else:
-                    add("" if following == "\n" else following, False)
-                    i += 2
-            elif raw.startswith("$'", i) and not quoted:
-                end = i + 2
-                while end < len(raw) and raw[end] != "'":
-                    end += 2 if raw[end] == "\\" else 1
-                add(raw[i + 2:end].encode().decode("unicode_escape", "replace"), False)
-                has_content[-1] = True
-                i = end + 1
-            elif char == "$" or char == "`":
-                value, end, known = self._dollar(raw, i)
-                i = end
-                if isinstance(value, list):  # "$@", "${a[@]}": one word per element, even quoted
-                    for n, item in enumerate(value):
-                        if n:
-                            fields.append([])
-                            has_content.append(True)
-                        add(item, split and not quoted)
-                    continue
-                add(value, known and split and not quoted)
-            else:
-                add(char, False)
-                i += 1
-        return ["".join(f) for f, content in zip(fields, has_content) if content]
+            i = self._step(raw, i, words, split)
+        return words.result()
+
+    def _step(self, raw: str, i: int, words: "_Words", split: bool) -> int:
+        """Read the part of `raw` at i into `words`; where the next part starts."""
+        char = raw[i]
+        if char == '"':
+            words.quoted = not words.quoted
+            words.content[-1] = True
+            return i + 1
+        if char == "'" and not words.quoted:
+            return _single_quoted(raw, i, words)
+        if char == "\\":
+            return _escaped(raw, i, words)
+        if raw.startswith("$'", i) and not words.quoted:
+            return _ansi_c(raw, i, words)
+        if char in "$`":
+            return self._expansion(raw, i, words, split)
+        words.add(char, False)
+        return i + 1
+
+    def _expansion(self, raw: str, i: int, words: "_Words", split: bool) -> int:
+        value, end, known = self._dollar(raw, i)
+        if isinstance(value, list):  # "$@", "${a[@]}": one word per element, even quoted
+            for n, item in enumerate(value):
+                if n:
+                    words.new_word(True)
+                words.add(item, split and not words.quoted)
+            return end
+        words.add(value, known and split and not words.quoted)
+        return end
 
     def string(self, raw: str) -> str:
         """`raw` expanded as one word (an assignment's value, a here-document line): no splitting."""
@@ -258,22 +232,24 @@ class Expander:
         if not rest:
             return value
         if op := re.match(r":?[-=+?]", rest):
-            word, empty_counts = rest[op.end():], op.group(0).startswith(":")
-            is_set = value is not None and (not empty_counts or value not in ("", []))
-            if op.group(0)[-1] == "+":
-                return self.string(word) if is_set else ("" if value is not None else None)
-            if is_set:
-                return value
-            if value is None and RUNTIME_NAME.fullmatch(name):
-                return None  # the job sets it; the default is only what bash gives outside one
-            return self.string(word) if op.group(0)[-1] in "-=" else None
-        if isinstance(value, list) and (sub := re.fullmatch(r":(\d+)(?::(\d+))?", rest)):
-            if PASS_THROUGH in value:
-                return None  # part of what is given at submit time: kept as written, never silently none
-            start = max(int(sub.group(1)) - (name in "@*"), 0)  # "${@:3}": from the third argument
-            return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
-        if not isinstance(value, str):
-            return None
+            return self._default(name, value, rest[op.end():], op.group(0))
+        if isinstance(value, list):
+            return _list_slice(name, value, rest)
+        return self._string_operation(value, rest) if isinstance(value, str) else None
+
+    def _default(self, name: str, value, word: str, op: str) -> Optional[object]:
+        """${a:-x}, ${a-x}, ${a:=x}, ${a:+x}, ${a:?x}."""
+        is_set = value is not None and (not op.startswith(":") or value not in ("", []))
+        if op[-1] == "+":
+            return self.string(word) if is_set else ("" if value is not None else None)
+        if is_set:
+            return value
+        if value is None and RUNTIME_NAME.fullmatch(name):
+            return None  # the job sets it; the default is only what bash gives outside one
+        return self.string(word) if op[-1] in "-=" else None
+
+    def _string_operation(self, value: str, rest: str) -> Optional[str]:
+        """${a%x}, ${a#x}, ${a:1:2}, ${a/x/y} on a string."""
         if removal := re.fullmatch(r"(%%|%|##|#)(.*)", rest, re.S):
             return trim(value, removal.group(1), self.string(removal.group(2)))
         if sub := re.fullmatch(r":(-?\d+)(?::(\d+))?", rest):
@@ -344,3 +320,76 @@ def _split(text: str) -> list[str]:
         i += 1
     parts.append(text[start:])
     return [part for part in parts if part] or [""]
+
+
+def runtime_values(nodes: Optional[int], known: dict, slots_per_node: Optional[int] = None) -> dict:
+    """The lookup `Shell.resolve` uses: the scheduler variables the directives fix, the node count
+    and the lines of the PBS node file (slots_per_node per node)."""
+    if not nodes:
+        return dict(known)
+    return {**known, NODES: str(nodes), NODEFILE_LINES: str(nodes * (slots_per_node or 1))}
+
+
+def _list_slice(name: str, value: list, rest: str) -> Optional[list]:
+    """"${@:3}", "${a[@]:1:2}"."""
+    sub = re.fullmatch(r":(\d+)(?::(\d+))?", rest)
+    if not sub or PASS_THROUGH in value:
+        return None  # part of what is given at submit time: kept as written, never silently none
+    start = max(int(sub.group(1)) - (name in "@*"), 0)  # "${@:3}": from the third argument
+    return value[start:start + int(sub.group(2))] if sub.group(2) else value[start:]
+
+
+class _Words:
+    """The words Expander.fields builds: unquoted expansions split as bash splits them."""
+
+    def __init__(self, budget: Budget):
+        self.parts: list[list[str]] = [[]]
+        self.content = [False]  # whether each word exists ("" counts when quoted)
+        self.quoted = False
+        self.budget = budget
+
+    def new_word(self, content: bool) -> None:
+        self.parts.append([])
+        self.content.append(content)
+
+    def add(self, text: str, split: bool) -> None:
+        self.budget.spend(len(text))
+        if not split:
+            self.parts[-1].append(text)
+            self.content[-1] = self.content[-1] or bool(text) or self.quoted
+            return
+        for n, part in enumerate(_split(text)):
+            if n:
+                self.new_word(False)
+            self.parts[-1].append(part)
+            self.content[-1] = self.content[-1] or bool(part)
+
+    def result(self) -> list[str]:
+        return ["".join(part) for part, content in zip(self.parts, self.content) if content]
+
+
+def _single_quoted(raw: str, i: int, words: _Words) -> int:
+    end = raw.find("'", i + 1)
+    end = len(raw) if end < 0 else end
+    words.add(raw[i + 1:end], False)
+    words.content[-1] = True
+    return end + 1
+
+
+def _escaped(raw: str, i: int, words: _Words) -> int:
+    following = raw[i + 1:i + 2]
+    if words.quoted and following not in ('$', '`', '"', '\\', '\n'):
+        words.add("\\", False)
+        return i + 1
+    words.add("" if following == "\n" else following, False)
+    return i + 2
+
+
+def _ansi_c(raw: str, i: int, words: _Words) -> int:
+    """$'...': backslash escapes decoded."""
+    end = i + 2
+    while end < len(raw) and raw[end] != "'":
+        end += 2 if raw[end] == "\\" else 1
+    words.add(raw[i + 2:end].encode().decode("unicode_escape", "replace"), False)
+    words.content[-1] = True
+    return end + 1

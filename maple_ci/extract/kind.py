@@ -138,10 +138,31 @@ def deepspeed_config(launch: Launch) -> Optional[str]:
 
 def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[str],
               ds_cfg: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], program: str) -> Optional[str]:
+    """The first of these that decides: model-parallel sizes, accelerate's options or config, the
+    program's arguments, the DeepSpeed config, FSDP in the program; else data parallel by size."""
     if launch is None:
         return None
-    resolve = launch.shell.resolve
-    args = launch.args
+    resolve, args = launch.shell.resolve, launch.args
+    acc = next((o for n, o in launch.stages if n == "accelerate"), None)
+    steps = (lambda: _model_parallel(args, resolve, program),
+             lambda: _accelerate_strategy(acc, acc_path, acc_cfg, resolve),
+             lambda: _argument_strategy(args, resolve),
+             lambda: _deepspeed_strategy(ds_path, ds_cfg),
+             lambda: "fsdp" if _FSDP.search(program) else _NEXT,
+             lambda: _accelerate_default(acc, acc_path))
+    for step in steps:
+        found = step()
+        if found is not _NEXT:
+            return found
+    if world is None:  # a size chosen at run time: data parallel when the launch is parallel at all
+        return "ddp" if launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) else None
+    return "single" if world == 1 else "ddp"
+
+
+_NEXT = object()  # a step of `strategy` that does not decide
+
+
+def _model_parallel(args: list[str], resolve, program: str):
     sizes = _parallel_sizes(args, resolve)
     if None in sizes:
         return None  # model-parallel sizes only known at run time
@@ -151,42 +172,48 @@ def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[s
         return "tp"  # the degree is the program's own (often the whole world)
     if sizes[1] > 1:
         return "3d"
-    if sizes[0] > 1:
-        return "tp"
-    acc = next((o for n, o in launch.stages if n == "accelerate"), None)
-    if acc is not None:
-        if "use_fsdp" in acc or any(k.startswith("fsdp_") for k in acc):
-            return "fsdp"
-        if "zero_stage" in acc:
-            return _zero_from(resolve(last(acc, "zero_stage")))
-        if acc_cfg:
-            kind = str(acc_cfg.get("distributed_type", "")).upper()
-            if kind == "FSDP":
-                return "fsdp"
-            if kind == "DEEPSPEED":
-                ds_section = acc_cfg.get("deepspeed_config") or {}
-                if ds_section.get("zero_stage") is not None:
-                    return _zero_from(ds_section["zero_stage"])
-        elif acc_path:
-            return None  # the config decides and we cannot read it
-    fsdp = option_in_args(args, "fsdp")
-    if fsdp is not None:
+    return "tp" if sizes[0] > 1 else _NEXT
+
+
+def _accelerate_strategy(acc: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], resolve):
+    if acc is None:
+        return _NEXT
+    if "use_fsdp" in acc or any(k.startswith("fsdp_") for k in acc):
+        return "fsdp"
+    if "zero_stage" in acc:
+        return _zero_from(resolve(last(acc, "zero_stage")))
+    if acc_cfg:
+        return _accelerate_config(acc_cfg)
+    return None if acc_path else _NEXT  # the config decides and we cannot read it
+
+
+def _accelerate_default(acc: Optional[dict], acc_path: Optional[str]):
+    """`accelerate launch` alone: the user's default accelerate config decides (unknown here)."""
+    if acc is not None and not acc_path and not {"multi_gpu", "num_processes", "num_machines"} & set(acc):
+        return None
+    return _NEXT
+
+
+def _accelerate_config(cfg: dict):
+    kind = str(cfg.get("distributed_type", "")).upper()
+    if kind == "FSDP":
+        return "fsdp"
+    stage = (cfg.get("deepspeed_config") or {}).get("zero_stage")
+    return _zero_from(stage) if kind == "DEEPSPEED" and stage is not None else _NEXT
+
+
+def _argument_strategy(args: list[str], resolve):
+    if option_in_args(args, "fsdp") is not None:
         return "fsdp"
     for name in ("zero_stage", "zero-stage", "zero"):
         if (stage := option_in_args(args, name)) is not None:
             return _zero_from(resolve(stage))
-    if named := _strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))):
-        return named
+    return _strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))) or _NEXT
+
+
+def _deepspeed_strategy(ds_path: Optional[str], ds_cfg: Optional[dict]):
     if ds_cfg is not None:
-        zero = _zero_from((ds_cfg.get("zero_optimization") or {}).get("stage", 0))
-        if zero:
-            return zero
-    elif ds_path:
+        return _zero_from((ds_cfg.get("zero_optimization") or {}).get("stage", 0)) or _NEXT
+    if ds_path:
         return _strategy_word(Path(ds_path).stem)  # unreadable: only its name can say, else unknown
-    if _FSDP.search(program):
-        return "fsdp"
-    if acc is not None and not acc_path and not {"multi_gpu", "num_processes", "num_machines"} & set(acc):
-        return None  # `accelerate launch` alone: the user's default accelerate config decides
-    if world is None:  # a size chosen at run time: data parallel when the launch is parallel at all
-        return "ddp" if launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) else None
-    return "single" if world == 1 else "ddp"
+    return _NEXT

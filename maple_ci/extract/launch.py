@@ -21,6 +21,7 @@ from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, R
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .consoles import CONSOLES, REMOTE, console, remote
+from .submit import is_submit
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
@@ -71,81 +72,124 @@ class _Context:
 def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context] = None) -> Optional[Launch]:
     """Follow a command (expanded words) through launchers and wrappers to the program it runs."""
     ctx = ctx or _Context()
-    while argv and re.fullmatch(r"[A-Za-z_]\w*=.*", argv[0], re.S):
+    while argv and _ASSIGNMENT.fullmatch(argv[0]):
         name, _, value = argv[0].partition("=")
         ctx.env[name] = value
         argv = argv[1:]
     if not argv:
         return None
-    if len(argv) > 1 and re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", argv[0]):
+    if len(argv) > 1 and _UNKNOWN_WORD.fullmatch(argv[0]):
         return chain(argv[1:], shell, stages, ctx)  # `srun $SRUN_ARGS python ...`: options only the job knows
     head = argv[0].rsplit("/", 1)[-1]
-    if head in _PLAIN_WRAPPERS:
-        return chain(argv[1:], shell, stages, ctx)
-    if head == "time":  # bash's keyword (`time -p`) or GNU time, with their options
-        return chain(parse_options(argv[1:], TIME)[1], shell, stages, ctx)
-    if head in _BINDING:
-        opts, rest = parse_options(argv[1:], PASSTHROUGH)
-        if head == "taskset" and rest and "cpu_list" not in opts:
-            rest = rest[1:]  # the affinity mask
-        if head == "env":
-            ctx.env.update(dict(item.partition("=")[::2] for item in rest if "=" in item.split("/")[0]))
-        elif head != "stdbuf":
-            ctx.notes.append(f"{head} binding dropped: the target binds ranks to cores and devices itself")
-        return chain(rest, shell, stages, ctx)
-    if head in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi") and argv[1:2] == ["run"]:
-        opts, rest = parse_options(argv[2:], RUNNER)
-        if head in ("conda", "mamba", "micromamba") and last(opts, "name"):
-            shell.python_env = shell.python_env or f"{head} activate {last(opts, 'name')}"
-        return chain(rest, shell, stages, ctx)
-    if head in ("nsys", "ncu", "nv-nsight-cu-cli") or (head == "rocprof"):
-        rest = argv[2:] if argv[1:2] == ["profile"] else argv[1:]
-        _, rest = parse_options(rest, PROFILER)
-        ctx.wrapper = [*ctx.wrapper, *argv[:len(argv) - len(rest)]]
-        return chain(rest, shell, stages, ctx)
-    if head in _CONTAINERS:
-        return _container(head, argv, shell, stages, ctx)
-    command_flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
-    if head in ("bash", "sh", "zsh") and command_flag:  # -c, or combined as in `sh -xeuc '...'`
-        if command_flag + 1 >= len(argv):
-            return None
-        shell.budget.step(SYNTAX_CHECK_STEPS)  # `bash -n` is a process: a function calling it 10^4 times is not read
-        problem = bash_syntax_error(argv[command_flag + 1])
-        if problem:  # the port would carry a launch line bash cannot run
-            raise MapleError(f"in the {head} -c command, {problem}; fix the shell syntax there")
-        # after the string come $0 (a name) and then $1, $2...
-        return inner(argv[command_flag + 1], shell, stages, argv[command_flag + 3:], ctx)
-    if head in ("bash", "sh") and len(argv) > 1:
-        return _program(argv[1:], shell, stages, ctx)
-    if head in ("sbatch", "qsub"):  # another script submitted: extraction may port that one (extract/submit.py)
-        shell.submits.append(argv)
-        return None
-    if head in REMOTE:
-        return remote(head, argv, shell, stages, ctx)
-    if head in CONSOLES and (found := console(head, argv, shell, stages, ctx)) is not None:
-        return found
-    if head in MPI_LAUNCHERS:
-        grammar = launcher(head)
-        opts, rest = parse_options(argv[1:], grammar.spec)
-        for item in grammar.exports(opts):
-            key, eq, value = item.partition("=")
-            if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
-                ctx.env[key] = value if eq else shell.vars[key]
-        if head == "srun" and last(opts, "container_image"):  # Pyxis/enroot
-            ctx.container = Container(runtime="pyxis", image=last(opts, "container_image"),
-                                      options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
-        return chain(rest, shell, [*stages, (head, opts)], ctx)
-    if head == "torchrun":
-        return _dl_stage("torchrun", argv[1:], TORCHRUN, shell, stages, ctx)
-    if head == "deepspeed":
-        return _dl_stage("deepspeed", argv[1:], DEEPSPEED, shell, stages, ctx)
-    if head == "accelerate" and argv[1:2] == ["launch"]:
-        return _dl_stage("accelerate", argv[2:], ACCELERATE, shell, stages, ctx)
-    if head in ("lightning", "fabric") and argv[1:2] == ["run"]:
-        return _dl_stage("torchrun", [a for a in argv[2:] if a != "model"], TORCHRUN, shell, stages, ctx)
+    return _reader(head, argv)(head, argv, shell, stages, ctx)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
+_UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")
+
+
+def _reader(head: str, argv: list[str]):
+    """How the command named `head` is read: one reader per kind of program (the table below)."""
+    if is_submit([head, *argv[1:]]):  # before the table: `flux batch` submits, `flux run` launches
+        return _submit
+    if head in _READERS:
+        return _READERS[head]
     if _PYTHON.fullmatch(head):
-        return _python(argv, shell, stages, ctx)
+        return lambda _, argv, shell, stages, ctx: _python(argv, shell, stages, ctx)
+    return _other
+
+
+def _other(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     return _program(argv, shell, stages, ctx)
+
+
+def _plain(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    return chain(argv[1:], shell, stages, ctx)
+
+
+def _time(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """bash's keyword (`time -p`) or GNU time, with their options."""
+    return chain(parse_options(argv[1:], TIME)[1], shell, stages, ctx)
+
+
+def _binding(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """numactl, taskset, env...: options, then the command (env's VAR=x words are read by chain)."""
+    opts, rest = parse_options(argv[1:], PASSTHROUGH)
+    if head == "taskset" and rest and "cpu_list" not in opts:
+        rest = rest[1:]  # the affinity mask
+    if head not in ("env", "stdbuf"):
+        ctx.notes.append(f"{head} binding dropped: the target binds ranks to cores and devices itself")
+    return chain(rest, shell, stages, ctx)
+
+
+def _runner(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """`uv run`, `conda run -n env`: options, then the command."""
+    if argv[1:2] != ["run"]:
+        return _program(argv, shell, stages, ctx)
+    opts, rest = parse_options(argv[2:], RUNNER)
+    if head in ("conda", "mamba", "micromamba") and last(opts, "name"):
+        shell.python_env = shell.python_env or f"{head} activate {last(opts, 'name')}"
+    return chain(rest, shell, stages, ctx)
+
+
+def _profiler(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    rest = argv[2:] if argv[1:2] == ["profile"] else argv[1:]
+    _, rest = parse_options(rest, PROFILER)
+    ctx.wrapper = [*ctx.wrapper, *argv[:len(argv) - len(rest)]]
+    return chain(rest, shell, stages, ctx)
+
+
+def _shell(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """`bash -c '...'` (or combined, `sh -xeuc '...'`): the string read as a script; `bash x.sh`: x.sh."""
+    flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
+    if flag:
+        return _command_string(head, argv, flag, shell, stages, ctx)
+    return _program(argv[1:] if head != "zsh" and len(argv) > 1 else argv, shell, stages, ctx)
+
+
+def _command_string(head: str, argv: list[str], flag: int, shell: "Shell", stages: list,
+                    ctx: _Context) -> Optional[Launch]:
+    if flag + 1 >= len(argv):
+        return None
+    shell.budget.step(SYNTAX_CHECK_STEPS)  # `bash -n` is a process: a function calling it 10^4 times is not read
+    problem = bash_syntax_error(argv[flag + 1])
+    if problem:  # the port would carry a launch line bash cannot run
+        raise MapleError(f"in the {head} -c command, {problem}; fix the shell syntax there")
+    # after the string come $0 (a name) and then $1, $2...
+    return inner(argv[flag + 1], shell, stages, argv[flag + 3:], ctx)
+
+
+def _submit(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    shell.submits.append(argv)  # another script submitted: extraction may port that one (extract/submit.py)
+    return None
+
+
+def _console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    found = console(head, argv, shell, stages, ctx)
+    return found if found is not None else _program(argv, shell, stages, ctx)
+
+
+def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    grammar = launcher(head)
+    opts, rest = parse_options(argv[1:], grammar.spec)
+    for item in grammar.exports(opts):
+        key, eq, value = item.partition("=")
+        if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
+            ctx.env[key] = value if eq else shell.vars[key]
+    if head == "srun" and last(opts, "container_image"):  # Pyxis/enroot
+        ctx.container = Container(runtime="pyxis", image=last(opts, "container_image"),
+                                  options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
+    return chain(rest, shell, [*stages, (head, opts)], ctx)
+
+
+def _subcommand_dl(name: str, subcommand: str, spec: Spec):
+    """A launcher spelled with a subcommand (`accelerate launch`, `lightning run model`)."""
+    def read(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+        if argv[1:2] != [subcommand]:
+            return _program(argv, shell, stages, ctx)
+        return _dl_stage(name, [a for a in argv[2:] if a != "model"] if name == "torchrun" else argv[2:],
+                         spec, shell, stages, ctx)
+    return read
 
 
 def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
@@ -253,3 +297,17 @@ def best(launches: list[Launch]) -> Optional[Launch]:
     """The launch that most looks like the training job, the first of equals; None if none does."""
     found = max(launches, key=lambda launch: launch.score, default=None)
     return found if found and found.score else None
+
+
+_READERS = {
+    **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, **{name: _binding for name in _BINDING},
+    **{name: _runner for name in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi")},
+    **{name: _profiler for name in ("nsys", "ncu", "nv-nsight-cu-cli", "rocprof")},
+    **{name: _container for name in _CONTAINERS},
+    **{name: _shell for name in ("bash", "sh", "zsh")}, **{name: remote for name in REMOTE},
+    **{name: _console for name in CONSOLES}, **{name: _mpi for name in MPI_LAUNCHERS},
+    "torchrun": lambda head, argv, shell, stages, ctx: _dl_stage("torchrun", argv[1:], TORCHRUN, shell, stages, ctx),
+    "deepspeed": lambda head, argv, shell, stages, ctx: _dl_stage("deepspeed", argv[1:], DEEPSPEED, shell, stages, ctx),
+    "accelerate": _subcommand_dl("accelerate", "launch", ACCELERATE),
+    "lightning": _subcommand_dl("torchrun", "run", TORCHRUN), "fabric": _subcommand_dl("torchrun", "run", TORCHRUN),
+}

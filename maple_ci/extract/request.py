@@ -114,7 +114,36 @@ def extract_request(text: str) -> JobIntent:
     names = tuple(cluster_data())
     lowered = _fix_typos(text.lower(), _KEYWORDS + names)
     words = _NUMBER_RE.sub(lambda m: str(_NUMBER_WORDS[m.group(1)]), lowered)
+    nodes, gpus_per_node, world = _request_sizes(words)
+    zero = re.search(r"\bzero[\s_-]*(?:stage[\s_-]*)?([123])\b|\bstage[\s_-]*([123])\b", words)
+    framework = _request_framework(words, zero)
+    launcher = _request_launcher(words, framework)
+    entry, args = _request_entry(text)
+    account = re.search(r"\b(?:account|allocation|project)\s*(?:is\s+|:|=)?\s*([\w-]*\d[\w-]*)", words)
+    named = schedulers.mentioned(words)
+    intent = JobIntent(
+        source_cluster=_request_cluster(words),
+        scheduler=named.name if named else "none",
+        launcher=launcher,
+        framework=framework,
+        strategy=f"zero{zero.group(1) or zero.group(2)}" if zero else _request_strategy(words),
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        world_size=world,
+        entrypoint=entry,
+        script_args=args,
+        walltime=_request_walltime(words),
+        account=account.group(1) if account else None,
+        queue=_request_queue(words),
+    ).with_defaults()
+    if intent.strategy is None and intent.world_size:
+        intent = replace(intent, strategy="single" if intent.world_size == 1 else "ddp")
+    missing = [name for name in REQUIRED_FOR_PORT if getattr(intent, name) is None]
+    return replace(intent, missing=missing)
 
+
+def _request_sizes(words: str) -> tuple[Optional[int], Optional[int], Optional[int]]:
+    """(nodes, GPUs per node, world size) said in the request."""
     # "on a couple of nodes? no — four nodes": a correction; the value said last is the one meant
     corrected = bool(_CORRECTION.search(words))
 
@@ -139,63 +168,35 @@ def extract_request(text: str) -> JobIntent:
     total = first_int(rf"(\d+)\s*(?:total\s+)?{_GPU}(?!\s*(?:per\b|/|each\b|on each\b|in each\b|an?\s+{_HOST}))\b")
     if nodes is None and re.search(rf"\b(?:a|an)\s+{_HOST}\b", words):
         nodes = 1
-    gpus_per_node = each or per_node(total, nodes)
-    world = total if total and not each else None
+    return nodes, each or per_node(total, nodes), total if total and not each else None
 
-    launcher = next((value for key, value in _LAUNCHER_WORDS.items()
-                     if re.search(rf"\b{re.escape(key)}\b", words)), None)
-    zero = re.search(r"\bzero[\s_-]*(?:stage[\s_-]*)?([123])\b|\bstage[\s_-]*([123])\b", words)
-    if "accelerate" in words:
-        framework = "accelerate"
-    elif "deepspeed" in words or zero:
-        framework = "deepspeed"
-    elif "megatron" in words:
-        framework = "megatron"
-    elif "lightning" in words:
-        framework = "lightning"
-    else:
-        framework = "pytorch"
-    if launcher is None and framework in ("deepspeed", "accelerate"):
-        launcher = framework  # naming the framework is naming its launcher
 
-    if zero:
-        strategy = f"zero{zero.group(1) or zero.group(2)}"
-    elif re.search(r"\bfsdp\b|fully[\s-]*sharded", words):
-        strategy = "fsdp"
-    elif re.search(r"\b3d\b|pipeline[\s-]*parallel", words):
-        strategy = "3d"
-    elif re.search(r"tensor[\s-]*parallel", words):
-        strategy = "tp"
-    elif re.search(r"\bddp\b|data[\s-]*parallel", words):
-        strategy = "ddp"
-    else:
-        strategy = None
+_FRAMEWORK_WORDS = (("accelerate", "accelerate"), ("deepspeed", "deepspeed"), ("megatron", "megatron"),
+                    ("lightning", "lightning"))
+_STRATEGY_WORDS = ((r"\bfsdp\b|fully[\s-]*sharded", "fsdp"), (r"\b3d\b|pipeline[\s-]*parallel", "3d"),
+                   (r"tensor[\s-]*parallel", "tp"), (r"\bddp\b|data[\s-]*parallel", "ddp"))
 
-    entry, args = _request_entry(text)
-    account = re.search(r"\b(?:account|allocation|project)\s*(?:is\s+|:|=)?\s*([\w-]*\d[\w-]*)", words)
+
+def _request_launcher(words: str, framework: str) -> str:
+    named = next((value for key, value in _LAUNCHER_WORDS.items() if re.search(rf"\b{re.escape(key)}\b", words)), None)
+    if named is None and framework in ("deepspeed", "accelerate"):
+        return framework  # naming the framework is naming its launcher
+    return named or "python"
+
+
+def _request_framework(words: str, zero) -> str:
+    if zero and "accelerate" not in words:
+        return "deepspeed"  # a ZeRO stage is DeepSpeed's
+    return next((name for word, name in _FRAMEWORK_WORDS if word in words), "pytorch")
+
+
+def _request_strategy(words: str) -> Optional[str]:
+    return next((name for pattern, name in _STRATEGY_WORDS if re.search(pattern, words)), None)
+
+
+def _request_queue(words: str) -> Optional[str]:
     queue = re.search(r"\b(?:queue|qos|partition)\s*(?:is\s+|:|=)?\s*([a-z][\w-]*)", words)
     if queue and queue.group(1) in ("the", "a", "and", "with", "for", "on"):
         queue = None
     queue = queue or re.search(r"\b(?!the\b|a\b|any\b|which\b)([a-z][\w-]*)\s+(?:queue|qos|partition)\b", words)
-    named = schedulers.mentioned(words)
-    scheduler = named.name if named else "none"
-
-    intent = JobIntent(
-        source_cluster=_request_cluster(words),
-        scheduler=scheduler,
-        launcher=launcher or "python",
-        framework=framework,
-        strategy=strategy,
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        world_size=world,
-        entrypoint=entry,
-        script_args=args,
-        walltime=_request_walltime(words),
-        account=account.group(1) if account else None,
-        queue=queue.group(1) if queue else None,
-    ).with_defaults()
-    if intent.strategy is None and intent.world_size:
-        intent = replace(intent, strategy="single" if intent.world_size == 1 else "ddp")
-    missing = [name for name in REQUIRED_FOR_PORT if getattr(intent, name) is None]
-    return replace(intent, missing=missing)
+    return queue.group(1) if queue else None

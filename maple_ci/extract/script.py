@@ -11,17 +11,19 @@ from typing import Optional
 
 from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, JobIntent
-from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from ..profile_files import cluster_data
 from . import kind
 from .. import schedulers
-from .directives import Directives, count, parse_directives, per_node, runtime_vars
-from .evaluate import PASS_THROUGH
+from .candidates import from_arguments, program_hint
+from .counts import Counts, launch_counts
+from .directives import Directives, parse_directives, runtime_vars
+from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .options import last
 from .shell import bash_syntax_error, parse
 from .submit import submitted
-from .walk import Shell, runtime_values
+from .walk import Shell
 
 # Variables every target recomputes for itself; copying them across clusters would be wrong.
 RENDEZVOUS_VARS = frozenset(
@@ -31,90 +33,6 @@ RENDEZVOUS_VARS = frozenset(
 # A script that reads the allocation's size is sized when it is submitted (`sbatch -N 4 job.sh`).
 _READS_SIZE = re.compile(r"\$\{?(?:SLURM_NNODES|SLURM_JOB_NUM_NODES|SLURM_JOB_NODELIST|SLURM_NODELIST|"
                          r"SLURM_NTASKS|SLURM_NPROCS|PBS_NODEFILE)\b")
-
-@dataclass
-class _Counts:
-    nodes: Optional[int] = None
-    per_node: Optional[int] = None  # processes per node that each drive a device
-    world: Optional[int] = None
-
-
-def _launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> _Counts:
-    def value(opts: dict, name: str) -> Optional[str]:
-        return launch.shell.resolve(last(opts, name))
-
-    counts = _Counts()
-    outer = next(((n, o) for n, o in launch.stages if n in MPI_LAUNCHERS), None)
-    inner = next(((n, o) for n, o in reversed(launch.stages) if n in DL_LAUNCHERS), None)
-    outer_nodes = outer_tasks = outer_ppn = None
-    if outer and outer[0] == "srun":
-        opts = outer[1]
-        outer_nodes = count(value(opts, "nodes"))
-        outer_ppn = count(value(opts, "ntasks_per_node"))
-        outer_tasks = count(value(opts, "ntasks"))
-        step_nodes = outer_nodes or d.nodes
-        if outer_tasks is None and "ntasks" not in opts:
-            # without -n the step takes the allocation's layout: --ntasks-per-node, else -n, else one per node
-            outer_ppn = outer_ppn or (d.ntasks_per_node if "ntasks_per_node" not in opts else None)
-            if outer_ppn and step_nodes:
-                outer_tasks = outer_ppn * step_nodes
-            elif d.ntasks and not outer_nodes:
-                outer_tasks = d.ntasks
-            elif not d.spreads and "ntasks_per_node" not in opts:
-                outer_tasks = step_nodes
-    elif outer:
-        opts, grammar = outer[1], launcher(outer[0])
-        outer_tasks = grammar.count("world", lambda name: count(value(opts, name)))
-        outer_ppn = grammar.count("per_node", lambda name: count(value(opts, name)))
-        if ppr := re.fullmatch(r"ppr:(\d+):node\b.*", value(opts, "map_by") or ""):
-            outer_ppn = int(ppr.group(1))
-        if outer_tasks is None and outer[0] == "ibrun":
-            outer_tasks = d.tasks()  # ibrun starts the allocation's tasks by default
-    if outer and outer_ppn is None and outer_tasks and (outer_nodes or d.nodes):
-        outer_ppn = per_node(outer_tasks, outer_nodes or d.nodes)
-    if outer and outer_nodes is None and outer_tasks and outer_ppn:
-        outer_nodes = per_node(outer_tasks, outer_ppn)
-
-    if inner is None:
-        if outer and launch.entry and "python" in {n for n, _ in launch.stages}:
-            counts.nodes, counts.per_node, counts.world = outer_nodes, outer_ppn, outer_tasks
-        elif outer:  # a wrapper script: only the node count is known
-            counts.nodes = outer_nodes
-        elif launch.entry:  # plain python: one process, on one device
-            counts.nodes, counts.per_node, counts.world = 1, 1, 1
-        return counts
-
-    name, opts = inner
-    if name == "torchrun":
-        nnodes = value(opts, "nnodes")
-        if "nnodes" in opts:
-            counts.nodes = count(nnodes.split(":")[0]) if nnodes and (
-                ":" not in nnodes or len(set(nnodes.split(":"))) == 1) else None
-        else:
-            counts.nodes = 1  # torchrun's default
-        counts.per_node = count(value(opts, "nproc_per_node"))
-    elif name == "deepspeed":
-        if "num_nodes" in opts:
-            counts.nodes = count(value(opts, "num_nodes"))
-        elif "hostfile" not in opts and not outer:
-            counts.nodes = 1  # no hostfile: DeepSpeed runs on localhost
-        counts.per_node = count(value(opts, "num_gpus"))
-    else:  # accelerate
-        cfg = acc_cfg or {}
-        machines = value(opts, "num_machines")  # a flag given but unknown here stays unknown
-        if "num_machines" not in opts and cfg.get("num_machines") is not None:
-            machines = str(cfg["num_machines"])
-        elif machines is None and "config_file" not in opts:
-            machines = "1"  # accelerate's default without a config file
-        processes = value(opts, "num_processes")
-        if "num_processes" not in opts and cfg.get("num_processes") is not None:
-            processes = str(cfg["num_processes"])
-        counts.nodes = count(machines)
-        counts.world = count(processes)
-        counts.per_node = per_node(counts.world, counts.nodes)
-    counts.nodes = counts.nodes or outer_nodes
-    return counts
-
 
 _BLANK_LINES = re.compile(r"\n[ \t\r\n]*\n")
 
@@ -164,55 +82,150 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
 def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], follow_submit: bool = False) -> JobIntent:
     d = parse_directives(text)
     notes = list(d.notes)
+    _default_size(d, text, notes)
+    shell = _walked(text, d, base_dir, root)
+    launch = best(shell.launches)
+    if launch is None and follow_submit and (job := submitted(shell.submits, shell.read)):
+        return _submitted_intent(job, base_dir, root)
+    cfg = _Configs.read(launch, shell)
+    program = kind.program_text(launch, shell) if launch else ""
+    notes = _one_node(launch, d, notes)
+    nodes, gpus_per_node, world = _sizes(launch, d, cfg.accelerate)
+    intent = JobIntent(
+        source_cluster=_source_cluster(text),
+        scheduler=_scheduler(text, d, launch),
+        launcher=_launcher(launch),
+        framework=kind.framework(launch, cfg.ds_path, program),
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        world_size=world,
+        entrypoint=launch.entry if launch else None,
+        script_args=list(launch.args) if launch else [],
+        walltime=d.walltime,
+        account=d.account,
+        queue=d.queue or _step_queue(launch, d),
+        constraint=d.constraint,
+        modules=shell.modules,
+        env=_env(shell, launch),
+        python_env=shell.python_env,
+        configs=cfg.paths(),
+        container=_container(launch, d),
+        wrapper=launch.wrapper if launch else [],
+        notes=_notes(notes, d, shell, launch),
+    ).with_defaults()
+    strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
+    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
+
+
+def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path]) -> JobIntent:
+    """No program, or only the job's arguments as the program: unknown, with a note on how to give it."""
+    if from_arguments(intent.entrypoint):
+        why = f"it is the job's arguments, {intent.entrypoint}, given when the job is submitted"
+        return replace(intent, entrypoint=None, script_args=[], notes=[*intent.notes, program_hint(root, near, why)])
+    if intent.entrypoint is None:
+        return replace(intent, notes=[*intent.notes, program_hint(root, near, "no launch line runs one")])
+    return intent
+
+
+def _default_size(d: Directives, text: str, notes: list[str]) -> None:
     if d.nodes is None and not d.nodes_given and not d.spreads and d.scheduler != "none":
         if _READS_SIZE.search(text):
             notes.append("the node count is chosen at submit time; the port takes it from the allocation")
         else:
             d.nodes = 1  # what sbatch and qsub allocate when nothing asks for more
+
+
+def _walked(text: str, d: Directives, base_dir: Optional[Path], root: Optional[Path]) -> Shell:
     unit = schedulers.find(d.scheduler)  # a job with a host file (PBS_NODEFILE) has one line per rank slot
     slots = d.ntasks_per_node if unit and "node_file" in unit.job_vars else None
     shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots), arguments_known=False)
     shell.run(parse(text, shell.budget))
-    launch = best(shell.launches)
-    if launch is None and follow_submit and (job := submitted(shell.submits, shell.read)):
-        # the job runs where it was submitted: the submitted script's paths are read from here
-        intent = _extract_script(job.text, base_dir, root)
-        note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
-                "submit line's options and arguments written in; submit the port in place of both")
-        return replace(intent, notes=[note, *intent.notes])
+    return shell
 
-    scheduler = d.scheduler
-    if scheduler == "none":
-        implied = schedulers.implied(text, launch.stages[0][0] if launch and launch.stages else None)
-        scheduler = implied.name if implied else "none"
 
-    configs: dict[str, str] = {}
-    ds_path = kind.deepspeed_config(launch) if launch else None
-    acc = next((o for n, o in launch.stages if n == "accelerate"), None) if launch else None
-    acc_path = last(acc, "config_file") if acc else None
-    if ds_path:
-        configs["deepspeed"] = ds_path
-    if acc_path:
-        configs["accelerate"] = acc_path
-    acc_cfg = kind.read_config(acc_path, shell)
-    ds_cfg = kind.read_config(ds_path, shell)
-    if ds_cfg is None and acc_cfg and (acc_cfg.get("deepspeed_config") or {}).get("deepspeed_config_file"):
-        ds_path = str(acc_cfg["deepspeed_config"]["deepspeed_config_file"])
-        ds_cfg = kind.read_config(ds_path, shell)
+def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> JobIntent:
+    # the job runs where it was submitted: the submitted script's paths are read from here
+    intent = _extract_script(job.text, base_dir, root)
+    note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
+            "submit line's options and arguments written in; submit the port in place of both")
+    return replace(intent, notes=[note, *intent.notes])
 
-    program = kind.program_text(launch, shell) if launch else ""
+
+def _scheduler(text: str, d: Directives, launch: Optional[Launch]) -> str:
+    if d.scheduler != "none":
+        return d.scheduler
+    implied = schedulers.implied(text, launch.stages[0][0] if launch and launch.stages else None)
+    return implied.name if implied else "none"
+
+
+def _step_queue(launch: Optional[Launch], d: Directives) -> Optional[str]:
+    """`srun -p llm_s ...` run outside a job allocates its own: its QOS, else its partition."""
+    if d.scheduler != "none" or not launch or not launch.stages or launch.stages[0][0] != "srun":
+        return None
+    opts = launch.stages[0][1]
+    return launch.shell.resolve(last(opts, "qos") or last(opts, "partition"))
+
+
+@dataclass
+class _Configs:
+    """The DeepSpeed and Accelerate config files the launch names, and what they say when readable."""
+
+    named: dict  # as the launch line names them: {"deepspeed": path, "accelerate": path}
+    ds_path: Optional[str] = None  # the DeepSpeed file read (the line's, or the one its accelerate config names)
+    deepspeed: Optional[dict] = None
+    accelerate: Optional[dict] = None
+
+    @property
+    def acc_path(self) -> Optional[str]:
+        return self.named.get("accelerate")
+
+    def paths(self) -> dict[str, str]:
+        return {name: path for name, path in self.named.items() if path}
+
+    @classmethod
+    def read(cls, launch: Optional[Launch], shell: Shell) -> "_Configs":
+        if launch is None:
+            return cls({})
+        acc = next((o for n, o in launch.stages if n == "accelerate"), None)
+        ds_path = kind.deepspeed_config(launch)
+        cfg = cls({"deepspeed": ds_path, "accelerate": last(acc, "config_file") if acc else None}, ds_path)
+        cfg.accelerate = kind.read_config(cfg.acc_path, shell)
+        cfg.deepspeed = kind.read_config(ds_path, shell)
+        named = ((cfg.accelerate or {}).get("deepspeed_config") or {}).get("deepspeed_config_file")
+        if cfg.deepspeed is None and named:  # an accelerate config that names its DeepSpeed file
+            cfg.ds_path, cfg.deepspeed = str(named), kind.read_config(str(named), shell)
+        return cfg
+
+
+def _one_node(launch: Optional[Launch], d: Directives, notes: list[str]) -> list[str]:
     if launch and not launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) and d.nodes is None and not d.nodes_given:
         d.nodes = 1  # one process: whatever the allocation, the program runs on one node
-        notes = [n for n in notes if not n.startswith("the node count is chosen at submit time")]
-    counts = _launch_counts(launch, d, acc_cfg) if launch else _Counts()
-    nodes = d.nodes if d.nodes_given and d.nodes else counts.nodes or d.nodes
-    gpus_per_node = d.gpus_per_node or counts.per_node
-    world = counts.world
-    if world is None and counts.per_node and (counts.nodes or nodes) and launch and launch.names() & DL_LAUNCHERS:
-        world = counts.per_node * (counts.nodes or nodes)
+        return [n for n in notes if not n.startswith("the node count is chosen at submit time")]
+    return notes
 
-    env = {key: value for key, value in {**shell.env, **(launch.env if launch else {})}.items()
-           if key not in RENDEZVOUS_VARS and isinstance(value, str)}
+
+def _sizes(launch: Optional[Launch], d: Directives, acc_cfg: Optional[dict]) -> tuple:
+    """(nodes, GPUs per node, world size): the directives' where they fix them, else the launch's."""
+    counts = launch_counts(launch, d, acc_cfg) if launch else Counts()
+    nodes = d.nodes if d.nodes_given and d.nodes else counts.nodes or d.nodes
+    return nodes, d.gpus_per_node or counts.per_node, _world(counts, nodes, launch)
+
+
+def _world(counts: Counts, nodes: Optional[int], launch: Optional[Launch]) -> Optional[int]:
+    """The launch's world size; under a per-node launcher, its workers per node times its nodes."""
+    forks = bool(launch and launch.names() & DL_LAUNCHERS)
+    if counts.world is None and counts.per_node and (counts.nodes or nodes) and forks:
+        return counts.per_node * (counts.nodes or nodes)
+    return counts.world
+
+
+def _env(shell: Shell, launch: Optional[Launch]) -> dict:
+    return {key: value for key, value in {**shell.env, **(launch.env if launch else {})}.items()
+            if key not in RENDEZVOUS_VARS and isinstance(value, str)}
+
+
+def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launch]) -> list[str]:
+    notes = list(notes)
     if launch:
         notes += [note for note in launch.notes if note not in notes]
     notes += _not_carried(d, shell, launch)
@@ -221,30 +234,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         notes.append('the program takes the job\'s own arguments ("$@"), as the source does: give them after the '
                      "script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a job "
                      "script: there, write them into the launch line")
-    intent = JobIntent(
-        source_cluster=_source_cluster(text),
-        scheduler=scheduler,
-        launcher=_launcher(launch),
-        framework=kind.framework(launch, ds_path, program),
-        nodes=nodes,
-        gpus_per_node=gpus_per_node,
-        world_size=world,
-        entrypoint=launch.entry if launch else None,
-        script_args=list(launch.args) if launch else [],
-        walltime=d.walltime,
-        account=d.account,
-        queue=d.queue,
-        constraint=d.constraint,
-        modules=shell.modules,
-        env=env,
-        python_env=shell.python_env,
-        configs=configs,
-        container=_container(launch, d),
-        wrapper=launch.wrapper if launch else [],
-        notes=notes,
-    ).with_defaults()
-    strategy = kind.strategy(launch, intent.world_size, ds_path, ds_cfg, acc_path, acc_cfg, program)
-    return _with_missing(replace(intent, strategy=strategy))
+    return notes
 
 
 _LOGGING = re.compile(r"break|continue|exit|return|echo|printf|date|hostname|\w+-smi|env|printenv|sleep|set|ulimit|which|pwd|ls|cat|df|free|"

@@ -9,6 +9,7 @@ the `source` line itself (the file would run at the center).
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +18,11 @@ from typing import Optional
 from ..errors import MapleError
 from ..files import inside, read_inside
 from .budget import Budget, matches
-from .builtins import evaluate_test, module_command
-from .evaluate import NODEFILE_LINES, NODES, PASS_THROUGH, Expander, arith
+from .builtins import BUILTINS, Builtins, evaluate_test, let_values
+from .evaluate import PASS_THROUGH, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
-_DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 # A value that is only a command's output: `$(hostname)`. Arithmetic not worked out here is not one: its
 # text is carried (`--global-batch-size $((2*PBS_JOBSIZE*4))`) and worked out on the target at run time,
 # where the name would be empty.
@@ -36,7 +36,7 @@ _JOB_COMPUTED = re.compile(r"\$\(|`")  # arithmetic or a command's output left f
 
 
 @dataclass
-class Shell:
+class Shell(Builtins):
     """What the script has set up to the command being read."""
 
     root: Optional[Path]  # the checkout: files are read only inside it
@@ -258,19 +258,12 @@ class Shell:
                 self.nested -= 1
 
     def command(self, cmd: Command) -> None:
-        from .launch import chain  # launch reads wrappers through this module's Shell
-
-        words = cmd.words
         self._here_document(cmd)
-        if not words:
+        if cmd.words and cmd.words[0].startswith("(("):
+            self._let(cmd.words[0][2:-2])
             return
-        if words[0].startswith("(("):
-            self._let(words[0][2:-2])
-            return
-        assignments = []
-        while words and _ASSIGNMENT.fullmatch(words[0]):
-            assignments.append(words[0])
-            words = words[1:]
+        assignments = list(itertools.takewhile(_ASSIGNMENT.fullmatch, cmd.words))
+        words = cmd.words[len(assignments):]
         if not words:
             for word in assignments:
                 self._assign(word)
@@ -279,46 +272,31 @@ class Shell:
         if not fields:
             return
         head, rest = fields[0], fields[1:]
-        if head in _DECLARE:
-            self._declare(head, words[1:])
-        elif head == "unset":
-            for name in rest:
-                self.vars.pop(name, None)
-        elif head == "let":
-            for expr in rest:
-                self._let(expr)
-        elif head == "set" and "--" in rest:
-            self.positional, self.arguments_known = rest[rest.index("--") + 1:], True
-        elif head == "shift":
-            count = int(rest[0]) if rest and rest[0].isdigit() else 1
-            self.positional = self.positional[count:]
-        elif head in ("module", "ml"):
-            module_command(head, rest, self.modules)
-        elif head in ("conda", "mamba", "micromamba") and rest[:1] == ["activate"]:
-            self.python_env = " ".join([head, "activate", *rest[1:2]])
-        elif head in ("source", ".") and rest:
-            self._source(rest[0], rest[1:])
-        elif head == "eval":
-            self.run_text(" ".join(rest))
-        elif head == "echo" and self.output is not None:
-            self.output.append(" ".join(rest[1:] if rest[:1] in (["-n"], ["-e"], ["-E"]) else rest))
-        elif head in self.functions and self.depth + self.nested < MAX_DEPTH:
-            saved = self.positional, self.arguments_known
-            self.positional, self.arguments_known = rest, True
-            self.depth += 1
-            self.run(self.functions[head])
-            self.depth -= 1
-            self.positional, self.arguments_known = saved
+        builtin = BUILTINS.get(head)
+        if builtin and getattr(self, builtin)(head, rest, words) is not False:
+            return
+        if head in self.functions and self.depth + self.nested < MAX_DEPTH:
+            self._call(head, rest)
         else:
-            # `NAME=x cmd`: the launcher sees NAME too (llamafactory-cli's FORCE_TORCHRUN, NNODES)
-            launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
-            if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
-                self.commands.append((cmd.line, cmd.words, launch))
-            if launch and (launch.score or self.depth and launch.entry):  # inner: scored by the caller
-                for word in assignments:  # `VAR=x srun ...`: the program sees VAR
-                    name, _, _, value = _ASSIGNMENT.fullmatch(word).groups()
-                    launch.env[name] = self.expand.string(value)
-                self.launches.append(launch)
+            self._launch(cmd, assignments, fields)
+
+    def _call(self, name: str, arguments: list[str]) -> None:
+        saved = self.positional, self.arguments_known
+        self.positional, self.arguments_known = arguments, True
+        self.depth += 1
+        self.run(self.functions[name])
+        self.depth -= 1
+        self.positional, self.arguments_known = saved
+
+    def _launch(self, cmd: Command, assignments: list[str], fields: list[str]) -> None:
+        from .launch import chain  # launch reads wrappers through this module's Shell
+
+        # `VAR=x srun ...`: the program sees VAR, and a launcher reads its own (llamafactory-cli's NNODES)
+        launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
+        if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
+            self.commands.append((cmd.line, cmd.words, launch))
+        if launch and (launch.score or self.depth and launch.entry):  # inner: scored by the caller
+            self.launches.append(launch)
 
     def _here_document(self, cmd: Command) -> None:
         """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`;
@@ -374,17 +352,7 @@ class Shell:
                 self.env[word] = self.vars[word]
 
     def _let(self, expr: str) -> None:
-        for part in expr.split(","):
-            if match := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*([-+*/]?)=\s*(.+)", part):
-                name, op, value = match.groups()
-                result = arith(f"{name} {op} ({value})" if op else value, self.lookup)
-                if result is not None:
-                    self.vars[name] = str(result)
-            elif match := re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*|\s*(\+\+|--)\s*([A-Za-z_]\w*)\s*", part):
-                name = match.group(1) or match.group(4)
-                result = arith(f"{name} {'+' if '+' in part else '-'} 1", self.lookup)
-                if result is not None:
-                    self.vars[name] = str(result)
+        self.vars.update(let_values(expr, self.lookup))
 
     def _source(self, path: str, args: list[str]) -> None:
         if path.endswith("/activate") or path == "activate":
@@ -399,11 +367,3 @@ class Shell:
         saved, self.positional = self.positional, args or self.positional
         self.run_text(text)
         self.positional = saved
-
-
-def runtime_values(nodes: Optional[int], known: dict, slots_per_node: Optional[int] = None) -> dict:
-    """The lookup `resolve` uses: the scheduler variables the directives fix, the node count and
-    the lines of the PBS node file (slots_per_node per node)."""
-    if not nodes:
-        return dict(known)
-    return {**known, NODES: str(nodes), NODEFILE_LINES: str(nodes * (slots_per_node or 1))}

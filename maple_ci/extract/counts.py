@@ -1,0 +1,137 @@
+"""Node and device counts of a launch: what the MPI launcher starts (srun, mpiexec, aprun...), then
+what a per-node launcher inside it forks (torchrun, deepspeed, accelerate), with the allocation's
+layout where the launch line leaves it to the scheduler."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from .directives import Directives, count, per_node
+from .launch import Launch
+from .options import last
+
+Value = Callable[[dict, str], Optional[str]]  # an option's value with the job's known variables put in
+
+
+@dataclass
+class Counts:
+    nodes: Optional[int] = None
+    per_node: Optional[int] = None  # processes per node that each drive a device
+    world: Optional[int] = None
+
+
+def launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> Counts:
+    def value(opts: dict, name: str) -> Optional[str]:
+        return launch.shell.resolve(last(opts, name))
+
+    outer = next(((n, o) for n, o in launch.stages if n in MPI_LAUNCHERS), None)
+    inner = next(((n, o) for n, o in reversed(launch.stages) if n in DL_LAUNCHERS), None)
+    started = _outer_counts(outer, d, value) if outer else Counts()
+    if inner is None:
+        return _without_per_node_launcher(launch, bool(outer), started)
+    counts = _PER_NODE[inner[0]](inner[1], value, bool(outer), acc_cfg or {})
+    counts.nodes = counts.nodes or started.nodes
+    return counts
+
+
+def _outer_counts(outer: tuple, d: Directives, value: Value) -> Counts:
+    name, opts = outer
+    nodes, tasks, ppn = _srun_counts(opts, d, value) if name == "srun" else _mpi_counts(name, opts, d, value)
+    if ppn is None and tasks and (nodes or d.nodes):
+        ppn = per_node(tasks, nodes or d.nodes)
+    if nodes is None and tasks and ppn:
+        nodes = per_node(tasks, ppn)
+    return Counts(nodes, ppn, tasks)
+
+
+def _srun_counts(opts: dict, d: Directives, value: Value) -> tuple:
+    nodes = count(value(opts, "nodes"))
+    ppn = count(value(opts, "ntasks_per_node"))
+    tasks = count(value(opts, "ntasks"))
+    if tasks is None and "ntasks" not in opts:
+        ppn, tasks = _allocation_layout(opts, d, nodes, ppn)
+    return nodes, tasks, ppn
+
+
+def _allocation_layout(opts: dict, d: Directives, nodes: Optional[int], ppn: Optional[int]) -> tuple:
+    """Without -n the step takes the allocation's layout: --ntasks-per-node, else -n, else one per node."""
+    step_nodes = nodes or d.nodes
+    ppn = ppn or (d.ntasks_per_node if "ntasks_per_node" not in opts else None)
+    if ppn and step_nodes:
+        return ppn, ppn * step_nodes
+    if d.ntasks and not nodes:
+        return ppn, d.ntasks
+    if not d.spreads and "ntasks_per_node" not in opts:
+        return ppn, step_nodes
+    return ppn, None
+
+
+def _mpi_counts(name: str, opts: dict, d: Directives, value: Value) -> tuple:
+    grammar = launcher(name)
+    tasks = grammar.count("world", lambda option: count(value(opts, option)))
+    ppn = grammar.count("per_node", lambda option: count(value(opts, option)))
+    if ppr := re.fullmatch(r"ppr:(\d+):node\b.*", value(opts, "map_by") or ""):
+        ppn = int(ppr.group(1))
+    if tasks is None and name == "ibrun":
+        tasks = d.tasks()  # ibrun starts the allocation's tasks by default
+    nodes, slots = _host_slots(value(opts, "host"))
+    return nodes, tasks, ppn or slots
+
+
+def _host_slots(hosts: Optional[str]) -> tuple[Optional[int], Optional[int]]:
+    """`-H gpu01:4,gpu02:4`: two nodes of 4 slots (one rank per slot); unknown otherwise."""
+    slots = re.findall(r"[^,:\s]+:(\d+)", hosts or "")
+    if not slots or len(slots) != len(hosts.split(",")) or len(set(slots)) != 1:
+        return None, None
+    return len(slots), int(slots[0])
+
+
+def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> Counts:
+    if outer and launch.entry and "python" in launch.names():
+        return started
+    if outer:  # a wrapper script: only the node count is known
+        return Counts(nodes=started.nodes)
+    if launch.entry:  # plain python: one process, on one device
+        return Counts(1, 1, 1)
+    return Counts()
+
+
+def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
+    nodes = _fixed_nnodes(value(opts, "nnodes")) if "nnodes" in opts else 1  # torchrun's default
+    return Counts(nodes, count(value(opts, "nproc_per_node")))
+
+
+def _fixed_nnodes(nnodes: Optional[str]) -> Optional[int]:
+    """`--nnodes 4` or `4:4`; an elastic range (`1:4`) is only known at run time."""
+    if nnodes and (":" not in nnodes or len(set(nnodes.split(":"))) == 1):
+        return count(nnodes.split(":")[0])
+    return None
+
+
+def _deepspeed(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
+    nodes = None
+    if "num_nodes" in opts:
+        nodes = count(value(opts, "num_nodes"))
+    elif "hostfile" not in opts and not outer:
+        nodes = 1  # no hostfile: DeepSpeed runs on localhost
+    return Counts(nodes, count(value(opts, "num_gpus")))
+
+
+def _accelerate(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
+    machines = _given_or_configured(opts, value, cfg, "num_machines")  # a flag given but unknown here stays unknown
+    if machines is None and "config_file" not in opts:
+        machines = "1"  # accelerate's default without a config file
+    nodes, world = count(machines), count(_given_or_configured(opts, value, cfg, "num_processes"))
+    return Counts(nodes, per_node(world, nodes), world)
+
+
+def _given_or_configured(opts: dict, value: Value, cfg: dict, name: str) -> Optional[str]:
+    if name not in opts and cfg.get(name) is not None:
+        return str(cfg[name])
+    return value(opts, name)
+
+
+_PER_NODE = {"torchrun": _torchrun, "deepspeed": _deepspeed, "accelerate": _accelerate}
