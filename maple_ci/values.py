@@ -8,7 +8,7 @@ The debug agent's edits pass the same table (edit_refusal).
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Optional
@@ -115,36 +115,52 @@ def _by_form(name: str, value: str, form: str, target: Target) -> tuple[str, Opt
     return "drop", None, f"its value must be {_FORM_TEXT[form]}, not {value!r}"
 
 
+@dataclass
+class _Sorted:
+    """Source variables as port_env sorts them."""
+
+    kept: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    unlisted: list[str] = field(default_factory=list)
+    dropped: dict[str, list[str]] = field(default_factory=dict)  # why -> names
+
+    def add(self, name: str, value: str, decision: tuple[str, Optional[str], str], in_site: bool) -> None:
+        verdict, new, why = decision
+        if in_site and verdict != "drop":
+            self.replaced.append(name)
+        elif verdict == "unlisted":
+            self.unlisted.append(name)
+        elif verdict in ("keep", "replace") and new is not None:
+            self.kept[name] = new
+            if verdict == "replace" and new != value:
+                self.notes.append(f"{name}={value} becomes {new}: {why}")
+        elif verdict == "replace":
+            self.replaced.append(name)
+        else:
+            self.dropped.setdefault(why, []).append(name)
+
+    def all_notes(self, target: Target) -> list[str]:
+        notes = self.notes + [f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not carried over: {why}"
+                              for why, names in self.dropped.items()]
+        if self.replaced:
+            notes.append(f"source settings replaced by {target.name}'s: {', '.join(sorted(self.replaced))}")
+        if self.unlisted:
+            notes.append(f"not carried over, no row of templates/values.yaml makes them portable: "
+                         f"{', '.join(sorted(self.unlisted))}; export them yourself on the target if the program reads them")
+        return notes
+
+
 def port_env(env: dict[str, str], target: Target, site: set[str]) -> tuple[dict[str, str], list[str]]:
     """(the source variables the port exports, header notes naming every one it does not carry).
     `site` is what the target's profile sets: its values stand."""
-    kept, notes, replaced, unlisted, dropped = {}, [], [], [], {}
+    found = _Sorted()
     for name, value in env.items():
         if not _NAME.fullmatch(name):
-            notes.append(f"{name!r} is not carried over: it is not a valid shell variable name")
+            found.notes.append(f"{name!r} is not carried over: it is not a valid shell variable name")
             continue
-        verdict, new, why = _decide(name, value, env_rule(name), target)
-        if name in site and verdict != "drop":
-            replaced.append(name)
-        elif verdict == "keep":
-            kept[name] = new
-        elif verdict == "unlisted":
-            unlisted.append(name)
-        elif verdict == "replace" and new is not None:
-            kept[name] = new
-            if new != value:
-                notes.append(f"{name}={value} becomes {new}: {why}")
-        elif verdict == "replace":
-            replaced.append(name)
-        else:
-            dropped.setdefault(why, []).append(name)
-    notes += [f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} not carried over: {why}" for why, names in dropped.items()]
-    if replaced:
-        notes.append(f"source settings replaced by {target.name}'s: {', '.join(sorted(replaced))}")
-    if unlisted:
-        notes.append(f"not carried over, no row of templates/values.yaml makes them portable: {', '.join(sorted(unlisted))}; "
-                     "export them yourself on the target if the program reads them")
-    return kept, notes
+        found.add(name, value, _decide(name, value, env_rule(name), target), name in site)
+    return found.kept, found.all_notes(target)
 
 
 def path_notes(args: list[str], cluster: str, same_cluster: bool) -> list[str]:
