@@ -80,7 +80,8 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
 
 
 def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], follow_submit: bool = False) -> JobIntent:
-    d = parse_directives(text)
+    source = _source_cluster(text)
+    d = _on_source_nodes(parse_directives(text), source)
     notes = list(d.notes)
     _default_size(d, text, notes)
     shell = _walked(text, d, base_dir, root)
@@ -92,7 +93,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     notes = _one_node(launch, d, notes)
     nodes, gpus_per_node, world = _sizes(launch, d, cfg.accelerate)
     intent = JobIntent(
-        source_cluster=_source_cluster(text),
+        source_cluster=source,
         scheduler=_scheduler(text, d, launch),
         launcher=_launcher(launch),
         framework=kind.framework(launch, cfg.ds_path, program),
@@ -115,6 +116,12 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     ).with_defaults()
     strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
     return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
+
+
+def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
+    """Job-wide totals only (Gadi's `-l ncpus=96 -l ngpus=8`): the nodes they fill on the source's nodes."""
+    cores = cluster_data().get(source, {}).get("cores_per_node") if source else None
+    return d.on_nodes_of(cores) if cores else d
 
 
 def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path]) -> JobIntent:
