@@ -92,7 +92,10 @@ def require_port_facts(intent: JobIntent, source_name: str = "<text>") -> None:
     missing = [name for name in REQUIRED_FOR_PORT if getattr(intent, name) is None]
     if missing:
         given = ", ".join(f"the {name} with --{name.replace('_', '-')}" for name in missing)
-        raise MapleError(f"{source_name}: cannot port without {', '.join(missing)} (not found in the script); give {given}")
+        # extraction's note lists the checkout's candidate programs and the exact --entrypoint to give
+        hint = next((f". {note}" for note in intent.notes if note.startswith("the program is not in the script (")), "")
+        raise MapleError(f"{source_name}: cannot port without {', '.join(missing)} (not found in the script); "
+                         f"give {given}{hint}")
 
 
 def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Queue, str]:

@@ -151,3 +151,12 @@ def test_a_program_given_only_on_the_submit_line_is_unknown_with_candidates_and_
     hint = intent.notes[-1]
     assert "${@:6}" in hint and "tools_train.py" in hint and "train_ocr.py" in hint
     assert "--entrypoint 'tools_train.py ARGS'" in hint and "/maple port --entrypoint" in hint
+
+
+def test_the_port_refusal_itself_names_the_candidates_and_the_option_to_give():
+    from maple_ci.synthesize import require_port_facts
+    with pytest.raises(_MapleError) as refusal:
+        require_port_facts(_style("refusals/dist_train_with_params.sh"), "dist_train_with_params.sh")
+    message = str(refusal.value)
+    assert "cannot port without entrypoint" in message
+    assert "tools_train.py" in message and "--entrypoint 'tools_train.py ARGS'" in message
