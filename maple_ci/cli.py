@@ -38,8 +38,11 @@ def extract(args) -> int:
 
 def clusters(args) -> int:
     """List the clusters maple-ci knows, with their scheduler, GPUs and launcher."""
-    from .profiles import load_profiles
+    from .profiles import clusters_markdown, load_profiles
 
+    if args.markdown:  # the README's "Supported machines" table
+        print(clusters_markdown(), end="")
+        return 0
     profiles = load_profiles().values()
     if args.json_output:
         print_json([p.model_dump() for p in profiles])
@@ -268,7 +271,8 @@ def _parser() -> argparse.ArgumentParser:
     command = _command(commands, "extract", extract, "The JobIntent of a script or a request.", "Print the JobIntent as JSON.")
     command.add_argument("source", metavar="SOURCE", help="A launch script path, or a request in plain words.")
 
-    _command(commands, "clusters", clusters, "The clusters maple-ci knows.", "Print as JSON.")
+    command = _command(commands, "clusters", clusters, "The clusters maple-ci knows.", "Print as JSON.")
+    command.add_argument("--markdown", action="store_true", help="Print the supported-machines table as Markdown.")
 
     command = _command(commands, "port", port, "Port a script to other clusters.", "Print the results as JSON.")
     command.add_argument("source", metavar="SOURCE", help="The launch script to port (or a request in plain words).")

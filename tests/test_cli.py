@@ -29,6 +29,13 @@ def data_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.getbasetemp() / "maple-data"))
 
 
+def test_clusters_markdown_prints_the_readme_table_of_every_profile(capsys, monkeypatch):
+    code, out, _ = maple(capsys, monkeypatch, "clusters", "--markdown")
+    assert code == 0 and out in (REPO / "README.md").read_text()
+    rows = [line for line in out.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(load_profiles()) >= 23
+
+
 def test_port_to_every_cluster_writes_one_checked_script_each(capsys, monkeypatch, tmp_path):
     code, out, _ = maple(capsys, monkeypatch, "port", EXAMPLE, "--to", "all", "--out", tmp_path, "--json")
     report = json.loads(out)
