@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__
+from . import __version__, schedulers
 from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
                          print_verified, progress)
 from .errors import MapleError
@@ -156,7 +156,8 @@ def verify(args) -> int:
     if gate := gate_failures(script, text):  # a port maple wrote, read back against its source first
         err.print("[red]failed[/] (read-back gate, no job run): " + "; ".join(gate), highlight=False, markup=True)
         return 1
-    backend = args.backend if args.backend != "auto" else "slurm" if intent.scheduler == "slurm" else "local"
+    unit = schedulers.find(intent.scheduler)  # the scheduler's own backend where it has one (Slurm), else emulation
+    backend = args.backend if args.backend != "auto" else (unit and unit.verify_backend) or "local"
     options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
                    adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,
                    ref=args.ref, commit=args.commit)
