@@ -13,9 +13,13 @@ from pydantic import TypeAdapter
 
 from maple_ci import debug
 from maple_ci.debug.candidates import SITE_VALUES
+from maple_ci import schedulers
 from maple_ci.errors import MapleError
 from maple_ci.paths import templates_dir
 from maple_ci.profiles import get_profile, load_profiles
+
+# Site values a person can look up: every scheduler's own commands and the ones common to all.
+FINDABLE = set(SITE_VALUES) | {name for unit in schedulers.all() for name in unit.site_queries}
 
 LOGS = Path(__file__).parent / "data" / "logs"
 OPS = TypeAdapter(list[debug.EditOp])
@@ -184,7 +188,7 @@ def test_every_value_a_fix_names_is_captured_or_known():
             for op in fix.ops:
                 for value in op.model_dump().values():
                     names = set(re.findall(r"(?<!\$)\{([A-Za-z_]\w*)\}", str(value)))
-                    assert names <= captured | profile_facts | set(SITE_VALUES), (entry.id, names)
+                    assert names <= captured | profile_facts | FINDABLE, (entry.id, names)
 
 
 def test_match_puts_exact_hits_first_with_captured_groups():

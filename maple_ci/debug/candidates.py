@@ -16,34 +16,18 @@ from .edits import apply_fix, fields_of, fields_of_text, resolve
 from .kb import Fix, Match
 from .logs import Failure
 
-# Site values a fix may need and how to find them: Slurm's own commands (sacctmgr, sinfo and
-# scontrol man pages, https://slurm.schedmd.com/, read 2026-11-25) and PBS Pro's (qstat -Q,
-# https://help.altair.com/2022.1.0/PBS%20Professional/PBSReferenceGuide2022.1.pdf, read 2026-11-25).
+# Site values a fix may need and how to find them: each scheduler unit lists its own commands
+# (Scheduler.site_queries); these are the ones that are the same under every scheduler.
 SITE_VALUES = {
-    "account": {"slurm": "sacctmgr show assoc user=$USER format=account%30,partition,qos%40",
-                "pbs": "sbank-list-allocations (ALCF; other PBS sites: the allocation's web page, unconfirmed)"},
-    "qos": {"slurm": "sacctmgr show assoc user=$USER format=account%30,qos%60"},
-    "partition": {"slurm": 'sinfo -o "%P %l %G"'},
-    "queue": {"slurm": 'sinfo -o "%P %l %G"', "pbs": "qstat -Q"},
-    "max_walltime": {"slurm": "scontrol show partition  (MaxTime)", "pbs": "qstat -Qf <queue>  (resources_max.walltime)"},
-    "gpu_flag": {"slurm": 'sinfo -o "%P %G"; scontrol show partition  (TRES: gres/gpu or gpu:<type>)'},
-    "gpu_count": {"slurm": 'sinfo -o "%P %G"'},
-    "gpu_type": {"slurm": 'sinfo -o "%P %G"  (gpu:<type>:<count>)'},
-    "devices_per_node": {"slurm": 'sinfo -o "%P %G"', "pbs": "pbsnodes -a | grep ngpus"},
-    "constraint": {"slurm": 'sinfo -o "%P %f"'},
-    "framework_module": {"any": "module spider pytorch"},
-    "prerequisite": {"any": "module spider <module>/<version>"},
-    "value": {"slurm": "scontrol show partition  (the partition's limits and defaults)"},
-    "mem": {"slurm": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS",
-            "pbs": "qstat -Qf <queue>  (resources_max.mem), or the memory of the node: pbsnodes -a"},
-    "gpus": {"slurm": "the GPUs the program uses (one per process); per node: sinfo -o \"%P %G\""},
+    "framework_module": "module spider pytorch",
+    "prerequisite": "module spider <module>/<version>",
     # Interfaces as ip(8) lists them; loopback, container bridges and veth pairs are node-local.
-    "socket_ifname": {"any": "ip -o -4 addr show  (the interface every node has: not lo, docker0, br-*, virbr*, veth*)"},
-    "cache_dir": {"any": "a directory with free space you can write from the job: echo $SCRATCH; df -h $SCRATCH"},
-    "bind_path": {"any": "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names"},
-    "cuda_module": {"any": "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)"},
-    "slots": {"any": "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)"},
-}  # fmt: skip
+    "socket_ifname": "ip -o -4 addr show  (the interface every node has: not lo, docker0, br-*, virbr*, veth*)",
+    "cache_dir": "a directory with free space you can write from the job: echo $SCRATCH; df -h $SCRATCH",
+    "bind_path": "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names",
+    "cuda_module": "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)",
+    "slots": "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)",
+}
 
 
 def _scheduler(script: str, log: str, context: dict) -> str:
@@ -54,8 +38,8 @@ def _scheduler(script: str, log: str, context: dict) -> str:
 
 
 def _find_command(name: str, scheduler: str) -> Optional[str]:
-    commands = SITE_VALUES.get(name, {})
-    return commands.get(scheduler) or commands.get("any")
+    unit = schedulers.find(scheduler)
+    return (unit.site_queries.get(name) if unit else None) or SITE_VALUES.get(name)
 
 
 def _captured(m: re.Match) -> dict[str, str]:
@@ -155,13 +139,12 @@ def _infrastructure(exact: list[Match]) -> str:
     return f"{advice} {explanation} If it happens again, tell the center (job id, node, this line).".strip()
 
 
-_POLICY = {
-    "slurm": "wait until your running jobs finish (squeue -u $USER) or cancel one (scancel <jobid>); "
-             "your limits: sacctmgr show assoc user=$USER format=account%30,qos%40,maxjobs,maxsubmit",
-    "pbs": "wait until your running jobs finish (qstat -u $USER) or delete one (qdel <jobid>); "
-           "the queue's limits: qstat -Qf <queue>",
-}  # fmt: skip
 _ANY_POLICY = "wait until your running jobs finish, or cancel one"
+
+
+def _limit_advice(scheduler: str) -> str:
+    unit = schedulers.find(scheduler)
+    return (unit.limit_advice if unit else "") or _ANY_POLICY
 # A traceback frame; the user's own is the last one outside installed packages and the interpreter.
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 _LIBRARY = re.compile(r"site-packages|dist-packages|/lib/python\d|^<frozen")
@@ -187,7 +170,7 @@ def _fix_advice(found: list[Candidate]) -> Advice:
 def _kind_advice(kind: Optional[str], first, failure: Failure, scheduler: str) -> Optional[Advice]:
     """The advice an exact case's outcome names when no edit is offered (None: it names none)."""
     if kind == "policy":
-        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: {_POLICY.get(scheduler, _ANY_POLICY)}.")
+        return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: {_limit_advice(scheduler)}.")
     if kind == "user_code":
         where = program_line(failure)
         at = f" The error is raised in your program at {where}." if where else ""
