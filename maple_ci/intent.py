@@ -10,15 +10,17 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Optional, get_args
 
 from . import schedulers
+from .launchers import MPI_LAUNCHERS
 from .errors import MapleError
 
 Scheduler = str  # "none" or a registered scheduler's name (maple_ci.schedulers.names())
 Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning"]
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single"]
 
-# Launchers (JobIntent.launcher values) that start one process per device themselves; the others
-# (torchrun, accelerate, deepspeed) run once per node and fork the per-device workers.
-PER_DEVICE_LAUNCHERS = frozenset({"srun", "mpiexec", "mpirun", "ibrun", "python"})
+# Launchers (JobIntent.launcher values) that start one process per device themselves (every MPI-kind
+# launcher of the registry: srun, mpiexec, ..., flux run); the others (torchrun, accelerate,
+# deepspeed) run once per node and fork the per-device workers.
+PER_DEVICE_LAUNCHERS = MPI_LAUNCHERS | {"python"}
 
 # What a port cannot do without. Anything else has a sensible default: no node count means the
 # size is chosen at submit time (`sbatch -N 4 job.sh`) and the port takes it from the allocation;
