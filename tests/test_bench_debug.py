@@ -12,7 +12,7 @@ from maple_ci.errors import MapleError
 
 CASE = {
     "id": "acct-missing", "source_url": "https://example.org/t/1", "read_on": "2026-11-25", "cluster": "unknown",
-    "scheduler": "slurm", "script": "#!/bin/bash\n#SBATCH -N 1\nsrun python train.py\n",
+    "scheduler": "slurm", "script": "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -p gpu\nsrun python train.py\n",
     "log": "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n",
     "first_error": "Invalid account or account/partition combination specified", "cause": "no account",
     "class": "slurm_invalid_account", "fix_kind": "site_value", "accepted_fix": "set the account",

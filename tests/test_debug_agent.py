@@ -19,9 +19,12 @@ def ops_of(candidate) -> list[dict]:
 # 1. A site value maple does not have: a placeholder and the command that finds it
 
 
+INVALID_ACCOUNT = "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n"
+GPU_PARTITION = SLURM.replace("#SBATCH --time", "#SBATCH --partition=gpu\n#SBATCH --time")
+
+
 def test_a_missing_account_becomes_a_placeholder_with_the_command_that_lists_accounts():
-    log = "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n"
-    found = debug.diagnose(SLURM, log, cluster=None)
+    found = debug.diagnose(GPU_PARTITION, INVALID_ACCOUNT, cluster=None)
     top = found.candidates[0]
     assert ops_of(top) == [{"op": "set_directive", "name": "--account", "value": "<account>"}]
     assert "#SBATCH --account=<account>\n" in top.script
@@ -39,10 +42,17 @@ def test_a_walltime_over_the_limit_names_where_the_limit_is_shown_per_scheduler(
     assert pbs.candidates[0].find["max_walltime"].startswith("qstat -Qf")
 
 
+def test_an_invalid_account_for_a_job_naming_neither_account_nor_partition_is_the_centers_to_fix():
+    # The default association was refused: no edit of the script helps (Aalto Triton FAQ).
+    found = debug.diagnose(SLURM, INVALID_ACCOUNT, cluster=None)
+    assert found.candidates == []
+    assert found.advice.kind == "infrastructure" and "sacctmgr show assoc user=$USER" in found.advice.text
+    assert "ask the center" in found.advice.text and "Resubmit" not in found.advice.text
+
+
 def test_the_loop_never_runs_a_placeholder_and_says_what_to_fill_in():
-    log = "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n"
-    step = debug.next_fix(SLURM, log, None, {})
-    assert step.stop == "no_fix" and step.script == SLURM
+    step = debug.next_fix(GPU_PARTITION, INVALID_ACCOUNT, None, {})
+    assert step.stop == "no_fix" and step.script == GPU_PARTITION
     assert "needs account" in step.message and "sacctmgr" in step.message
 
 

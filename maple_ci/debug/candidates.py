@@ -131,6 +131,8 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
 
 
 def _infrastructure(exact: list[Match]) -> str:
+    if exact and exact[0].entry.advice:
+        return f"{exact[0].entry.advice} Not a problem with the script."
     node = next((m.groups["node"] for m in exact if "node" in m.groups), None)
     explanation = exact[0].entry.explanation if exact else ""
     where = f" on {node}" if node else ""
@@ -185,7 +187,8 @@ def _outside_script(failure: Failure, exact: list[Match], found: list[Candidate]
     first = exact[0].entry if exact else None
     if first and first.outcome and found and found[0].workaround:  # the edit avoids a cause elsewhere
         return Advice(kind=first.outcome, text=f"{found[0].explanation} (A workaround: the cause is outside the script.)")
-    if failure.category == "infrastructure" or kind == "infrastructure":
+    # An entry whose outcome (not category) is infrastructure: only when none of its fixes applies.
+    if failure.category == "infrastructure" or (kind == "infrastructure" and not found):
         return Advice(kind="infrastructure", text=_infrastructure(exact))
     return None
 

@@ -136,6 +136,9 @@ class KBEntry(BaseModel):
     fixes: list[Fix] = Field(default_factory=list)  # alternatives with preconditions, best first
     # The advice when no fix applies: default infrastructure for that category, user_code for program.
     outcome: Optional[Outcome] = None
+    # What to do when no fix applies, in the outcome's own words (who to ask, the command that
+    # checks), where the generic advice of the outcome would mislead (e.g. "resubmit").
+    advice: str = ""
     source: str = Field(pattern=r"^https://")
     examples: list[str] = Field(min_length=1)  # log text the patterns must match
     # Only a match when every failing rank is on a node other than the first (rank >= ranks per
