@@ -76,3 +76,17 @@ def test_directive_edits_land_before_the_first_command_where_the_scheduler_reads
     assert apply_fix(patched, [RemoveDirective(op="remove_directive", name="--account")]) == script
     pbs = "#!/bin/bash\n#PBS -l select=2\n#PBS -l walltime=3:00:00\n./a\n"
     assert "#PBS -l walltime=01:00:00\n" in apply_fix(pbs, [SetDirective(op="set_directive", name="-l walltime", value="01:00:00")])
+
+
+HF_UNREACHABLE = "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files\n"
+
+
+def test_hub_unreachable_offers_offline_mode_unless_the_scheduler_timed_out_too():
+    script = "#!/bin/bash\n#SBATCH --gpus=1\nsrun python train.py\n"
+    offline = diagnose(script, HF_UNREACHABLE, None)
+    assert offline.candidates[0].ops[0].name == "HF_HUB_OFFLINE" and offline.advice.kind == "fix"
+    # The scheduler's own socket timed out as well: a site network outage, nothing to edit.
+    outage = HF_UNREACHABLE + "salloc: error: Job submit/allocate failed: Socket timed out on send/recv operation\n"
+    found = diagnose(script, outage, None)
+    assert not found.candidates and found.advice.kind == "infrastructure"
+    assert "resubmit" in found.advice.text
