@@ -90,3 +90,17 @@ def test_hub_unreachable_offers_offline_mode_unless_the_scheduler_timed_out_too(
     found = diagnose(script, outage, None)
     assert not found.candidates and found.advice.kind == "infrastructure"
     assert "resubmit" in found.advice.text
+
+
+OOM = "slurmstepd: error: Detected 1 oom-kill event(s) in step 42.0 cgroup.\n"
+
+
+def test_host_oom_raises_memory_in_the_form_the_script_gives_it():
+    def first_op(script):
+        return diagnose(script, OOM, None).candidates[0].ops[0].model_dump()
+
+    assert first_op("#!/bin/bash\n#SBATCH --mem=4G\nsrun ./app\n")["name"] == "--mem"
+    assert first_op("#!/bin/bash\n#SBATCH --mem-per-cpu=2G\nsrun ./app\n")["name"] == "--mem-per-cpu"
+    # No memory request: the site's default per CPU, or, for tasks packed on shared nodes, the whole nodes.
+    assert first_op("#!/bin/bash\n#SBATCH --time=01:00:00\n./app\n")["name"] == "--mem-per-cpu"
+    assert first_op("#!/bin/bash\n#SBATCH -N 10\n#SBATCH --ntasks-per-node=40\nsrun ./app\n")["name"] == "--exclusive"
