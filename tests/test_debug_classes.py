@@ -152,3 +152,31 @@ def test_torchelastics_json_header_is_skipped_for_the_error_it_records():
     log = ('ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n  "message": {\n'
            '    "message": "RendezvousConnectionError: The connection to the C10d store has failed.",\n')  # fmt: skip
     assert "RendezvousConnectionError" in debug.locate(log).line
+
+
+# --------------------------------------------------------------------------------------------
+# Wordings of known classes: wrapped lines, HIP's and cuDNN's own messages
+
+
+def first_entry(script: str, log: str) -> str:
+    found = debug.diagnose(script, log, cluster=None)
+    return found.matches[0].entry.id if found.matches and found.matches[0].kind == "exact" else ""
+
+
+def test_wordings_of_known_classes_are_recognised():
+    wrapped = "srun: error: Unable to create step for job 77: Invalid generic\n      resource (gres) specification\n"
+    assert first_entry("srun --overlap --pty bash\n", wrapped) == "slurm-invalid-gres"
+    assert first_entry(SLURM, "HIP error: no ROCm-capable device is detected\n") == "no-cuda-gpus-visible"
+    busy = "cudaMalloc failed: CUDA-capable device(s) is/are busy or unavailable\n"
+    assert first_entry("srun -n 9 ./app\n", busy) == "invalid-device-ordinal"
+    assert first_entry(SLURM, "ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n") \
+        == "cuda-runtime-library-version-missing"
+    # The driver's library is another class: no GPU on the node.
+    assert first_entry(SLURM, "OSError: libcuda.so.1: cannot open shared object file\n") == "libcuda-missing-no-gpu"
+
+
+def test_a_step_waiting_for_resources_and_a_whole_gpu_binding_are_advice_not_edits():
+    for log in ("srun: Job 5 step creation temporarily disabled, retrying (Requested nodes are busy)\n",
+                "launch failed on x1000c0s0b0n0: Failed to parse implicit GPU selection\n"):
+        found = debug.diagnose(SLURM, log, cluster=None)
+        assert found.failure.category == "launcher" and not found.candidates
