@@ -180,3 +180,17 @@ def test_a_step_waiting_for_resources_and_a_whole_gpu_binding_are_advice_not_edi
                 "launch failed on x1000c0s0b0n0: Failed to parse implicit GPU selection\n"):
         found = debug.diagnose(SLURM, log, cluster=None)
         assert found.failure.category == "launcher" and not found.candidates
+
+
+def test_srun_inside_the_batch_container_moves_the_environment_to_the_step():
+    script = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --environment=ngc.toml\nsrun python train.py\n"
+    log = "srun: error: plugin_load_from_file: dlopen(/usr/lib/slurm/mpi_pmix.so): libpmix.so.2: cannot open shared object file\n"
+    assert first_ops(script, log) == [{"op": "remove_directive", "name": "--environment"},
+                                      {"op": "add_flag", "launcher": "srun", "flag": "--environment", "value": "ngc.toml"}]
+    # A container started some other way: advice, no edit.
+    assert first_ops("#!/bin/bash\n#SBATCH -N 1\nsrun python train.py\n", log) == []
+
+
+def test_a_master_address_with_no_route_is_a_hostname_on_the_wrong_network():
+    log = "RuntimeError: The client socket has failed to connect to node7.mgmt:29500 (errno: 113 - No route to host).\n"
+    assert first_entry(SLURM, log) == "torch-master-addr-unroutable"
