@@ -194,3 +194,11 @@ def test_srun_inside_the_batch_container_moves_the_environment_to_the_step():
 def test_a_master_address_with_no_route_is_a_hostname_on_the_wrong_network():
     log = "RuntimeError: The client socket has failed to connect to node7.mgmt:29500 (errno: 113 - No route to host).\n"
     assert first_entry(SLURM, log) == "torch-master-addr-unroutable"
+
+
+def test_a_submit_filter_requiring_gres_gets_the_gpu_request_with_the_count_to_find():
+    script = "#!/bin/bash\n#SBATCH --partition=gpu\n#SBATCH --nodes=1\nsrun python train.py\n"
+    found = debug.diagnose(script, "When requesting resources from GPU partitions, users must specify `--gres`.\n", None)
+    top = found.candidates[0]
+    assert ops_of(top) == [{"op": "set_directive", "name": "--gres", "value": "gpu:<gpus>"}]
+    assert top.cause == "gpu_request_invalid" and "sinfo" in top.find["gpus"]
