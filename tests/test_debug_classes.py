@@ -202,3 +202,15 @@ def test_a_submit_filter_requiring_gres_gets_the_gpu_request_with_the_count_to_f
     top = found.candidates[0]
     assert ops_of(top) == [{"op": "set_directive", "name": "--gres", "value": "gpu:<gpus>"}]
     assert top.cause == "gpu_request_invalid" and "sinfo" in top.find["gpus"]
+
+
+STEP_GRES = "srun: error: Unable to create step for job 88: Invalid generic resource (gres) specification\n"
+
+
+def test_a_step_refused_its_gres_names_the_gpus_on_the_step():
+    attach = "srun --jobid=88 --overlap --pty bash\n"
+    assert first_ops(attach, STEP_GRES) == [{"op": "add_flag", "launcher": "srun", "flag": "--gpus", "value": "<gpus>"}]
+    assert first_ops("srun -p dev --gpus=4 -w n1 --pty bash\n", STEP_GRES) == [
+        {"op": "add_flag", "launcher": "srun", "flag": "--gres", "value": "gpu:4"}]
+    # A batch job's own directives are not a step's: no step edit.
+    assert first_ops("#!/bin/bash\n#SBATCH --gres=gpu:a100:9\nsrun python t.py\n", STEP_GRES.replace("create step", "allocate")) == []
