@@ -218,3 +218,10 @@ def test_a_port_to_the_sources_own_cluster_keeps_its_tuning_but_never_what_loads
     kept, notes = port_env(env, Target("perlmutter", "nvidia", same_cluster=True, cores_per_rank=16), set())
     assert kept == {"NCCL_SOCKET_IFNAME": "hsn0", "OMP_NUM_THREADS": "16"}
     assert any(note.startswith("FI_PROVIDER_PATH is not carried over: it names a directory or plugin") for note in notes)
+
+
+def test_alcfs_daos_fragment_size_is_an_edit_the_debug_agent_may_make_with_a_count_only():
+    from maple_ci.values import edit_refusal
+    assert env_rule("DAOS_IOV_FRAG_SIZE").verdict == "keep"
+    assert edit_refusal("DAOS_IOV_FRAG_SIZE", "4096") is None
+    assert edit_refusal("DAOS_IOV_FRAGMENT", "4096") is not None  # only the row's exact name
