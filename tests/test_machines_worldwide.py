@@ -172,9 +172,12 @@ def test_ports_of_five_corpus_scripts_train_the_miniapp_on_each_new_slurm_machin
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "maple-data"))
     venv = tmp_path / "venv"  # MN5 and Isambard-AI have no PyTorch module: the user's venv, over this torch
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    runs = [(cluster, source) for cluster in SLURM_NEW for source in SOURCES]
-    ported = [_corpus_port(source, cluster, tmp_path / "ported" / str(i), free_port())
-              for i, (cluster, source) in enumerate(runs)]
+    every = [(cluster, source) for cluster in SLURM_NEW for source in SOURCES]
+    ported = {pair: _corpus_port(pair[1], pair[0], tmp_path / "ported" / str(i), free_port())
+              for i, pair in enumerate(every)}  # every port passes its static checks
+    # Each source trains once and each machine at least once (the suite's time budget: one job ~40 s).
+    runs = [(c, s) for c, s in every if (SOURCES.index(s) - SLURM_NEW.index(c)) % len(SLURM_NEW) == 0]
+    ported = [ported[pair] for pair in runs]
     with ThreadPoolExecutor(CONCURRENT_JOBS) as pool:
         results = list(pool.map(lambda i: _run(*ported[i], tmp_path / "jobs" / str(i), slurm_cluster, str(venv)),
                                 range(len(runs))))
