@@ -15,47 +15,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from machines import FORMS, example, port_to  # noqa: F401 - example is a fixture
 from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
 
 from maple_ci.bench_real import load_real_cases, real_dir
 from maple_ci.extract import extract
 from maple_ci.files import read_text
-from maple_ci.port import apply_overrides, port_intent
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.slurm import verify_slurm
 
 NEW = ["lumi", "daint", "juwelsbooster", "jupiter", "leonardo"]
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
-# The six forms, as JobIntent overrides of the shipped example, and the template each must choose.
-FORMS = {
-    "ddp": ({"framework": "pytorch", "strategy": "ddp"}, "-pytorch-ddp-torchrun"),
-    "fsdp": ({"framework": "pytorch", "strategy": "fsdp"}, "-pytorch-fsdp"),
-    "deepspeed": ({"framework": "deepspeed", "strategy": "zero3"}, "-deepspeed-zero3"),
-    "accelerate": ({"framework": "accelerate", "strategy": "ddp"}, "-accelerate-ddp"),
-    "single": ({"strategy": "single", "launcher": "python", "nodes": 1, "gpus_per_node": 1, "world_size": 1},
-               "-single"),
-    "generic": ({"framework": "megatron", "strategy": "3d", "launcher": "srun", "entrypoint": "pretrain_gpt.py",
-                 "script_args": ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"]},
-                "-generic"),
-}
-
-
-def _port(intent, cluster: str, out: Path, **overrides):
-    [result] = port_intent(apply_overrides(intent, **overrides), [cluster], "job.sh", out,
-                           python_envs={"default": "/opt/venvs/train"})
-    return result
-
-
-@pytest.fixture(scope="module")
-def example(module_data_dir):
-    return extract(EXAMPLE.read_text(), EXAMPLE.name, EXAMPLE.parent)
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("cluster", NEW)
 def test_each_european_machine_takes_the_six_forms_with_static_checks_passing(example, cluster, form, tmp_path):
     overrides, template = FORMS[form]
-    result = _port(example, cluster, tmp_path, **overrides)
+    result = port_to(example, cluster, tmp_path, **overrides)
     errors = [f"{c.name}: {c.message}" for c in result.checks if not c.ok and c.severity == "error"]
     assert result.status == "ok" and not errors, (result.reason, errors)
     assert result.template == cluster + template
@@ -72,7 +48,7 @@ LUMI_MASKS = ("0x00fe000000000000,0xfe00000000000000,0x0000000000fe0000,0x000000
 def test_lumi_runs_each_gcd_in_the_ai_container_with_the_guides_cpu_masks(example, tmp_path):
     # LUMI AI guide run_ddp_srun.sh: 8 tasks x 7 cores, --cpu-bind masks, singularity run $SIF after
     # the bindings module; RANK/LOCAL_RANK exported inside the container.
-    script = _port(example, "lumi", tmp_path, framework="deepspeed", strategy="zero3", account="project_465000123").script
+    script = port_to(example, "lumi", tmp_path, framework="deepspeed", strategy="zero3", account="project_465000123").script
     assert {"--account=project_465000123", "--partition=standard-g", "--gpus-per-node=8",
             "--ntasks-per-node=8", "--cpus-per-task=7"} <= set(_directives(script))
     assert re.search(r"^module use /appl/local/laifs/modules\nmodule load lumi-aif-singularity-bindings$", script, re.M)
@@ -81,7 +57,7 @@ def test_lumi_runs_each_gcd_in_the_ai_container_with_the_guides_cpu_masks(exampl
 
 
 def test_lumi_torchrun_form_is_one_task_per_node_with_all_56_cores(example, tmp_path):
-    script = _port(example, "lumi", tmp_path).script
+    script = port_to(example, "lumi", tmp_path).script
     assert "--cpus-per-task=56" in _directives(script)
     assert re.search(r'^srun [^\n]*--ntasks-per-node=1 --cpus-per-task=56 singularity run "\$SIF" \\\n\s+torchrun '
                      r'--nnodes="\$NNODES" --nproc_per_node=8', script, re.M)
@@ -89,7 +65,7 @@ def test_lumi_torchrun_form_is_one_task_per_node_with_all_56_cores(example, tmp_
 
 
 def test_daint_mounts_the_pytorch_uenv_and_sets_cscs_nccl_variables(example, tmp_path):
-    script = _port(example, "daint", tmp_path, account="g152").script
+    script = port_to(example, "daint", tmp_path, account="g152").script
     sbatch = _directives(script)
     assert {"--account=g152", "--partition=normal", "--uenv=pytorch/v2.8.0:/user-environment",
             "--view=default"} <= set(sbatch)
@@ -98,19 +74,19 @@ def test_daint_mounts_the_pytorch_uenv_and_sets_cscs_nccl_variables(example, tmp
 
 
 def test_juwels_booster_meets_at_the_first_nodes_infiniband_name(example, tmp_path):
-    script = _port(example, "juwelsbooster", tmp_path, framework="deepspeed", strategy="zero3").script
+    script = port_to(example, "juwelsbooster", tmp_path, framework="deepspeed", strategy="zero3").script
     assert 'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)i"' in script.splitlines()
     assert {"--partition=booster", "--gres=gpu:4", "--cpus-per-task=24"} <= set(_directives(script))
     # JUPITER's GH200 nodes take the plain host name (JSC's CARAML) and 72 Grace cores per GPU
-    jupiter = _port(example, "jupiter", tmp_path / "j", framework="deepspeed", strategy="zero3").script
+    jupiter = port_to(example, "jupiter", tmp_path / "j", framework="deepspeed", strategy="zero3").script
     assert "head -n 1)i" not in jupiter and "--cpus-per-task=72" in _directives(jupiter)
 
 
 def test_leonardo_asks_its_booster_partition_and_a_qos(example, tmp_path):
-    script = _port(example, "leonardo", tmp_path, account="EUHPC_A01_001").script
+    script = port_to(example, "leonardo", tmp_path, account="EUHPC_A01_001").script
     assert {"--account=EUHPC_A01_001", "--qos=normal", "--partition=boost_usr_prod", "--gres=gpu:4"} <= set(
         _directives(script))
-    debug = _port(example, "leonardo", tmp_path / "d", walltime="00:20:00", nodes=1, queue="boost_qos_dbg").script
+    debug = port_to(example, "leonardo", tmp_path / "d", walltime="00:20:00", nodes=1, queue="boost_qos_dbg").script
     assert "--qos=boost_qos_dbg" in _directives(debug)
 
 
@@ -152,7 +128,7 @@ def _corpus_port(source: str, cluster: str, out: Path, master_port: int) -> tupl
     [case] = [c for c in CASES if c["path"] == real_dir() / source]
     name = str(case["path"].relative_to(case["group"].parent))
     intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
-    result = _port(intent, cluster, out / cluster, nodes=2, gpus_per_node=4, world_size=8)
+    result = port_to(intent, cluster, out / cluster, nodes=2, gpus_per_node=4, world_size=8)
     assert result.status == "ok", (source, cluster, result.reason)
     script, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", result.script)
     assert count == 1

@@ -14,47 +14,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from machines import FORMS, example, port_to  # noqa: F401 - example is a fixture
 from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
 
 from maple_ci.bench_real import load_real_cases, real_dir
 from maple_ci.extract import extract
 from maple_ci.files import read_text
-from maple_ci.port import apply_overrides, port_intent
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.slurm import verify_slurm
 
 NEW = ["marenostrum5", "jeanzay-h100", "jeanzay-a100", "isambard-ai", "abci3", "gadi"]
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
-# The six forms, as JobIntent overrides of the shipped example, and the template each must choose.
-FORMS = {
-    "ddp": ({"framework": "pytorch", "strategy": "ddp"}, "-pytorch-ddp-torchrun"),
-    "fsdp": ({"framework": "pytorch", "strategy": "fsdp"}, "-pytorch-fsdp"),
-    "deepspeed": ({"framework": "deepspeed", "strategy": "zero3"}, "-deepspeed-zero3"),
-    "accelerate": ({"framework": "accelerate", "strategy": "ddp"}, "-accelerate-ddp"),
-    "single": ({"strategy": "single", "launcher": "python", "nodes": 1, "gpus_per_node": 1, "world_size": 1},
-               "-single"),
-    "generic": ({"framework": "megatron", "strategy": "3d", "launcher": "srun", "entrypoint": "pretrain_gpt.py",
-                 "script_args": ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"]},
-                "-generic"),
-}
-
-
-def _port(intent, cluster: str, out: Path, **overrides):
-    [result] = port_intent(apply_overrides(intent, **overrides), [cluster], "job.sh", out,
-                           python_envs={"default": "/opt/venvs/train"})
-    return result
-
-
-@pytest.fixture(scope="module")
-def example(module_data_dir):
-    return extract(EXAMPLE.read_text(), EXAMPLE.name, EXAMPLE.parent)
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("cluster", NEW)
 def test_each_new_machine_takes_the_six_forms_with_static_checks_passing(example, cluster, form, tmp_path):
     overrides, template = FORMS[form]
-    result = _port(example, cluster, tmp_path, **overrides)
+    result = port_to(example, cluster, tmp_path, **overrides)
     errors = [f"{c.name}: {c.message}" for c in result.checks if not c.ok and c.severity == "error"]
     assert result.status == "ok" and not errors, (result.reason, errors)
     assert result.template == cluster + template
@@ -69,7 +45,7 @@ def _directives(script: str, prefix: str) -> list[str]:
 def test_one_task_per_gpu_gets_the_cpus_per_gpu_the_site_enforces(example, cluster, per_gpu_task, tmp_path):
     # MN5's submit filter wants 20 CPUs per GPU, IDRIS's scripts 24 (H100) and 8 (A100) with
     # --hint=nomultithread, BriCS 72 Grace cores per GH200: a per-GPU task asks exactly that.
-    script = _port(example, cluster, tmp_path, framework="deepspeed", strategy="zero3").script
+    script = port_to(example, cluster, tmp_path, framework="deepspeed", strategy="zero3").script
     sbatch = _directives(script, "#SBATCH")
     assert f"cpus-per-task={per_gpu_task}" in " ".join(sbatch), sbatch
     assert re.search(rf"srun [^\n]*--cpus-per-task={per_gpu_task}\b", script)
@@ -77,7 +53,7 @@ def test_one_task_per_gpu_gets_the_cpus_per_gpu_the_site_enforces(example, clust
 
 @pytest.mark.parametrize("cluster, pool", [("jeanzay-h100", "h100"), ("jeanzay-a100", "a100")])
 def test_jean_zay_ports_name_their_partition_and_its_hour_pool(example, cluster, pool, tmp_path):
-    script = _port(example, cluster, tmp_path, account=f"abc@{pool}").script
+    script = port_to(example, cluster, tmp_path, account=f"abc@{pool}").script
     sbatch = _directives(script, "#SBATCH")
     assert f"--account=abc@{pool}" in sbatch and f"--constraint={pool}" in sbatch
     assert "--hint=nomultithread" in sbatch
@@ -86,7 +62,7 @@ def test_jean_zay_ports_name_their_partition_and_its_hour_pool(example, cluster,
 
 
 def test_abci_asks_a_group_with_p_and_whole_rt_hf_nodes(example, tmp_path):
-    script = _port(example, "abci3", tmp_path, account="gaa12345").script
+    script = port_to(example, "abci3", tmp_path, account="gaa12345").script
     assert _directives(script, "#PBS")[1:5] == ["-P gaa12345", "-q rt_HF", "-l select=2", "-l walltime=02:00:00"]
     assert "-A " not in "\n".join(_directives(script, "#PBS"))
     # job-execution.md: the module command exists only after this line in a batch job
@@ -98,7 +74,7 @@ def test_gadi_asks_gpus_and_twelve_cpus_each_without_select(example, nodes, gpus
     overrides = {"nodes": nodes, "gpus_per_node": gpus, "world_size": nodes * gpus}
     if gpus == 1:
         overrides |= {"strategy": "single", "launcher": "python"}
-    pbs = _directives(_port(example, "gadi", tmp_path, account="ab12", **overrides).script, "#PBS")
+    pbs = _directives(port_to(example, "gadi", tmp_path, account="ab12", **overrides).script, "#PBS")
     total = nodes * gpus
     assert [f"-l ngpus={total}", f"-l ncpus={12 * total}", f"-l mem={95 * total}GB"] == pbs[3:6], pbs
     assert "-P ab12" in pbs and not any("select=" in d for d in pbs)
@@ -138,7 +114,7 @@ def _corpus_port(source: str, cluster: str, out: Path, master_port: int) -> tupl
     [case] = [c for c in CASES if c["path"] == real_dir() / source]
     name = str(case["path"].relative_to(case["group"].parent))
     intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
-    result = _port(intent, cluster, out / cluster, nodes=2, gpus_per_node=4, world_size=8)
+    result = port_to(intent, cluster, out / cluster, nodes=2, gpus_per_node=4, world_size=8)
     assert result.status == "ok", (source, cluster, result.reason)
     script, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", result.script)
     assert count == 1
