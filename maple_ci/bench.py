@@ -321,6 +321,10 @@ def run_verified(cases: list[AccuracyCase], count: int, timeout: int = 300) -> d
     of the training program, on targets whose nodes fit the local test cluster's (2 nodes, 4 GPUs
     each, 128 CPUs). Jobs need the site's `module` command: on the test cluster run with
     BASH_ENV=tests/cluster/site-env.sh, as its README says."""
+    import subprocess
+    import sys
+
+    from .python_env import ALL
     from .verify import miniapp_for
     from .verify.slurm import BACKEND, verify_slurm
 
@@ -337,9 +341,13 @@ def run_verified(cases: list[AccuracyCase], count: int, timeout: int = 300) -> d
     chosen = [c for group in itertools.zip_longest(*by_target.values()) for c in group if c][:count]
     runs = []
     with tempfile.TemporaryDirectory(prefix="maple-bench-verify-", dir=Path.cwd()) as out:
+        # Sites without a PyTorch environment run the user's: a venv over this interpreter's packages.
+        venv = Path(out) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
         for case in chosen:
             intent = extract(case.text, case.id)
-            result = port_intent(intent, [case.target], case.id.replace("/", "_"), Path(out))[0]
+            result = port_intent(intent, [case.target], case.id.replace("/", "_"), Path(out),
+                                 python_envs={ALL: str(venv)})[0]
             Path(result.path).parent.mkdir(parents=True, exist_ok=True)
             Path(result.path).write_text(result.script)
             start = time.perf_counter()

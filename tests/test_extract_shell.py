@@ -176,12 +176,13 @@ def test_a_case_statement_takes_the_clause_whose_pattern_matches_the_word(model,
 
 
 def test_branches_the_script_cannot_decide_leave_a_count_computed_by_the_job_unknown():
-    # Gadi: the node count follows from a site variable; the `else` value is only a fallback
+    # The node count follows from a site variable; the `else` value is only a fallback. Read as a
+    # Gadi script (PBS_NCI_NCPUS_PER_NODE), 96 CPUs on its 48-CPU nodes are 2 nodes of 4 ranks.
     intent = extract_script("#PBS -l ncpus=96 -l ngpus=8\nif [[ $PBS_NCPUS -ge $PBS_NCI_NCPUS_PER_NODE ]]; then\n"
                             "  NNODES=$((PBS_NCPUS / PBS_NCI_NCPUS_PER_NODE))\nelse\n  NNODES=1\nfi\n"
                             "MASTER_ADDR=$(head -n 1 $PBS_NODEFILE)\n"
                             "mpirun -np $NNODES --map-by ppr:1:node torchrun --nnodes=$NNODES --nproc_per_node=4 train.py\n")
-    assert (intent.nodes, intent.world_size) == (None, None)
+    assert (intent.source_cluster, intent.nodes, intent.world_size) == ("gadi", 2, 8)
     # script constants in each branch: the default branch (else) stands, as before
     assert intent_of('if [ -n "$FAST" ]; then N=2; else N=4; fi\nsrun python t.py --n $N\n').script_args == ["--n", "4"]
 
