@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from maple_ci.bench_real import load_real_cases, real_dir
 from maple_ci.extract import extract
+from maple_ci.files import read_text
 from maple_ci.port import apply_overrides, port_intent
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
@@ -32,3 +34,18 @@ def port_to(intent, cluster: str, out: Path, **overrides):
 @pytest.fixture(scope="module")
 def example(module_data_dir):
     return extract(EXAMPLE.read_text(), EXAMPLE.name, EXAMPLE.parent)
+
+
+CASES = load_real_cases()
+
+
+def corpus_case(source: str) -> dict:
+    """The real-corpus case of `source` (a path under tests/data/real)."""
+    [case] = [c for c in CASES if c["path"] == real_dir() / source]
+    return case
+
+
+def read_case(case: dict):
+    """The JobIntent of a corpus case, read inside its group's checkout as the corpus tests read it."""
+    name = str(case["path"].relative_to(case["group"].parent))
+    return extract(read_text(case["path"], name), name, case["path"].parent, case["group"])

@@ -15,12 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from machines import FORMS, example, port_to  # noqa: F401 - example is a fixture
+from machines import CASES, FORMS, corpus_case, example, port_to, read_case  # noqa: F401 - example is a fixture
 from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
 
-from maple_ci.bench_real import load_real_cases, real_dir
-from maple_ci.extract import extract
-from maple_ci.files import read_text
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.slurm import verify_slurm
 
@@ -90,8 +87,6 @@ def test_leonardo_asks_its_booster_partition_and_a_qos(example, tmp_path):
     assert "--qos=boost_qos_dbg" in _directives(debug)
 
 
-CASES = load_real_cases()
-
 
 def test_each_european_machine_has_corpus_scripts_that_read_as_it():
     for cluster in NEW:
@@ -102,9 +97,7 @@ def test_each_european_machine_has_corpus_scripts_that_read_as_it():
 @pytest.mark.parametrize("case", [c for c in CASES if c["expect"]["source_cluster"] not in NEW],
                          ids=lambda c: str(c["file"]))
 def test_the_european_signatures_claim_no_other_machines_script(case):
-    name = str(case["path"].relative_to(case["group"].parent))
-    intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
-    assert intent.source_cluster not in NEW
+    assert read_case(case).source_cluster not in NEW
 
 
 # --- mini-app runs on the local cluster (2 nodes x 4 GPUs, 128 CPUs each) ---------------------------
@@ -125,9 +118,7 @@ exec "$@"
 
 
 def _corpus_port(source: str, cluster: str, out: Path, master_port: int) -> tuple[str, str]:
-    [case] = [c for c in CASES if c["path"] == real_dir() / source]
-    name = str(case["path"].relative_to(case["group"].parent))
-    intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
+    intent = read_case(corpus_case(source))
     result = port_to(intent, cluster, out / cluster, nodes=2, gpus_per_node=4, world_size=8)
     assert result.status == "ok", (source, cluster, result.reason)
     script, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", result.script)

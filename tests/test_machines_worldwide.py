@@ -14,12 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from machines import FORMS, example, port_to  # noqa: F401 - example is a fixture
+from machines import CASES, FORMS, corpus_case, example, port_to, read_case  # noqa: F401 - example is a fixture
 from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
 
-from maple_ci.bench_real import load_real_cases, real_dir
-from maple_ci.extract import extract
-from maple_ci.files import read_text
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.slurm import verify_slurm
 
@@ -80,8 +77,6 @@ def test_gadi_asks_gpus_and_twelve_cpus_each_without_select(example, nodes, gpus
     assert "-P ab12" in pbs and not any("select=" in d for d in pbs)
 
 
-CASES = load_real_cases()
-
 
 def test_each_new_machine_has_corpus_scripts_that_read_as_it():
     for cluster in NEW:
@@ -93,9 +88,7 @@ def test_each_new_machine_has_corpus_scripts_that_read_as_it():
                          ids=lambda c: str(c["file"]))
 def test_the_new_signatures_claim_no_other_machines_script(case):
     # A bare -C h100 or a "workq" partition is used elsewhere too: only each site's own names count.
-    name = str(case["path"].relative_to(case["group"].parent))
-    intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
-    assert intent.source_cluster not in NEW
+    assert read_case(case).source_cluster not in NEW
 
 
 # --- mini-app runs on the local cluster (2 nodes x 4 GPUs, 128 CPUs each) ---------------------------
@@ -111,9 +104,7 @@ SLURM_NEW = ["marenostrum5", "jeanzay-h100", "isambard-ai"]
 
 
 def _corpus_port(source: str, cluster: str, out: Path, master_port: int) -> tuple[str, str]:
-    [case] = [c for c in CASES if c["path"] == real_dir() / source]
-    name = str(case["path"].relative_to(case["group"].parent))
-    intent = extract(read_text(case["path"], name), name, case["path"].parent, case["group"])
+    intent = read_case(corpus_case(source))
     result = port_to(intent, cluster, out / cluster, nodes=2, gpus_per_node=4, world_size=8)
     assert result.status == "ok", (source, cluster, result.reason)
     script, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", result.script)
