@@ -70,16 +70,39 @@ def plan_event(
 
 def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -> Plan:
     comment, issue = payload["comment"], payload["issue"]
-    if payload.get("action") != "created":
-        # Edits are ignored so that fixing a typo in an old comment never re-runs a port.
-        return Plan(reason=f"comment {payload.get('action')}, not created")
-    if comment["user"].get("type") == "Bot":
-        return Plan(reason="comment by a bot")
-    if command_line(comment["body"] or "") is None:
-        return Plan(reason="no /maple command in the comment")
+    ignored = _ignored_comment(payload)
+    if ignored is not None:
+        return Plan(reason=ignored)
     known = tuple(known_clusters)
     on_pr = "pull_request" in issue
-    where = dict(
+    where = _comment_where(comment, issue, on_pr)
+    if comment.get("author_association") not in TRUSTED_ASSOCIATIONS:
+        # No permission lookup: the association already rules out write access. Only the reply.
+        return Plan(reason=f"comment by {comment.get('author_association')}, not a trusted association",
+                    reply=refusal(comment["user"]["login"]), **{**where, "actor": None})
+    try:
+        command = _comment_command(comment["body"] or "", known, on_pr)
+    except CommandError as error:
+        return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), exit_code=2, **where)
+    return _comment_plan(payload, command, known, where)
+
+
+def _ignored_comment(payload: dict[str, Any]) -> str | None:
+    """Why a comment asks for nothing (an edit, a bot's, no /maple line); None when it may."""
+    comment = payload["comment"]
+    if payload.get("action") != "created":
+        # Edits are ignored so that fixing a typo in an old comment never re-runs a port.
+        return f"comment {payload.get('action')}, not created"
+    if comment["user"].get("type") == "Bot":
+        return "comment by a bot"
+    if command_line(comment["body"] or "") is None:
+        return "no /maple command in the comment"
+    return None
+
+
+def _comment_where(comment: dict[str, Any], issue: dict[str, Any], on_pr: bool) -> dict[str, Any]:
+    """The Plan fields that say where a comment's request came from and who made it."""
+    return dict(
         issue_number=issue["number"],
         comment_id=comment["id"],
         actor=comment["user"]["login"],
@@ -88,21 +111,28 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
         requested_at=comment.get("created_at"),
         request=comment.get("html_url"),
     )
-    if comment.get("author_association") not in TRUSTED_ASSOCIATIONS:
-        # No permission lookup: the association already rules out write access. Only the reply.
-        return Plan(reason=f"comment by {comment.get('author_association')}, not a trusted association",
-                    reply=refusal(comment["user"]["login"]), **{**where, "actor": None})
-    try:
-        command = parse_comment(comment["body"] or "", known)
-        # (`/maple recreate` takes the scripts its PR already has.)
-        if command is not None and command.name == "port" and not command.recreate and not on_pr and command.source is None:
-            raise CommandError("On an issue there is no changed script to port: name one with `--from PATH`.", known)
-    except CommandError as error:
-        return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), exit_code=2, **where)
-    assert command is not None  # command_line found a /maple line
+
+
+def _comment_command(body: str, known: tuple[str, ...], on_pr: bool) -> BotCommand:
+    """The comment's command; a port on an issue must name its script."""
+    command = parse_comment(body, known)
+    assert command is not None  # the caller found a /maple line
+    if _port_without_source(command, on_pr):
+        raise CommandError("On an issue there is no changed script to port: name one with `--from PATH`.", known)
+    return command
+
+
+def _port_without_source(command: BotCommand, on_pr: bool) -> bool:
+    """A port off a PR with no --from (`/maple recreate` takes the scripts its PR already has)."""
+    return command.name == "port" and not command.recreate and not on_pr and command.source is None
+
+
+def _comment_plan(payload: dict[str, Any], command: BotCommand, known: tuple[str, ...], where: dict[str, Any]) -> Plan:
+    """A valid command's plan: help's reply, or the command on the PR's or the issue's branch."""
+    issue = payload["issue"]
     if command.name == "help":
         return Plan(reason="help", reaction="eyes", reply=help_text(known), **where)
-    if on_pr:
+    if where["pull_number"] is not None:
         return Plan(reason=f"{command.name} on PR", command=command, key=f"pr-{issue['number']}", reaction="eyes", **where)
     default = payload["repository"]["default_branch"]
     return Plan(
@@ -119,23 +149,16 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
 def plan_push(payload: dict[str, Any], tracked: Iterable[str], targets: Iterable[str]) -> Plan:
     """Re-port the tracked launch scripts a push to the default branch changed."""
     default = payload["repository"]["default_branch"]
-    if payload.get("deleted"):
-        return Plan(reason="ref deleted")
-    if payload["ref"] != f"refs/heads/{default}":
-        # Other branches are ported on request (a comment on their PR), not on every push; this
-        # also keeps the bot from reacting to pushes to its own maple/port-* branches.
-        return Plan(reason=f"push to {payload['ref']}, not the default branch")
+    ignored = _ignored_push(payload, default)
+    if ignored is not None:
+        return Plan(reason=ignored)
     targets = tuple(targets)
     patterns = tuple(tracked)
     if not targets or not patterns:
         return Plan(reason="no tracked scripts or target clusters configured")
-    commits = payload.get("commits") or []
-    # Too many commits to trust the lists: port every tracked script (an empty `sources`).
-    sources: tuple[str, ...] = ()
-    if len(commits) < PUSH_COMMITS_CAP:
-        sources = tuple(p for p in changed_paths(commits) if any(fnmatch(p, pat) for pat in patterns))
-        if not sources:
-            return Plan(reason="no tracked launch script changed")
+    sources = _pushed_sources(payload, patterns)
+    if sources is None:
+        return Plan(reason="no tracked launch script changed")
     return Plan(
         reason=f"push changed {', '.join(sources) or 'possibly every tracked script'}",
         command=BotCommand("port", targets),
@@ -143,9 +166,38 @@ def plan_push(payload: dict[str, Any], tracked: Iterable[str], targets: Iterable
         base=default,
         ref=payload["after"],
         sources=sources,
-        request=(payload.get("head_commit") or {}).get("url") or f"push of {payload['after']}",
+        request=_push_request(payload),
         trigger="push",
     )
+
+
+def _push_request(payload: dict[str, Any]) -> str:
+    """Where a push's request came from, for the port's trailer: its head commit's page."""
+    return (payload.get("head_commit") or {}).get("url") or f"push of {payload['after']}"
+
+
+def _ignored_push(payload: dict[str, Any], default: str) -> str | None:
+    """Why a push asks for nothing (a deletion, another branch); None when it may."""
+    if payload.get("deleted"):
+        return "ref deleted"
+    if payload["ref"] != f"refs/heads/{default}":
+        # Other branches are ported on request (a comment on their PR), not on every push; this
+        # also keeps the bot from reacting to pushes to its own maple/port-* branches.
+        return f"push to {payload['ref']}, not the default branch"
+    return None
+
+
+def _pushed_sources(payload: dict[str, Any], patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The tracked scripts the push changed; () for every tracked script when there were too many
+    commits to trust the lists; None when it changed none."""
+    commits = payload.get("commits") or []
+    if len(commits) >= PUSH_COMMITS_CAP:
+        return ()
+    return tuple(p for p in changed_paths(commits) if _tracked(p, patterns)) or None
+
+
+def _tracked(path: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch(path, pattern) for pattern in patterns)
 
 
 def changed_paths(commits: list[dict[str, Any]]) -> list[str]:
@@ -173,7 +225,7 @@ def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str
     """A manual run: input `command` is a `/maple` command without the `/maple`; empty acts as the schedule.
 
     Only people with write access can dispatch a workflow, so no permission check is planned."""
-    text = ((payload.get("inputs") or {}).get("command") or "").strip()
+    text = _dispatched_command(payload)
     if not text:
         return plan_schedule(payload, targets)
     known_clusters = tuple(known_clusters)
@@ -187,6 +239,11 @@ def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str
     branch = payload["ref"].removeprefix("refs/heads/")
     return Plan(reason=f"{command.name} dispatched", command=command, key=branch_key(branch), base=branch, ref=branch,
                 trigger="dispatch")
+
+
+def _dispatched_command(payload: dict[str, Any]) -> str:
+    """The dispatch's `command` input, stripped; empty when it has none."""
+    return ((payload.get("inputs") or {}).get("command") or "").strip()
 
 
 def branch_key(branch: str) -> str:
