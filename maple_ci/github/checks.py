@@ -35,29 +35,16 @@ class CheckRuns:
                 output={"title": f"{result['source']} on {c['cluster']}: verifying",
                         "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT)})
             return
-        annotations = [
-            {
-                "path": c["path"],
-                "start_line": check["line"],
-                "end_line": check["line"],
-                "annotation_level": annotation_level(check),
-                "title": check["name"],
-                "message": check["message"],
-            }
-            for check in c["checks"]
-            if not check["ok"] and check.get("line")
-        ]
+        self._complete(name, result, c)
+
+    def _complete(self, name: str, result: SourceResult, c: ClusterResult) -> None:
+        """The run `name` completed with its verdict: the one in progress edited, else a new one."""
         output = {
             "title": f"{result['source']} on {c['cluster']}: {_verdict(c)}",
             "summary": truncate(_check_summary(c), CHECK_SUMMARY_LIMIT),
         }
-        batches = [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
-        fields = {
-            "status": "completed",
-            "conclusion": conclusion(c),
-            "output": {**output, "annotations": batches[0]} if batches else output,
-            **({"details_url": c["log_url"]} if c["log_url"] else {}),  # PyGithub rejects None
-        }
+        batches = _batches(_annotations(c))
+        fields = _completed_fields(c, output, batches)
         run = self.open.pop(name, None)
         if run is None:
             run = self.repo.create_check_run(name=name, head_sha=self.head_sha, **fields)
@@ -83,6 +70,37 @@ class CheckRuns:
                      output={"title": f"{name.removeprefix(CHECK_RUN_PREFIX)}: verification did not finish",
                              "summary": truncate(why, CHECK_SUMMARY_LIMIT)})
             del self.open[name]
+
+
+def _annotations(c: ClusterResult) -> list[dict]:
+    """One annotation per failed check that names its line."""
+    return [
+        {
+            "path": c["path"],
+            "start_line": check["line"],
+            "end_line": check["line"],
+            "annotation_level": annotation_level(check),
+            "title": check["name"],
+            "message": check["message"],
+        }
+        for check in c["checks"]
+        if not check["ok"] and check.get("line")
+    ]
+
+
+def _batches(annotations: list[dict]) -> list[list[dict]]:
+    """The annotations in the batches one request may carry."""
+    return [annotations[i : i + ANNOTATIONS_PER_REQUEST] for i in range(0, len(annotations), ANNOTATIONS_PER_REQUEST)]
+
+
+def _completed_fields(c: ClusterResult, output: dict, batches: list[list[dict]]) -> dict:
+    """A completed run's fields: its conclusion, output with the first batch, the log's link."""
+    return {
+        "status": "completed",
+        "conclusion": conclusion(c),
+        "output": {**output, "annotations": batches[0]} if batches else output,
+        **({"details_url": c["log_url"]} if c["log_url"] else {}),  # PyGithub rejects None
+    }
 
 
 def check_runs(repo: Repository, head_sha: str, results: list[SourceResult]) -> list:
@@ -119,6 +137,11 @@ def conclusion(c: ClusterResult) -> str:
     return "neutral" if c["verification"] == "skipped" else "success"
 
 
+def failing(results: list[SourceResult]) -> bool:
+    """Whether any script failed on any cluster."""
+    return any(conclusion(c) == "failure" for r in results for c in r["clusters"])
+
+
 def checks_passed(c: ClusterResult) -> str:
     """"passed/total" static checks."""
     return f"{sum(check['ok'] for check in c['checks'])}/{len(c['checks'])}"
@@ -130,14 +153,23 @@ def _verdict(c: ClusterResult) -> str:
 
 def _check_summary(c: ClusterResult) -> str:
     made = f"Template {code(c['template'])} → {code(c['path'])}" if c["template"].strip() else code(c["path"])
-    lines = [made, ""]
-    if c.get("note") and conclusion(c) == "failure":  # what failed leads
-        lines += [plain(c["note"]), ""]
-    lines += ["| Check | Result | Message |", "|---|---|---|"]
-    for check in sorted(c["checks"], key=lambda check: check["ok"]):  # what failed leads
-        where = f" (line {check['line']})" if check.get("line") else ""
-        mark = "✅" if check["ok"] else "❌"
-        lines.append(f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |")
-    if c.get("note") and conclusion(c) != "failure":  # why verification was skipped (e.g. waiting for an approval)
-        lines += ["", plain(c["note"])]
-    return "\n".join(lines)
+    table = ["| Check | Result | Message |", "|---|---|---|"]
+    table += [_check_row(check) for check in sorted(c["checks"], key=lambda check: check["ok"])]  # what failed leads
+    return "\n".join([made, ""] + _with_note(c, table))
+
+
+def _check_row(check: dict) -> str:
+    where = f" (line {check['line']})" if check.get("line") else ""
+    mark = "✅" if check["ok"] else "❌"
+    return f"| {cell(plain(check['name']))} | {mark}{where} | {cell(plain(check['message']))} |"
+
+
+def _with_note(c: ClusterResult, table: list[str]) -> list[str]:
+    """The table with the result's note: before it when the result failed (what failed leads), else
+    after it (why verification was skipped, e.g. waiting for an approval)."""
+    note = c.get("note")
+    if not note:
+        return table
+    if conclusion(c) == "failure":
+        return [plain(note), ""] + table
+    return table + ["", plain(note)]
