@@ -18,9 +18,9 @@ import github_action_toolkit as gha
 from maple_ci.errors import MapleError
 from maple_ci.github.bot import Done, PortFn, VerifyFn, results_as_given, run_plan
 from maple_ci.github.config import Config, Schedule
-from maple_ci.github.checks import conclusion
+from maple_ci.github.checks import conclusion, failing
 from maple_ci.github.delivery import connect
-from maple_ci.github.events import plan_event
+from maple_ci.github.events import Plan, plan_event
 
 # Worst first: a cluster's status is the worst of its scripts'.
 SEVERITY = ("failure", "neutral", "success")
@@ -64,31 +64,53 @@ def run_action(
     `config_error`: why the repository's configuration could not be read; a request is answered with
     it instead of being run, then it is raised (a comment with no /maple command is left alone)."""
     env = os.environ
-    name, path = env.get("GITHUB_EVENT_NAME"), env.get("GITHUB_EVENT_PATH")
-    if not name or not path:
-        raise MapleError("GITHUB_EVENT_NAME and GITHUB_EVENT_PATH must be set (GitHub Actions sets both).")
-    with open(path, encoding="utf-8") as f:
-        payload = json.load(f)
-    plan = plan_event(name, payload, known_clusters, tracked, targets)
-    if config_error is not None:
-        if plan.command is not None or plan.reply is not None:
-            plan = replace(plan, reason="the configuration is invalid", command=None, reaction="confused",
-                           reply=f"maple-ci cannot run: its configuration is invalid.\n\n```\n{config_error}\n```\n\n"
-                                 "Fix it on the default branch, then ask again.")
-        elif name != "issue_comment":  # push and schedule are the bot's own events: a broken config fails them
-            raise MapleError(config_error)
-    if plan.command is None and plan.reply is None:
+    name, payload = _event(env)
+    plan = _config_refused(plan_event(name, payload, known_clusters, tracked, targets), name, config_error)
+    if plan.idle:
         print(f"maple: {plan.reason}", flush=True)
         return 0  # no token needed, no request made: most events end here
     repo = connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
     done = run_plan(repo, plan, port, verify, report, settings)
     if config_error is not None:
         raise MapleError(config_error)
-    if env.get("GITHUB_OUTPUT"):
-        for key, value in outputs(done).items():
-            gha.set_output(key, value)
-    failed = any(conclusion(c) == "failure" for r in done.results for c in r["clusters"])
-    return plan.exit_code or (1 if failed else 0)
+    _set_outputs(env, done)
+    return plan.exit_code or _failed_code(done)
+
+
+def _event(env) -> tuple[str, dict]:
+    """The name and payload of the event Actions ran us for."""
+    name, path = env.get("GITHUB_EVENT_NAME"), env.get("GITHUB_EVENT_PATH")
+    if not name or not path:
+        raise MapleError("GITHUB_EVENT_NAME and GITHUB_EVENT_PATH must be set (GitHub Actions sets both).")
+    with open(path, encoding="utf-8") as f:
+        return name, json.load(f)
+
+
+def _config_refused(plan: Plan, event_name: str, config_error: str | None) -> Plan:
+    """With an invalid configuration, a request is answered with why instead of being run; push and
+    schedule are the bot's own events: a broken configuration fails them."""
+    if config_error is None:
+        return plan
+    if not plan.idle:
+        return replace(plan, reason="the configuration is invalid", command=None, reaction="confused",
+                       reply=f"maple-ci cannot run: its configuration is invalid.\n\n```\n{config_error}\n```\n\n"
+                             "Fix it on the default branch, then ask again.")
+    if event_name != "issue_comment":
+        raise MapleError(config_error)
+    return plan
+
+
+def _set_outputs(env, done: Done) -> None:
+    """The action's outputs, where the workflow reads them (GITHUB_OUTPUT)."""
+    if not env.get("GITHUB_OUTPUT"):
+        return
+    for key, value in outputs(done).items():
+        gha.set_output(key, value)
+
+
+def _failed_code(done: Done) -> int:
+    """1 when a check or verification failed, else 0."""
+    return 1 if failing(done.results) else 0
 
 
 def cluster_status(done: Done) -> dict[str, str]:

@@ -47,6 +47,11 @@ class Plan:
     request: str | None = None  # where the request came from, for the port's trailer (the comment's URL)
     trigger: str = "comment"  # "comment" | "push" | "schedule" | "dispatch": push and schedule are the bot's own
 
+    @property
+    def idle(self) -> bool:
+        """Nothing to run and nothing to say."""
+        return self.command is None and self.reply is None
+
 
 def plan_event(
     event_name: str,
