@@ -169,8 +169,22 @@ def test_gadi_job_wide_ncpus_and_ngpus_give_gpus_but_no_node_count():
     # NCI Gadi: `-l ncpus=48,ngpus=4` are the job's totals; the node count follows from the node type.
     d = PBS.read("#!/bin/bash\n#PBS -P ab12\n#PBS -l ncpus=96,ngpus=8\n#PBS -l walltime=10:00:00\nmpirun x\n")
     assert (d.gpus, d.cpus, d.nodes, d.account, d.walltime) == (8, 96, None, "ab12", "10:00:00")
-    on_gpuvolta = d.on_nodes_of(48)  # gpuvolta: 48 cores, 4 GPUs per node
+    on_gpuvolta = PBS.on_nodes(d, 48, 4)  # gpuvolta: 48 cores, 4 GPUs per node
     assert (on_gpuvolta.nodes, on_gpuvolta.gpus_per_node, on_gpuvolta.lines["nodes"]) == (2, 4, 3)
+
+
+@pytest.mark.parametrize("cpus_per_node", [48, 128])
+def test_gadi_ngpus_8_on_4_gpu_nodes_reads_as_2_nodes_whatever_the_cpus(cpus_per_node):
+    # A Gadi port asks -l ngpus=8 -l ncpus=96: 8 GPUs need two 4-GPU nodes even where a node's CPUs
+    # (128, a node shape read from another machine) would hold all 96 CPUs.
+    d = PBS.read("#!/bin/bash\n#PBS -q gpuvolta\n#PBS -l ngpus=8\n#PBS -l ncpus=96\nmpirun x\n")
+    sized = PBS.on_nodes(d, cpus_per_node, 4)
+    assert (sized.nodes, sized.gpus_per_node, sized.lines["nodes"]) == (2, 4, 3)
+
+
+def test_directives_with_a_node_count_keep_it_on_any_node():
+    for unit, text in ((PBS, "#PBS -l select=3:ngpus=4\n#PBS -l ngpus=8\n"), (SLURM, "#SBATCH -N 3 --gpus=8\n")):
+        assert unit.on_nodes(unit.read(f"#!/bin/bash\n{text}srun x\n"), 48, 4).nodes == 3
 
 
 def test_slurm_aliases_are_one_option():

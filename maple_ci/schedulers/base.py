@@ -259,6 +259,11 @@ class Scheduler:
     def finish(self, last: dict[str, Option], d: Directives) -> None:
         """What several options decide together; nothing by default."""
 
+    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: int) -> Directives:
+        """`d` on nodes with these CPUs and GPUs: the node count where the directives give only
+        job-wide totals. By default the directives give the node count themselves."""
+        return d
+
     def read(self, text: str, strict: bool = True) -> Directives:
         d = Directives(scheduler=self.name)
         self.interpret(self.options(text), d)

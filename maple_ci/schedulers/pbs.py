@@ -10,12 +10,14 @@ Sources (read 2026-11-25): PBS Professional Reference Guide, qsub and "select"
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 from typing import Optional
 
 from ..launchers import Spec
 from . import register
-from .base import (DirectiveError, Directives, Option, Scheduler, as_written, gpu_count, positive, real,
+from .base import (DirectiveError, Directives, Option, Scheduler, as_written, gpu_count, per_node, positive, real,
                    seconds_to_walltime)
 
 # qsub's options: the letters that take a value, and the names this unit gives the ones it reads.
@@ -186,6 +188,18 @@ class Pbs(Scheduler):
                 d.errors.append(DirectiveError(f"line {option.line}: {exc}", "nodes", option.line))
         self._account(last.get("project"), d)
         d.queue = real(d.queue, "queue", d)
+
+    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: int) -> Directives:
+        """NCI Gadi's job-wide `-l ncpus=96 -l ngpus=8` (no select, no nodes): PBS places the job on
+        as many nodes as its CPUs or its GPUs fill, whichever is more (gpuvolta: 48 CPUs and 4 GPUs a
+        node, so 8 GPUs are 2 nodes whatever CPUs are asked)."""
+        if d.nodes_given or not (d.cpus or d.gpus):
+            return d
+        by_cpus, by_gpus = math.ceil((d.cpus or 0) / cpus_per_node), math.ceil((d.gpus or 0) / gpus_per_node)
+        nodes = max(by_cpus, by_gpus)
+        line = d.lines.get("gpus" if by_gpus >= by_cpus else "cpus")
+        return replace(d, nodes=nodes, gpus_per_node=d.gpus_per_node or per_node(d.gpus, nodes),
+                       lines={"nodes": line, "gpus_per_node": d.lines.get("gpus"), **d.lines})
 
     @staticmethod
     def _account(project: Optional[Option], d: Directives) -> None:
