@@ -11,7 +11,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from maple_ci.errors import MapleError
 from maple_ci.extract import program_line
@@ -71,10 +71,18 @@ class BotCommand:
         """The command as a comment line that asks for it again (for a refusal's ready-to-copy retry)."""
         if self.recreate:
             return " ".join(["/maple recreate", *self.clusters])
-        words = ["/maple", self.name, *self.clusters, *self.files] + (["--from", self.source] if self.source else [])
-        words += [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(self, name)))}" for name in _OPTIONS
-                  if getattr(self, name) is not None]
-        return " ".join(words + ([] if self.verify else ["--no-verify"]) + ([f"@{self.sha}"] if self.sha else []))
+        words = ["/maple", self.name, *self.clusters, *self.files] + self._option_words() + self._mark_words()
+        return " ".join(words)
+
+    def _option_words(self) -> list[str]:
+        """`--from PATH` and each `--flag value` set, values quoted for a shell."""
+        words = ["--from", self.source] if self.source else []
+        return words + [f"--{name.replace('_', '-')} {shlex.quote(str(getattr(self, name)))}" for name in _OPTIONS
+                        if getattr(self, name) is not None]
+
+    def _mark_words(self) -> list[str]:
+        """`--no-verify` and the pinned `@sha`, when given."""
+        return ([] if self.verify else ["--no-verify"]) + ([f"@{self.sha}"] if self.sha else [])
 
     def overrides(self) -> dict:
         """The JobIntent fields this command sets, for port.apply_overrides (as the CLI's options)."""
@@ -133,9 +141,13 @@ def command_line(body: str) -> str | None:
         if line.startswith(("```", "~~~")):
             in_fence = not in_fence
             continue
-        if not in_fence and (line == "/maple" or line.startswith(("/maple ", "/maple\t"))):
+        if not in_fence and _is_command(line):
             return line
     return None
+
+
+def _is_command(line: str) -> bool:
+    return line == "/maple" or line.startswith(("/maple ", "/maple\t"))
 
 
 def parse_comment(body: str, known_clusters: Iterable[str]) -> BotCommand | None:
@@ -149,48 +161,61 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> BotCommand | None
     words = _words(line, known)[1:]
     if not words:
         raise CommandError("`/maple` needs a command.", known)
-    name, args = words[0].lower(), words[1:]
-    if name == "help":
-        if args:
-            raise CommandError("`/maple help` takes no arguments.", known)
-        return BotCommand("help")
-    if name == "approve":
-        if len(args) != 1 or not SHA.fullmatch(args[0]):
-            raise CommandError("`/maple approve` takes the full 40-character SHA of the commit to approve.", known)
-        return BotCommand("approve", sha=args[0])
-    if name in ("ignore", "unignore"):
-        return _ignore(name, args, known)
-    if name == "recreate":
-        clusters, options = _split_args(args, known)
-        if options:
-            raise CommandError(f"`/maple recreate` takes only cluster names, not {code(next(iter(options)))}.", known)
-        return BotCommand("port", clusters, recreate=True)
-    if name == "verify":
-        clusters, options = _split_args(args, known)
-        if options:
-            raise CommandError(f"`/maple verify` takes only cluster names, not {code(next(iter(options)))}.", known)
-        return BotCommand("verify", clusters)
-    if name == "port":
-        clusters, options = _split_args(args, known)
-        if not clusters:
-            raise CommandError("`/maple port` needs at least one target cluster.", known)
-        return BotCommand(
-            "port",
-            clusters,
-            source=_repo_path(options["--from"], known) if "--from" in options else None,
-            framework=_choice(options, "--framework", FRAMEWORKS, known),
-            strategy=_choice(options, "--strategy", STRATEGIES, known),
-            nodes=_number(options, "--nodes", MAX_NODES, known),
-            verify="--no-verify" not in options,
-            entrypoint=_program(options, "--entrypoint", known),
-            program_args=_program(options, "--program-args", known),
-            gpus_per_node=_number(options, "--gpus-per-node", MAX_GPUS_PER_NODE, known),
-            account=_matching(options, "--account", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
-            queue=_matching(options, "--queue", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
-            walltime=_matching(options, "--walltime", _WALLTIME, "HH:MM:SS", known),
-            sha=options.get("@"),
-        )
-    raise CommandError(f"Unknown command {code(words[0])}{did_you_mean(name, COMMANDS)}", known)
+    name = words[0].lower()
+    parse = _PARSERS.get(name)
+    if parse is None:
+        raise CommandError(f"Unknown command {code(words[0])}{did_you_mean(name, COMMANDS)}", known)
+    return parse(name, words[1:], known)
+
+
+def _help(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
+    if args:
+        raise CommandError("`/maple help` takes no arguments.", known)
+    return BotCommand("help")
+
+
+def _approve(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
+    if len(args) != 1 or not SHA.fullmatch(args[0]):
+        raise CommandError("`/maple approve` takes the full 40-character SHA of the commit to approve.", known)
+    return BotCommand("approve", sha=args[0])
+
+
+def _recreate(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
+    return BotCommand("port", _clusters_only(name, args, known), recreate=True)
+
+
+def _verify(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
+    return BotCommand("verify", _clusters_only(name, args, known))
+
+
+def _clusters_only(name: str, args: list[str], known: tuple[str, ...]) -> tuple[str, ...]:
+    """The clusters of a command that takes nothing else."""
+    clusters, options = _split_args(args, known)
+    if options:
+        raise CommandError(f"`/maple {name}` takes only cluster names, not {code(next(iter(options)))}.", known)
+    return clusters
+
+
+def _port(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
+    clusters, options = _split_args(args, known)
+    if not clusters:
+        raise CommandError("`/maple port` needs at least one target cluster.", known)
+    return BotCommand(
+        "port",
+        clusters,
+        source=_repo_path(options["--from"], known) if "--from" in options else None,
+        framework=_choice(options, "--framework", FRAMEWORKS, known),
+        strategy=_choice(options, "--strategy", STRATEGIES, known),
+        nodes=_number(options, "--nodes", MAX_NODES, known),
+        verify="--no-verify" not in options,
+        entrypoint=_program(options, "--entrypoint", known),
+        program_args=_program(options, "--program-args", known),
+        gpus_per_node=_number(options, "--gpus-per-node", MAX_GPUS_PER_NODE, known),
+        account=_matching(options, "--account", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
+        queue=_matching(options, "--queue", _NAME, "a name (letters, digits, `_.-`, at most 64)", known),
+        walltime=_matching(options, "--walltime", _WALLTIME, "HH:MM:SS", known),
+        sha=options.get("@"),
+    )
 
 
 def _words(line: str, known: tuple[str, ...]) -> list[str]:
@@ -212,8 +237,17 @@ def _ignore(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:
     if name == "ignore" and not args:
         raise CommandError("`/maple ignore` needs a cluster or a launch script, e.g. `/maple ignore aurora`.", known)
     clusters = tuple(dict.fromkeys(a.lower() for a in args if a.lower() in known))
-    files = tuple(dict.fromkeys(_repo_path(a, known) for a in args if a.lower() not in known))
-    return BotCommand(name, clusters, files=files)
+    return BotCommand(name, clusters, files=_named_files(args, known))
+
+
+def _named_files(args: list[str], known: tuple[str, ...]) -> tuple[str, ...]:
+    """The arguments that are not cluster names, as paths inside the checkout (deduplicated, in order)."""
+    return tuple(dict.fromkeys(_repo_path(a, known) for a in args if a.lower() not in known))
+
+
+# Each command's parser: (name, arguments, known clusters) -> BotCommand.
+_PARSERS = {"help": _help, "approve": _approve, "ignore": _ignore, "unignore": _ignore, "recreate": _recreate,
+            "verify": _verify, "port": _port}
 
 
 def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -223,48 +257,71 @@ def _split_args(args: list[str], known: tuple[str, ...]) -> tuple[tuple[str, ...
     words = iter(args)
     for word in words:
         if word.startswith("@"):
-            pin = _PIN.fullmatch(word)
-            if not pin or "@" in options:
-                raise CommandError(f"{code(word)}: give one `@SHA` (12 to 40 lowercase hex digits) of the PR head.", known)
-            options["@"] = pin[1]
-            continue
-        if not word.startswith("--"):
-            cluster = word.lower()
-            if cluster not in known:
-                raise CommandError(f"Unknown cluster {code(word)}{did_you_mean(cluster, known)}", known)
-            if cluster not in clusters:
-                clusters.append(cluster)
-            continue
-        flag, eq, value = word.partition("=")
-        if flag == "--no-verify" and not eq:
-            options[flag] = ""
-        elif flag in _VALUE_FLAGS:
-            if not eq:
-                value = next(words, "")
-            # a flag where the value should be means the value is missing (`--program-args '--lr 3'` is a value)
-            if not value or value.partition("=")[0] in FLAGS:
-                raise CommandError(f"`{flag}` needs a value.", known)
-            if flag in options:
-                raise CommandError(f"`{flag}` is given twice.", known)
-            options[flag] = value
+            _add_pin(word, options, known)
+        elif not word.startswith("--"):
+            _add_cluster(word, clusters, known)
         else:
-            raise CommandError(f"Unknown option {code(word)}{did_you_mean(flag, FLAGS)}", known)
+            _add_option(word, words, options, known)
     return tuple(clusters), options
+
+
+def _add_pin(word: str, options: dict[str, str], known: tuple[str, ...]) -> None:
+    pin = _PIN.fullmatch(word)
+    if not pin or "@" in options:
+        raise CommandError(f"{code(word)}: give one `@SHA` (12 to 40 lowercase hex digits) of the PR head.", known)
+    options["@"] = pin[1]
+
+
+def _add_cluster(word: str, clusters: list[str], known: tuple[str, ...]) -> None:
+    cluster = word.lower()
+    if cluster not in known:
+        raise CommandError(f"Unknown cluster {code(word)}{did_you_mean(cluster, known)}", known)
+    if cluster not in clusters:
+        clusters.append(cluster)
+
+
+def _add_option(word: str, words: Iterator[str], options: dict[str, str], known: tuple[str, ...]) -> None:
+    """`--no-verify`, or a `--flag value` / `--flag=value` (the value the next word when no `=`)."""
+    flag, eq, value = word.partition("=")
+    if flag == "--no-verify" and not eq:
+        options[flag] = ""
+        return
+    if flag not in _VALUE_FLAGS:
+        raise CommandError(f"Unknown option {code(word)}{did_you_mean(flag, FLAGS)}", known)
+    value = _option_value(flag, value if eq else next(words, ""), known)
+    if flag in options:
+        raise CommandError(f"`{flag}` is given twice.", known)
+    options[flag] = value
+
+
+def _option_value(flag: str, value: str, known: tuple[str, ...]) -> str:
+    # a flag where the value should be means the value is missing (`--program-args '--lr 3'` is a value)
+    if not value or value.partition("=")[0] in FLAGS:
+        raise CommandError(f"`{flag}` needs a value.", known)
+    return value
 
 
 def _repo_path(value: str, known: tuple[str, ...]) -> str:
     """A path that can only name a file inside the checkout: it is later opened by the runner."""
-    bad = (
-        len(value) > MAX_PATH
-        or "\\" in value
-        or any(ord(c) < 32 for c in value)  # NUL and other control characters
-        or value.startswith(("/", "~"))
-    )
     path = PurePosixPath(value)
-    if bad or any(part in ("..", ".git") for part in path.parts) or str(path) == ".":
+    if _unsafe_text(value) or _leaves_checkout(path):
         raise CommandError(f"`--from` {code(value[:200])} must be a relative path inside the repository "
                            f"(at most {MAX_PATH} characters).", known)
     return str(path)
+
+
+def _unsafe_text(value: str) -> bool:
+    """Too long, a backslash, a control character (NUL...), or an absolute or home path."""
+    return len(value) > MAX_PATH or "\\" in value or _has_control(value) or value.startswith(("/", "~"))
+
+
+def _has_control(value: str) -> bool:
+    return any(ord(c) < 32 for c in value)
+
+
+def _leaves_checkout(path: PurePosixPath) -> bool:
+    """A `..` or `.git` part, or the checkout itself."""
+    return any(part in ("..", ".git") for part in path.parts) or str(path) == "."
 
 
 def _choice(options: dict[str, str], flag: str, allowed: tuple[str, ...], known: tuple[str, ...]) -> str | None:
@@ -302,20 +359,36 @@ def _program(options: dict[str, str], flag: str, known: tuple[str, ...]) -> str 
     if flag not in options:
         return None
     value = options[flag]
-    words = value.split()
-    literal = len(value) <= MAX_PATH and words and all(_ARGUMENT.fullmatch(word) for word in words)
-    if literal and flag == "--entrypoint":
-        try:
-            program = program_line(value, None)[0]  # as `maple port` reads it: `python` in front dropped
-        except MapleError:  # `python` alone
-            program = ""
-        literal = _ENTRYPOINT.fullmatch(program) and ".." not in program.split("/")
-    if not literal:
-        what, example = (("a program and its arguments", "'train.py --config x'") if flag == "--entrypoint"
-                         else ("the program's arguments", "'--config x --lr 3e-4'"))
+    if not _literal_program(flag, value):
+        what, example = _PROGRAM_FORMS[flag]
         raise CommandError(f"`{flag}` must be {what}: words of letters, digits and `_./:=,+@%-`, quoted as one "
                            f"value (`{flag} {example}`); got {code(value[:200])}.", known)
     return value
+
+
+# What each program flag holds, and an example, for its refusal.
+_PROGRAM_FORMS = {"--entrypoint": ("a program and its arguments", "'train.py --config x'"),
+                  "--program-args": ("the program's arguments", "'--config x --lr 3e-4'")}
+
+
+def _literal_program(flag: str, value: str) -> bool:
+    """Every word literal text, and an entrypoint's program a path inside the checkout (or `-m module`)."""
+    if not _literal_words(value):
+        return False
+    return flag != "--entrypoint" or _entrypoint_program(value)
+
+
+def _literal_words(value: str) -> bool:
+    words = value.split()
+    return len(value) <= MAX_PATH and bool(words) and all(_ARGUMENT.fullmatch(word) for word in words)
+
+
+def _entrypoint_program(value: str) -> bool:
+    try:
+        program = program_line(value, None)[0]  # as `maple port` reads it: `python` in front dropped
+    except MapleError:  # `python` alone
+        program = ""
+    return bool(_ENTRYPOINT.fullmatch(program)) and ".." not in program.split("/")
 
 
 def refusal(login: str) -> str:
