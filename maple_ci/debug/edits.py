@@ -195,6 +195,11 @@ def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
     return lines[:i] + [new_line] + lines[i + 1 :]
 
 
+def _outside(places: list[int], size: int, spans: list[int], span_size: int) -> bool:
+    """Whether one of the `size`-long places lies outside every `span_size`-long span."""
+    return any(not any(s <= p and p + size <= s + span_size for s in spans) for p in places)
+
+
 def _replace_text(lines: list[str], op: ReplaceText, context: dict) -> list[str]:
     text = "\n".join(lines)
 
@@ -202,9 +207,10 @@ def _replace_text(lines: list[str], op: ReplaceText, context: dict) -> list[str]
         return [m.start() for m in re.finditer(rf"(?<!\S){re.escape(words)}(?!\S)", text)]
 
     # Done already (new may contain old, e.g. a line added after it, so this check comes first),
-    # or nothing to replace: the guard leaves the script as it is.
+    # or nothing to replace: the guard leaves the script as it is. A `new` inside an `old` is not
+    # done ("#!/bin/bash" inside an indented "  #!/bin/bash").
     found = places(op.old)
-    if places(op.new) or not found:
+    if not found or _outside(places(op.new), len(op.new), found, len(op.old)):
         return lines
     if len(found) > 1:
         raise MapleError(f"{op.old!r} occurs {len(found)} times in the script; the fix edits exactly one")

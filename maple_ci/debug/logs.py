@@ -51,6 +51,7 @@ _ERROR_PATTERNS = [
     r"\[error\]|: (?:write|read) error\b",  # mercury/DAOS, libcxi
     r"\b(?:hip|cuda)Error[A-Z]\w*",  # hipErrorNoBinaryForGpu, cudaErrorECCUncorrectable
     r"is/are busy or unavailable",  # CUDA devices in exclusive-process mode
+    r"installed CUDA driver is: not available",  # conda solving CUDA packages on a node without a driver
     r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
@@ -93,7 +94,7 @@ _KEYWORDS = (
     "Xid", "Cassini", "No VNIs", "failed to acquire", "allocation failure", "ping failed", "ping RPC",
     "page fault", "socket", "[E", "No active allocation", "Unable to allocate", "Batch job submission",
     "cannot find name", "unknown userid", "must specify", "not been specified", "now required",
-    "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "fork: ", "Disk quota",
+    "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left",
 )  # fmt: skip
