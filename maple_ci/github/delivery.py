@@ -18,7 +18,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.markdown import code
+from maple_ci.github.markdown import block_fence, code
 
 BRANCH_PREFIX = "maple/port-"
 # The author of the bot's commits; a commit on its branch by anyone else is a person's work, which
@@ -100,10 +100,7 @@ def connect(
 
     `pace` spaces requests out and backs off on errors as GitHub advises against secondary rate
     limits (0.25 s between requests, 1 s between writes); tests against local servers turn it off."""
-    token = token or os.environ.get("GITHUB_TOKEN")
-    base_url = base_url or os.environ.get("GITHUB_API_URL")
-    if not token or not base_url:
-        raise MapleError("GITHUB_TOKEN and GITHUB_API_URL must be set (GitHub Actions sets both).")
+    token, base_url = _credentials(token, base_url)
     gha.add_mask(token)
     # 5xx and secondary rate limits (403/429 with Retry-After or a rate-limit message) are retried
     # with exponential backoff; the cap makes a long primary rate-limit reset fail instead of
@@ -111,8 +108,22 @@ def connect(
     retry = GithubRetry(total=5, backoff_factor=2.0 if pace else 0, secondary_rate_wait=60, max_rate_limit_wait=300)
     # lazy: objects got by number or id are fetched only when a field is read, so reacting to a
     # comment or commenting on an issue costs one request, not two.
-    return Github(base_url=base_url, auth=Auth.Token(token), retry=retry, per_page=100, lazy=True,
-                  seconds_between_requests=0.25 if pace else None, seconds_between_writes=1.0 if pace else None)
+    return Github(base_url=base_url, auth=Auth.Token(token), retry=retry, per_page=100, lazy=True, **_pacing(pace))
+
+
+def _credentials(token: str | None, base_url: str | None) -> tuple[str, str]:
+    """The token and API address given, else Actions' GITHUB_TOKEN and GITHUB_API_URL."""
+    token = token or os.environ.get("GITHUB_TOKEN")
+    base_url = base_url or os.environ.get("GITHUB_API_URL")
+    if not token or not base_url:
+        raise MapleError("GITHUB_TOKEN and GITHUB_API_URL must be set (GitHub Actions sets both).")
+    return token, base_url
+
+
+def _pacing(pace: bool) -> dict[str, float | None]:
+    if not pace:
+        return {"seconds_between_requests": None, "seconds_between_writes": None}
+    return {"seconds_between_requests": 0.25, "seconds_between_writes": 1.0}
 
 
 def open_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
@@ -136,46 +147,76 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     branch = BRANCH_PREFIX + request_key
     pr = open_pr(repo, request_key, base_branch)
     ref = _find_ref(repo, f"heads/{branch}")
-    # Build on the open PR's branch (keeping any commit a person added there); without an open PR
-    # the branch is stale (merged or closed) and starts again from the base.
-    if pr is not None and ref is not None and not recreate:
-        foreign = foreign_commits(repo, ref.object.sha, request_key)
-        if foreign:
-            return Delivered(pr, ref.object.sha, False, foreign)
-    keep = pr is not None and ref is not None and not recreate
-    base_ref = ref if keep else _find_ref(repo, f"heads/{base_branch}")
-    if base_ref is None:
-        raise MapleError(f"Branch {code(base_branch)} does not exist any more (deleted after the request?); "
-                         "nothing was ported.")
-    parent_sha = base_ref.object.sha
+    keep = _builds_on_branch(pr, ref, recreate)
+    foreign = foreign_commits(repo, ref.object.sha, request_key) if keep else ()
+    if foreign:
+        return Delivered(pr, ref.object.sha, False, foreign)
+    parent_sha = _parent_sha(repo, ref if keep else None, base_branch)
     parent = repo.get_git_commit(parent_sha)
-    elements = [
-        InputGitTreeElement(path, "100755" if content.startswith("#!") else "100644", "blob", sha=repo.create_git_blob(content, "utf-8").sha)
-        for path, content in sorted(files.items())
-    ]
-    tree = repo.create_git_tree(elements, base_tree=parent.tree)
+    tree = repo.create_git_tree(_tree_elements(repo, files), base_tree=parent.tree)
     if tree.sha == parent.tree.sha:
         return Delivered(pr, parent_sha, False)
-    message = f"{_one_line(commit_title or title)}\n\n{_request_line(request_key)}" + (f"\n\n{trailers}" if trailers else "")
-    commit = repo.create_git_commit(message, tree, [parent], author=BOT_AUTHOR)
-    created = None
-    if ref is None:
-        created = repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
-    else:
-        # A stale branch is reset onto the base; an open PR's branch only fast-forwards, so a
-        # commit pushed there meanwhile makes this fail rather than vanish.
-        ref.edit(commit.sha, force=not keep)
+    commit = repo.create_git_commit(_commit_message(request_key, commit_title or title, trailers), tree, [parent],
+                                    author=BOT_AUTHOR)
+    created = _move_branch(repo, ref, branch, commit.sha, keep)
     if pr is None:
-        try:
-            pr = repo.create_pull(base=base_branch, head=branch, title=_one_line(title)[:TITLE_LIMIT],
-                                  body=truncate(body, BODY_LIMIT))
-        except Exception:
-            if created is not None:
-                created.delete()
-            raise
+        pr = _create_pr(repo, base_branch, branch, (title, body), created)
         return Delivered(pr, commit.sha, True, opened=True)
     edit_pr(pr, title, body)
     return Delivered(pr, commit.sha, True)
+
+
+def _builds_on_branch(pr: PullRequest | None, ref, recreate: bool) -> bool:
+    """Build on the open PR's branch (keeping any commit a person added there); without an open PR
+    the branch is stale (merged or closed) and starts again from the base, as it does on `recreate`."""
+    return pr is not None and ref is not None and not recreate
+
+
+def _parent_sha(repo: Repository, kept_ref, base_branch: str) -> str:
+    """The commit to build on: the kept branch's head, else the base branch's."""
+    base_ref = kept_ref if kept_ref is not None else _find_ref(repo, f"heads/{base_branch}")
+    if base_ref is None:
+        raise MapleError(f"Branch {code(base_branch)} does not exist any more (deleted after the request?); "
+                         "nothing was ported.")
+    return base_ref.object.sha
+
+
+def _tree_elements(repo: Repository, files: dict[str, str]) -> list[InputGitTreeElement]:
+    """One blob per file, in path order; a script with a `#!` line is executable."""
+    return [InputGitTreeElement(path, _file_mode(content), "blob", sha=repo.create_git_blob(content, "utf-8").sha)
+            for path, content in sorted(files.items())]
+
+
+def _file_mode(content: str) -> str:
+    return "100755" if content.startswith("#!") else "100644"
+
+
+def _commit_message(request_key: str, title: str, trailers: str) -> str:
+    """The title on one line, the request line (foreign_commits finds the bot's commits by it), the trailers."""
+    return f"{_one_line(title)}\n\n{_request_line(request_key)}" + (f"\n\n{trailers}" if trailers else "")
+
+
+def _move_branch(repo: Repository, ref, branch: str, sha: str, keep: bool):
+    """Point the branch at `sha`; the ref when this call created the branch, else None."""
+    if ref is None:
+        return repo.create_git_ref(f"refs/heads/{branch}", sha)
+    # A stale branch is reset onto the base; an open PR's branch only fast-forwards, so a
+    # commit pushed there meanwhile makes this fail rather than vanish.
+    ref.edit(sha, force=not keep)
+    return None
+
+
+def _create_pr(repo: Repository, base_branch: str, branch: str, text: tuple[str, str], created) -> PullRequest:
+    """Open the PR (`text`: its title and body); a branch this call `created` is deleted again when
+    the PR cannot be opened, so no branch is left without a PR."""
+    title, body = text
+    try:
+        return repo.create_pull(base=base_branch, head=branch, title=_one_line(title)[:TITLE_LIMIT],
+                                body=truncate(body, BODY_LIMIT))
+    except Exception:
+        if created is not None:
+            created.delete()
+        raise
 
 
 def _request_line(request_key: str) -> str:
@@ -189,14 +230,19 @@ def foreign_commits(repo: Repository, head: str, request_key: str) -> tuple[str,
     found, sha = [], head
     for _ in range(FOREIGN_WALK_LIMIT):
         commit = repo.get_git_commit(sha)
-        if commit.author.name == BOT_NAME and _request_line(request_key) in commit.message.splitlines() \
-                and _BOT_EMAIL.search(commit.committer.email or ""):
+        if _bots_commit(commit, request_key):
             return tuple(found)
         found.append(sha)
         if not commit.parents:
             break
         sha = commit.parents[0].sha
     return tuple(found)
+
+
+def _bots_commit(commit, request_key: str) -> bool:
+    """The bot's own commit for the request: its author, its request line, committed by a bot account."""
+    return commit.author.name == BOT_NAME and _request_line(request_key) in commit.message.splitlines() \
+        and bool(_BOT_EMAIL.search(commit.committer.email or ""))
 
 
 def closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
@@ -241,13 +287,10 @@ def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, An
     bot's earlier reviews, whose text then says they are superseded (GitHub cannot dismiss a comment review)."""
     comments = [review_comment(s) for s in suggestions]
     marker = f"{REVIEW_PREFIX}{hashlib.sha256(json.dumps(comments, sort_keys=True).encode()).hexdigest()[:16]} -->"
-    earlier = [r for r in pr.get_reviews() if REVIEW_PREFIX in (r.body or "")]
+    earlier = _bot_reviews(pr)
     if any(marker in r.body for r in earlier):
         return None
-    for review in earlier:
-        if f"{REVIEW_PREFIX}superseded" not in review.body:
-            review.edit("maple-ci's earlier suggestions are superseded: the ported scripts changed since."
-                        f"\n{REVIEW_PREFIX}superseded -->")
+    _supersede(earlier)
     if not comments:
         return None
     # Pinned to the commit the suggestions were computed on; lazy, so this makes no request.
@@ -260,21 +303,34 @@ def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, An
     )
 
 
+def _bot_reviews(pr: PullRequest) -> list:
+    return [r for r in pr.get_reviews() if REVIEW_PREFIX in (r.body or "")]
+
+
+def _supersede(reviews: list) -> None:
+    """Say in each review not yet marked that its suggestions are superseded."""
+    for review in reviews:
+        if f"{REVIEW_PREFIX}superseded" not in review.body:
+            review.edit("maple-ci's earlier suggestions are superseded: the ported scripts changed since."
+                        f"\n{REVIEW_PREFIX}superseded -->")
+
+
 def review_comment(s: dict[str, Any]) -> dict[str, Any]:
     """A review comment holding a ```suggestion block that replaces exactly lines start_line..line."""
-    # The fence must be longer than any backtick run in the replacement, or the block ends early.
-    longest = max((len(run) for run in re.findall(r"`+", s["body"])), default=0)
-    fence = "`" * max(3, longest + 1)
-    # Only the final newline goes: a trailing blank line is part of the replacement, and an empty
-    # block (not a blank line) deletes the lines.
-    body = s["body"] if s["body"].endswith("\n") or not s["body"] else s["body"] + "\n"
-    text = f"{fence}suggestion\n{body}{fence}"
+    fence = block_fence(s["body"])
+    text = f"{fence}suggestion\n{_suggested_lines(s['body'])}{fence}"
     if s.get("message"):
         text = f"{s['message']}\n\n{text}"
     comment: dict[str, Any] = {"path": s["path"], "body": text, "line": s["line"], "side": "RIGHT"}
     if s["start_line"] != s["line"]:
         comment.update(start_line=s["start_line"], start_side="RIGHT")
     return comment
+
+
+def _suggested_lines(body: str) -> str:
+    """The replacement ending in one newline. Only the final newline goes: a trailing blank line is
+    part of the replacement, and an empty block (not a blank line) deletes the lines."""
+    return body if body.endswith("\n") or not body else body + "\n"
 
 
 def truncate(text: str, limit: int, encoding: str | None = None) -> str:
@@ -304,11 +360,19 @@ def log_annotations(results: list[SourceResult]) -> None:
     The check runs carry them to the PR's commit; these are seen on the run that made it."""
     for result in results:
         for c in result["clusters"]:
-            for check in c["checks"]:
-                if not check["ok"]:
-                    report = gha.warning if annotation_level(check) == "warning" else gha.error
-                    report(check["message"], title=f"maple / {c['cluster']}: {check['name']}", file=c["path"],
-                           line=check.get("line"))
-            if c["verification"] in ("failed", "error"):
-                gha.error(c.get("note") or f"verification {c['verification']}",
-                          title=f"maple / {c['cluster']}: verification", file=c["path"])
+            _annotate_checks(c)
+            _annotate_verification(c)
+
+
+def _annotate_checks(c: ClusterResult) -> None:
+    for check in c["checks"]:
+        if not check["ok"]:
+            report = gha.warning if annotation_level(check) == "warning" else gha.error
+            report(check["message"], title=f"maple / {c['cluster']}: {check['name']}", file=c["path"],
+                   line=check.get("line"))
+
+
+def _annotate_verification(c: ClusterResult) -> None:
+    if c["verification"] in ("failed", "error"):
+        gha.error(c.get("note") or f"verification {c['verification']}",
+                  title=f"maple / {c['cluster']}: verification", file=c["path"])

@@ -27,9 +27,19 @@ def code(text: str) -> str:
     """`text` as one inline code span (GitHub renders nothing inside one), on one line; the fence
     is longer than any backtick run inside, padded when the text starts or ends with a backtick."""
     text = " ".join(str(text).splitlines()) or " "
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    fence = "`" * (longest_backticks(text) + 1)
     pad = " " if text[0] in "` " or text[-1] in "` " else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def block_fence(text: str) -> str:
+    """The fence of a fenced block that holds `text`: longer than any backtick run in it, or the
+    block would end early."""
+    return "`" * max(3, longest_backticks(text) + 1)
+
+
+def longest_backticks(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
 def cell(markdown: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import sys
 import traceback
@@ -16,7 +15,7 @@ from maple_ci.errors import MapleError
 from maple_ci.github.config import Schedule
 from maple_ci.github.delivery import BODY_LIMIT, react, truncate, write_job_summary
 from maple_ci.github.events import Plan
-from maple_ci.github.markdown import log_safe
+from maple_ci.github.markdown import block_fence, log_safe
 from maple_ci.github.publish import AUTOMATIC
 from maple_ci.github.report import report_error
 
@@ -65,15 +64,11 @@ def _unexpected(error: Exception) -> str:
 
 
 def _failure_text(plan: Plan, reason: str) -> str:
-    """The reply: what could not be done, the reason fenced (whatever backticks it holds), the log."""
+    """The reply: what could not be done, the reason fenced, the run's log."""
     name = plan.command.name if plan.command else "answer"
     run = run_url()
-    fence = "`" * max(3, _longest_backticks(reason) + 1)
+    fence = block_fence(reason)
     return f"maple-ci could not {name}:\n\n{fence}text\n{reason}\n{fence}" + (f"\n\nLog: {run}" if run else "")
-
-
-def _longest_backticks(text: str) -> int:
-    return max((len(r) for r in re.findall(r"`+", text)), default=0)
 
 
 def _report_failure(repo: Repository, plan: Plan, comment, report: Schedule | None, text: str) -> None:
