@@ -48,19 +48,30 @@ def _registry_name(image: str) -> Optional[str]:
     return name.replace("#", "/", 1) if re.fullmatch(r"[\w.-]+(?::\d+)?#\S+", name) else name
 
 
+def _apptainer_image(runtime: str, image: str, name: Optional[str]) -> tuple[Optional[str], str]:
+    if name is None:
+        return image, f"make {image} available on the target first (the path is kept as written)"
+    return f"docker://{name}", (f"convert it once with `{runtime} pull image.sif docker://{name}` and use "
+                                "the .sif: otherwise every node converts it at start")
+
+
+def _shifter_image(runtime: str, image: str, name: Optional[str]) -> tuple[Optional[str], str]:
+    return (f"--image=docker:{name}", f"pull it first with `shifterimg pull docker:{name}`") if name else (None, "")
+
+
+def _podman_image(runtime: str, image: str, name: Optional[str]) -> tuple[Optional[str], str]:
+    return (name, f"pull it first with `podman-hpc pull {name}`") if name else (None, "")
+
+
+# How each runtime names an image (None: it cannot run it) and what the user must do first. Shifter
+# and podman-hpc run only registry images; Apptainer/Singularity also run a .sif file.
+_IMAGE_FORMS = {"apptainer": _apptainer_image, "singularity": _apptainer_image, "shifter": _shifter_image,
+                "podman-hpc": _podman_image}
+
+
 def _image_for(runtime: str, image: str) -> tuple[Optional[str], str]:
     """(the image as `runtime` names it or None if it cannot run it, what the user must do first)."""
-    name = _registry_name(image)
-    if runtime in ("apptainer", "singularity"):
-        if name is None:
-            return image, f"make {image} available on the target first (the path is kept as written)"
-        return f"docker://{name}", (f"convert it once with `{runtime} pull image.sif docker://{name}` and use "
-                                    "the .sif: otherwise every node converts it at start")
-    if name is None:
-        return None, ""
-    if runtime == "shifter":
-        return f"--image=docker:{name}", f"pull it first with `shifterimg pull docker:{name}`"
-    return name, f"pull it first with `podman-hpc pull {name}`"
+    return _IMAGE_FORMS[runtime](runtime, image, _registry_name(image))
 
 
 def _built_for(intent: JobIntent) -> tuple[str, str, bool]:
@@ -71,69 +82,92 @@ def _built_for(intent: JobIntent) -> tuple[str, str, bool]:
     return "x86_64", "nvidia", False
 
 
+def _not_runnable(intent: JobIntent, image: Optional[str], profile: ClusterProfile, launcher: str) -> Optional[str]:
+    """Why the source's image cannot run on the target, or None when it can."""
+    arch, vendor, known = _built_for(intent)
+    assumed = "" if known else " (assumed: the source cluster is not known)"
+    if image is None:
+        return "the image is not named in the script"
+    if not allowed(image, profile):
+        return f"its image is not on {profile.name}'s list of allowed images pinned by digest ({reason('container_image')})"
+    if (arch, vendor) != (profile.cpu_arch, profile.gpu_vendor):
+        return (f"it is built for {arch} with {vendor} GPUs{assumed} and {profile.display_name} is {profile.cpu_arch} "
+                f"with {profile.gpu_vendor} GPUs")
+    if profile.container.runtime == "none":
+        return f"{profile.display_name} has no container runtime for GPU jobs"
+    if launcher == "deepspeed":
+        return "DeepSpeed's own launcher starts the ranks over ssh, outside any container"
+    if _image_for(profile.container.runtime, image)[0] is None:
+        return f"{profile.container.runtime} runs only registry images, not {image}"
+    return None
+
+
+def _in_image(container: Container, profile: ClusterProfile, what: str) -> Ported:
+    """The target's runtime runs the program in the source's image (which it can run)."""
+    runtime = profile.container.runtime
+    name, todo = _image_for(runtime, container.image)
+    words = [*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name]
+    notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
+    if container.options:  # overlays, --pwd, --env: the runtime's own flags are not carried
+        notes.append(f"the source's {container.runtime} options are not carried over ({' '.join(container.options)})")
+    return Ported(words, notes + bind_notes(container, profile, kept=True))
+
+
 def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) -> Ported:
     """Where the template's launch runs the program in the target's runtime (module docstring)."""
     container: Optional[Container] = intent.container
     if container is None:
         return Ported(None)
-    arch, vendor, known = _built_for(intent)
-    image = container.image
     article = "an" if container.runtime[0] in "aeiou" else "a"
-    what = f"the source ran the program in {article} {container.runtime} container ({image or 'image not named'})"
-    runtime = profile.container.runtime
-    assumed = "" if known else " (assumed: the source cluster is not known)"
-    why = None
-    if image is None:
-        why = "the image is not named in the script"
-    elif not allowed(image, profile):
-        why = f"its image is not on {profile.name}'s list of allowed images pinned by digest ({reason('container_image')})"
-    elif (arch, vendor) != (profile.cpu_arch, profile.gpu_vendor):
-        why = (f"it is built for {arch} with {vendor} GPUs{assumed} and {profile.display_name} is {profile.cpu_arch} "
-               f"with {profile.gpu_vendor} GPUs")
-    elif runtime == "none":
-        why = f"{profile.display_name} has no container runtime for GPU jobs"
-    elif launcher == "deepspeed":
-        why = "DeepSpeed's own launcher starts the ranks over ssh, outside any container"
-    else:
-        name, todo = _image_for(runtime, image)
-        if name is None:
-            why = f"{runtime} runs only registry images, not {image}"
-        else:
-            words = [*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name]
-            notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
-            if container.options:  # overlays, --pwd, --env: the runtime's own flags are not carried
-                notes.append(f"the source's {container.runtime} options are not carried over ({' '.join(container.options)})")
-            return Ported(words, notes + bind_notes(container, profile, kept=True))
+    what = f"the source ran the program in {article} {container.runtime} container ({container.image or 'image not named'})"
+    why = _not_runnable(intent, container.image, profile, launcher)
+    if why is None:
+        return _in_image(container, profile, what)
     return Ported(None, [f"{what}; not used here: {why}, so {profile.name}'s own framework set-up runs it",
                          *bind_notes(container, profile, kept=False)])
+
+
+def _bind_option(options: list[str], i: int) -> tuple[str, str]:
+    """(flag, value) of options[i] as a bind: `--bind=a:b`, `--bind a:b` (value the next word),
+    attached `-Ba:b`; the flag is not a bind flag when the word is none."""
+    word = options[i]
+    flag, equals, value = word.partition("=")
+    if equals:
+        return flag, value
+    if flag in _BIND_FLAGS:
+        return flag, options[i + 1] if i + 1 < len(options) else ""
+    short = next((f for f in ("-B", "-V", "-v") if word.startswith(f) and len(word) > 2), None)
+    return (short, word[2:]) if short else (word, "")
+
+
+def _bind_entries(value: str) -> list[tuple[str, str]]:
+    """(host path, path in the container) of each comma-separated `host[:inside[:options]]`."""
+    return [(host, inside.split(":")[0] or host) for host, _, inside in (e.partition(":") for e in value.split(","))]
 
 
 def binds(container: Container) -> list[tuple[str, str]]:
     """(host path, path in the container) of each bind in the runtime's options, in any spelling:
     Apptainer -B/--bind a[:b],c; Shifter -V/--volume; podman -v; Pyxis --container-mounts=a:b,c."""
-    found, options = [], container.options
-    for i, word in enumerate(options):
-        flag, equals, value = word.partition("=")
-        if flag in _BIND_FLAGS and not equals:
-            value = options[i + 1] if i + 1 < len(options) else ""
-        elif not equals and (short := next((f for f in ("-B", "-V", "-v") if word.startswith(f) and len(word) > 2), None)):
-            flag, value = short, word[2:]
-        if flag not in _BIND_FLAGS or not value:
-            continue
-        for entry in value.split(","):
-            host, _, inside = entry.partition(":")
-            found.append((host, inside.split(":")[0] or host))
+    found = []
+    for i in range(len(container.options)):
+        flag, value = _bind_option(container.options, i)
+        if flag in _BIND_FLAGS and value:
+            found += _bind_entries(value)
     return found
+
+
+# A data bind of the source, as a note: kept (the image runs here) or not (the site's set-up runs it).
+_BIND_NOTES = {
+    True: ("the source bound {host} at {inside} ({why}): bind your copy on {site} the same way "
+           "(<your path on {site}>:{inside})"),
+    False: ("the source bound {host} at {inside} in its container ({why}): the program now runs without it, so give "
+            "it <your path on {site}> wherever it reads {inside}"),
+}
 
 
 def bind_notes(container: Container, profile: ClusterProfile, kept: bool) -> list[str]:
     """One note per data bind of the source, with the target's path left for the user to fill in."""
-    if kept:
-        return [f"the source bound {host} at {inside} ({reason('container_binds')}): bind your copy on "
-                f"{profile.name} the same way (<your path on {profile.name}>:{inside})"
-                for host, inside in binds(container) if host not in _CHECKOUT]
-    return [f"the source bound {host} at {inside} in its container ({reason('container_binds')}): the program now "
-            f"runs without it, so give it <your path on {profile.name}> wherever it reads {inside}"
+    return [_BIND_NOTES[kept].format(host=host, inside=inside, why=reason("container_binds"), site=profile.name)
             for host, inside in binds(container) if host not in _CHECKOUT]
 
 

@@ -322,6 +322,19 @@ class Scheduler:
             return self.format_option(option.name, value)
         return [first[: len(first) - len(option.value)] + value]
 
+    def _line_words(self, options: list[Option], keep: Keep) -> tuple[list[str], list[Option]]:
+        """The words of one directive line after keep(option) on each of its options, and the
+        options keep changed."""
+        words, changed = [], []
+        for option in options:
+            kept = keep(option)
+            if kept is option:
+                words += list(option.words)
+            else:
+                words += kept or []
+                changed.append(option)
+        return words, changed
+
     def rewrite(self, text: str, keep: Keep) -> tuple[str, list[Option]]:
         """`text` with each directive option passed through keep(option): None drops it, the option
         keeps it, a list of words replaces it. Only changed lines are rewritten; a line left
@@ -331,13 +344,8 @@ class Scheduler:
         for option in self.options(text):
             by_line.setdefault(option.line, []).append(option)
         for number, options in by_line.items():
-            words, touched = [], False
-            for option in options:
-                kept = keep(option)
-                touched |= kept is not option
-                words += list(option.words) if kept is option else (kept or [])
-                if kept is not option:
-                    changed.append(option)
+            words, touched = self._line_words(options, keep)
+            changed += touched
             if touched:
                 end = "\n" if lines[number - 1].endswith("\n") else ""
                 lines[number - 1] = self.directive_line(words) + end if words else ""
@@ -356,15 +364,20 @@ class Scheduler:
         """`text` with the option set where the scheduler reads it (see SCHEDULERS.md)."""
         name = self._own(spelling)
         last = self.effective(self.options(text)).get(name)
-        if last is not None:
-            words = self.with_value(last, value) if value else list(last.words)
-            return self.rewrite(text, lambda o: words if o == last else o)[0]
+        if last is None:
+            return self._add_directive(text, self.format_option(name, value))
+        words = self.with_value(last, value) if value else list(last.words)
+        return self.rewrite(text, lambda o: words if o == last else o)[0]
+
+    def _add_directive(self, text: str, words: list[str]) -> str:
+        """`text` with a new directive line right after the last one of the block (or after the
+        shebang), where the scheduler still reads it."""
         lines = text.splitlines(keepends=True)
         block = self.block(text)
         at = block[-1][0] if block else (1 if lines and lines[0].startswith("#!") else 0)
         if lines and not lines[-1].endswith("\n") and at == len(lines):
             lines[-1] += "\n"
-        lines.insert(at, self.directive_line(self.format_option(name, value)) + "\n")
+        lines.insert(at, self.directive_line(words) + "\n")
         return "".join(lines)
 
     def remove_option(self, text: str, spelling: str) -> str:

@@ -195,11 +195,11 @@ class Pbs(Scheduler):
         node, so 8 GPUs are 2 nodes whatever CPUs are asked)."""
         if d.nodes_given or not (d.cpus or d.gpus):
             return d
-        by_cpus, by_gpus = math.ceil((d.cpus or 0) / cpus_per_node), math.ceil((d.gpus or 0) / gpus_per_node)
-        nodes = max(by_cpus, by_gpus)
-        line = d.lines.get("gpus" if by_gpus >= by_cpus else "cpus")
+        fills = {"gpus": math.ceil((d.gpus or 0) / gpus_per_node), "cpus": math.ceil((d.cpus or 0) / cpus_per_node)}
+        most = max(fills, key=fills.get)  # the total that needs more nodes, and whose line says so
+        nodes = fills[most]
         return replace(d, nodes=nodes, gpus_per_node=d.gpus_per_node or per_node(d.gpus, nodes),
-                       lines={"nodes": line, "gpus_per_node": d.lines.get("gpus"), **d.lines})
+                       lines={"nodes": d.lines.get(most), "gpus_per_node": d.lines.get("gpus"), **d.lines})
 
     @staticmethod
     def _account(project: Optional[Option], d: Directives) -> None:

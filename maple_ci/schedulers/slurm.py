@@ -122,6 +122,7 @@ class Slurm(Scheduler):
         "value": "scontrol show partition  (the partition's limits and defaults)",
         "mem": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS",
         "gpus": 'the GPUs the program uses (one per process); per node: sinfo -o "%P %G"',
+        "node_memory": 'sinfo -o "%P %m"  (memory per node in MB; scontrol show node <node>: RealMemory)',
     }
     limit_advice = ("wait until your running jobs finish (squeue -u $USER) or cancel one (scancel <jobid>); "
                     "your limits: sacctmgr show assoc user=$USER format=account%30,qos%40,maxjobs,maxsubmit")
