@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .debug import EditOp, load_kb
-from .debug.edits import apply_fix, canonical_option
+from .debug.edits import apply_fix, same_option
 from . import schedulers
 from .errors import MapleError
 from .paths import bundled
@@ -72,15 +72,19 @@ class DebugCase(BaseModel):
     def _consistent(self) -> "DebugCase":
         if not any(self.first_error in line for line in self.log.split("\n")):
             raise ValueError("first_error is not part of one line of the log")
+        self._edits_fit_kind()
+        ops = TypeAdapter(list[EditOp])
+        ops.validate_python([{k: ("x" if v == "*" else v) for k, v in e.items()} for e in self.expected.edits])
+        return self
+
+    def _edits_fit_kind(self) -> None:
+        """Edits where the fix kind is one; the advice kind the fix kind implies (README: fix_kind)."""
         edits, advice = self.expected.edits, self.expected.advice_kind
         if self.fix_kind in ("script", "site_value") and not edits:
             raise ValueError(f"fix_kind {self.fix_kind} needs expected.edits")
         want = {"script": None, "environment": None if edits else "environment"}.get(self.fix_kind, self.fix_kind)
         if advice != want:
             raise ValueError(f"fix_kind {self.fix_kind} needs expected.advice_kind {want}")
-        ops = TypeAdapter(list[EditOp])
-        ops.validate_python([{k: ("x" if v == "*" else v) for k, v in e.items()} for e in edits])
-        return self
 
 
 def load_classes(root: Optional[Path] = None) -> dict[str, dict]:
@@ -132,27 +136,30 @@ def _unquoted(value: str) -> str:
     return words[0] if len(words) == 1 else value
 
 
-def _op_meets(expected: dict, op: dict) -> bool:
-    if expected["op"] != op["op"]:
+def _same_target(expected: dict, op: dict, scheduler: Optional[str]) -> bool:
+    """The op edits what the expected edit does: the same option, flag or launcher."""
+    fields = [f for f in _TARGET if f in expected]
+    return all(same_option(expected[f], op.get(f, ""), op["op"], scheduler) for f in fields)
+
+
+def _text_meets(expected: dict, op: dict) -> bool:
+    """A replace_text: the expected old inside the op's old, and every expected word in its new."""
+    old_ok = expected["old"] == "*" or _words(expected["old"]) in _words(op["old"])
+    new_ok = expected["new"] == "*" or all(w in op["new"].split() for w in expected["new"].split())
+    return old_ok and new_ok
+
+
+def _op_meets(expected: dict, op: dict, scheduler: Optional[str] = None) -> bool:
+    if expected["op"] != op["op"] or not _same_target(expected, op, scheduler):
         return False
-    for field in _TARGET:
-        if field in expected and canonical_option(expected[field], op["op"]) != canonical_option(op.get(field, ""), op["op"]):
-            return False
     if expected["op"] == "replace_text":
-        old_ok = expected["old"] == "*" or _words(expected["old"]) in _words(op["old"])
-        new_ok = expected["new"] == "*" or all(w in op["new"].split() for w in expected["new"].split())
-        return old_ok and new_ok
+        return _text_meets(expected, op)
     want = expected.get("value", "")
     return want == "*" or _unquoted(want) == _unquoted(op.get("value", ""))
 
 
-def meets(expected: list[dict], ops: list[dict], script: str = "", patched: Optional[str] = None) -> bool:
-    """Every expected edit is met by one of the candidate's ops, or (an equivalent) the candidate
-    turns the script into what the expected edits make of it."""
-    if not expected:
-        return False
-    if all(any(_op_meets(e, op) for op in ops) for e in expected):
-        return True
+def _same_result(expected: list[dict], script: str, patched: Optional[str]) -> bool:
+    """The expected edits (with no "*" in them) turn the script into the candidate's script."""
     if not script or patched is None or any("*" in e.values() for e in expected):
         return False
     try:
@@ -161,36 +168,70 @@ def meets(expected: list[dict], ops: list[dict], script: str = "", patched: Opti
         return False
 
 
+def meets(expected: list[dict], ops: list[dict], script: str = "", patched: Optional[str] = None,
+          scheduler: Optional[str] = None) -> bool:  # fmt: skip
+    """Every expected edit is met by one of the candidate's ops, or (an equivalent) the candidate
+    turns the script into what the expected edits make of it."""
+    if not expected:
+        return False
+    if all(any(_op_meets(e, op, scheduler) for op in ops) for e in expected):
+        return True
+    return _same_result(expected, script, patched)
+
+
 # ---------------------------------------------------------------------------------------------
 # Running and scoring
+
+
+def _first_entry(diagnosis) -> Optional[str]:
+    top = diagnosis.matches[0] if diagnosis.matches else None
+    return top.entry.id if top and top.kind == "exact" else None
+
+
+def _classified(case: DebugCase, diagnosis, row: dict) -> bool:
+    """The first known case is one of the class's entries (its category, for a class with none
+    yet), or the top candidate's precondition names the class as its narrower cause (kb.Fix.cause)."""
+    if row.get("entries"):
+        by_message = _first_entry(diagnosis) in row["entries"]
+    else:
+        by_message = bool(diagnosis.failure) and diagnosis.failure.category == row["category"]
+    return by_message or bool(diagnosis.candidates) and diagnosis.candidates[0].cause == case.class_
+
+
+def _hits(case: DebugCase, diagnosis) -> list[bool]:
+    """For each of the first TOP_K candidates: whether it is the accepted fix (or an equivalent)."""
+    scheduler = None if case.scheduler == "none" else case.scheduler
+    return [meets(case.expected.edits, [op.model_dump() for op in c.ops], case.script or "", c.script, scheduler)
+            for c in diagnosis.candidates[:TOP_K]]  # fmt: skip
+
+
+def _advice_ok(case: DebugCase, diagnosis, hit: list[bool]) -> Optional[bool]:
+    """Advice of the expected kind (None: the case expects an edit, not advice). A site value is
+    met by the edit with a placeholder and how to find it, or the value itself."""
+    kind = case.expected.advice_kind
+    if kind == "site_value":
+        return bool(hit) and hit[0] and diagnosis.advice.kind in ("site_value", "fix")
+    return None if kind is None else diagnosis.advice.kind == kind
+
+
+def _located(case: DebugCase, failure) -> bool:
+    """A Python traceback is located by its first line and the exception that ends it."""
+    if failure is None:
+        return False
+    lines = [x.strip() for x in (failure.line, failure.exception) if x and x.strip()]
+    return any(case.first_error.strip() in x or x in case.first_error for x in lines)
 
 
 def score_case(case: DebugCase, diagnosis, classes: dict) -> dict:
     """One case's scores from the agent's diagnosis (maple_ci.debug.Diagnosis)."""
     failure = diagnosis.failure
-    line = failure.line if failure else ""
-    row = classes[case.class_]
-    first_entry = diagnosis.matches[0].entry.id if diagnosis.matches and diagnosis.matches[0].kind == "exact" else None
-    if row.get("entries"):
-        classified = first_entry in row["entries"]
-    else:
-        classified = bool(failure) and failure.category == row["category"]
-    # A fix's precondition may name a narrower cause than the message's entry (kb.Fix.cause).
-    classified = classified or bool(diagnosis.candidates) and diagnosis.candidates[0].cause == case.class_
-    ranked = [[op.model_dump() for op in c.ops] for c in diagnosis.candidates]
-    edits, advice_kind = case.expected.edits, case.expected.advice_kind
-    hit = [meets(edits, ops, case.script or "", c.script) for ops, c in zip(ranked[:TOP_K], diagnosis.candidates)]
-    advice = None if advice_kind is None else diagnosis.advice.kind == advice_kind
-    if advice_kind == "site_value":  # the edit with a placeholder and how to find it, or the value itself
-        advice = bool(hit) and hit[0] and diagnosis.advice.kind in ("site_value", "fix")
-    # A Python traceback is located by its first line and the exception that ends it.
-    lines = [x.strip() for x in (line, failure.exception if failure else None) if x and x.strip()]
-    located = any(case.first_error.strip() in x or x in case.first_error for x in lines)
+    hit = _hits(case, diagnosis)
     return {
-        "case": case.id, "fix_kind": case.fix_kind, "got_line": line.strip(), "entry": first_entry,
-        "located": located, "classified": classified, "advice_kind": diagnosis.advice.kind,
+        "case": case.id, "fix_kind": case.fix_kind, "got_line": failure.line.strip() if failure else "",
+        "entry": _first_entry(diagnosis), "located": _located(case, failure),
+        "classified": _classified(case, diagnosis, classes[case.class_]), "advice_kind": diagnosis.advice.kind,
         "fix": any(hit) if _wants_fix(case) else None, "fix_at_1": bool(hit) and hit[0],
-        "wrong_edit": bool(ranked) and not hit[0], "advice": advice,
+        "wrong_edit": bool(hit) and not hit[0], "advice": _advice_ok(case, diagnosis, hit),
     }  # fmt: skip
 
 
@@ -204,6 +245,27 @@ def _share(rows: list[dict], key: str) -> dict:
     return {"count": count, "total": len(rows), "rate": round(count / len(rows), 4) if rows else None}
 
 
+def _missed(row: dict) -> bool:
+    """A case that missed something: not located or classified, a wrong edit, no fix, wrong advice."""
+    return not (row["located"] and row["classified"]) or row["wrong_edit"] or False in (row["fix"], row["advice"])
+
+
+def _sources(cases: list[DebugCase]) -> int:
+    """How many threads' homes (repositories, trackers, sites) the cases come from."""
+    return len({re.sub(r"(/issues|/discussions|/pull)/.*", "", c.source_url) for c in cases})
+
+
+def _summary(rows: list[dict]) -> dict:
+    """The shares of every score; fixes over the cases that want one, advice over those that want it."""
+    edits = [r for r in rows if r["fix"] is not None]
+    advice = [r for r in rows if r["advice"] is not None]
+    return {
+        "located": _share(rows, "located"), "classified": _share(rows, "classified"),
+        "fix_proposed": _share(edits, "fix"), "fix_at_1": _share(edits, "fix_at_1"),
+        "wrong_edit": _share(rows, "wrong_edit"), "advice": _share(advice, "advice"),
+    }  # fmt: skip
+
+
 def run_debug(cases: list[DebugCase], step: Optional[Callable[[int, int], None]] = None) -> dict:
     """The debug agent on every case, as `maple debug` runs it (offline, no model)."""
     from .debug import diagnose
@@ -215,17 +277,8 @@ def run_debug(cases: list[DebugCase], step: Optional[Callable[[int, int], None]]
         rows.append(score_case(case, diagnosis, classes))
         if step:
             step(done, len(cases))
-    edits = [r for r in rows if r["fix"] is not None]
-    advice = [r for r in rows if r["advice"] is not None]
-    return {
-        "cases": len(rows), "sources": len({re.sub(r"(/issues|/discussions|/pull)/.*", "", c.source_url) for c in cases}),
-        "located": _share(rows, "located"), "classified": _share(rows, "classified"),
-        "fix_proposed": _share(edits, "fix"), "fix_at_1": _share(edits, "fix_at_1"),
-        "wrong_edit": _share(rows, "wrong_edit"), "advice": _share(advice, "advice"),
-        "rows": rows,
-        "failures": [r for r in rows if not (r["located"] and r["classified"]) or r["wrong_edit"]
-                     or r["fix"] is False or r["advice"] is False],
-    }  # fmt: skip
+    return {"cases": len(rows), "sources": _sources(cases), **_summary(rows), "rows": rows,
+            "failures": [r for r in rows if _missed(r)]}  # fmt: skip
 
 
 def _cluster(case: DebugCase) -> Optional[str]:
@@ -240,6 +293,19 @@ def _cluster(case: DebugCase) -> Optional[str]:
         return None
 
 
+def _misses(row: dict) -> list[str]:
+    """What one case missed, in the words of the table."""
+    checks = [
+        ("located", not row["located"]), ("classified", not row["classified"]), ("wrong edit", row["wrong_edit"]),
+        ("no accepted fix", row["fix"] is False), (f"advice {row['advice_kind']}", row["advice"] is False),
+    ]  # fmt: skip
+    return [word for word, missed in checks if missed]
+
+
+def _rate(share: dict) -> str:
+    return f"{share['rate']:.1%}" if share["rate"] is not None else "-"
+
+
 def print_debug(report: dict, out) -> None:
     """The scores as one table, then the cases that missed something (rich Console `out`)."""
     from rich.markup import escape
@@ -248,12 +314,8 @@ def print_debug(report: dict, out) -> None:
     table = Table("score", "count", "rate", title=f"debug agent on {report['cases']} real failures ({report['sources']} sources)")
     for key in ("located", "classified", "fix_proposed", "fix_at_1", "wrong_edit", "advice"):
         share = report[key]
-        rate = f"{share['rate']:.1%}" if share["rate"] is not None else "-"
-        table.add_row(key.replace("_", " "), f"{share['count']}/{share['total']}", rate)
+        table.add_row(key.replace("_", " "), f"{share['count']}/{share['total']}", _rate(share))
     out.print(table)
     for r in report["failures"]:
-        misses = [k for k in ("located", "classified") if not r[k]] + (["wrong edit"] if r["wrong_edit"] else [])
-        misses += ["no accepted fix"] if r["fix"] is False else []
-        misses += [f"advice {r['advice_kind']}"] if r["advice"] is False else []
-        out.print(f"[red]{r['case']}[/] ({r['fix_kind']}): {', '.join(misses)}; first line {escape(repr(r['got_line'][:90]))}",
+        out.print(f"[red]{r['case']}[/] ({r['fix_kind']}): {', '.join(_misses(r))}; first line {escape(repr(r['got_line'][:90]))}",
                   highlight=False)

@@ -65,6 +65,12 @@ def test_a_proposed_edit_meets_the_threads_by_option_not_by_spelling():
     expected = [{"op": "set_directive", "name": "-A", "value": "*"}]
     assert meets(expected, [{"op": "set_directive", "name": "--account", "value": "<account>"}])
     assert not meets(expected, [{"op": "set_directive", "name": "--qos", "value": "x"}])
+    # The scheduler registry decides spellings: PBS's "-l walltime" is its walltime, and a PBS
+    # case's -N (the job name) is not Slurm's --nodes.
+    walltime = [{"op": "set_directive", "name": "-l walltime", "value": "*"}]
+    assert meets(walltime, [{"op": "set_directive", "name": "-lwalltime", "value": "01:00:00"}], scheduler="pbs")
+    assert meets([{"op": "remove_directive", "name": "-N"}], [{"op": "remove_directive", "name": "--nodes"}], scheduler="slurm")
+    assert not meets([{"op": "remove_directive", "name": "-N"}], [{"op": "remove_directive", "name": "--nodes"}], scheduler="pbs")
     quoted = [{"op": "export_env", "name": "NCCL_NET", "value": "AWS Libfabric"}]
     assert meets(quoted, [{"op": "export_env", "name": "NCCL_NET", "value": "'AWS Libfabric'"}])
     # An equivalent edit: not the same op, the same script.

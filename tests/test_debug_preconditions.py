@@ -104,3 +104,40 @@ def test_host_oom_raises_memory_in_the_form_the_script_gives_it():
     # No memory request: the site's default per CPU, or, for tasks packed on shared nodes, the whole nodes.
     assert first_op("#!/bin/bash\n#SBATCH --time=01:00:00\n./app\n")["name"] == "--mem-per-cpu"
     assert first_op("#!/bin/bash\n#SBATCH -N 10\n#SBATCH --ntasks-per-node=40\nsrun ./app\n")["name"] == "--exclusive"
+
+
+SBATCH_REFUSAL = (
+    "sbatch: error: This does not look like a batch script.  The first\n"
+    "sbatch: error: line must start with #! followed by the path to an interpreter.\n"
+)
+
+
+def test_sbatch_refusing_the_script_moves_an_indented_shebang_to_the_start_or_adds_one():
+    indented = "    #!/bin/bash\n#SBATCH -N 1\nsrun hostname\n"
+    assert diagnose(indented, SBATCH_REFUSAL, None).candidates[0].script == "#!/bin/bash\n#SBATCH -N 1\nsrun hostname\n"
+    missing = "#SBATCH -N 1\nsrun hostname\n"
+    assert diagnose(missing, SBATCH_REFUSAL, None).candidates[0].script == "#!/bin/bash\n#SBATCH -N 1\nsrun hostname\n"
+    # A script that starts with its #! line is not what sbatch refused: no edit.
+    assert not diagnose("#!/bin/bash\nsrun hostname\n", SBATCH_REFUSAL, None).candidates
+
+
+def test_replace_text_whose_new_lies_inside_its_old_is_not_taken_as_done():
+    patched = apply_fix("  #!/bin/sh\necho\n", [ReplaceText(op="replace_text", old="  #!/bin/sh", new="#!/bin/sh")])
+    assert patched == "#!/bin/sh\necho\n"
+
+
+def test_conda_without_a_driver_gets_the_cuda_version_the_script_installs():
+    log = "  - pytorch-cuda=12.1 -> __cuda\nYour installed CUDA driver is: not available\n"
+    script = "#!/bin/bash\nconda create -y -n ml pytorch pytorch-cuda=12.1 -c pytorch -c nvidia\n"
+    found = diagnose(script, log, None)
+    assert found.failure.line == "Your installed CUDA driver is: not available"
+    assert [op.model_dump() for op in found.candidates[0].ops] == [{"op": "export_env", "name": "CONDA_OVERRIDE_CUDA", "value": "12.1"}]
+    # Nothing names the version (a CUDA package without one): advice, not a guessed number.
+    assert not diagnose("#!/bin/bash\nconda create -n ml pytorch-cuda\n", log, None).candidates
+
+
+def test_an_old_system_libstdcxx_is_advice_never_an_ld_library_path_edit():
+    log = "ImportError: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by x.so)\n"
+    found = diagnose("#!/bin/bash\nsrun python train.py\n", log, None)
+    assert found.matches[0].entry.id == "glibcxx-too-old" and not found.candidates
+    assert found.advice.kind == "environment" and "$LIBRARY_PATH" in found.advice.text

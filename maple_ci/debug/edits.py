@@ -63,12 +63,18 @@ _LAUNCH = re.compile(
 _MODULE_LINE = re.compile(r"^\s*(?:module|ml)\s")
 
 
-def canonical_option(name: str, op: str = "set_directive") -> str:
-    """One spelling per option: a directive's as its scheduler names it (-A and --account are one,
-    PBS's "-l walltime" is walltime), a launcher flag with "-" for "_" (torchrun takes both)."""
-    if op in ("set_directive", "remove_directive"):
-        return schedulers.get("pbs" if name.startswith("-l ") else "slurm").canonical(name)
-    return name.replace("_", "-")
+_DIRECTIVE_OPS = ("set_directive", "remove_directive")
+
+
+def same_option(a: str, b: str, op: str = "set_directive", scheduler: Optional[str] = None) -> bool:
+    """Whether two spellings name one option: a directive as a scheduler that reads either spelling
+    names it (the given scheduler's, else any registered one's: -A and --account are Slurm's
+    account, "-l walltime" is PBS's walltime), a launcher flag with "-" for "_" (torchrun takes both)."""
+    if op not in _DIRECTIVE_OPS:
+        return a.replace("_", "-") == b.replace("_", "-")
+    unit = schedulers.find(scheduler)
+    units = [unit] if unit else schedulers.all()
+    return a.strip() == b.strip() or any(u.canonical(a) == u.canonical(b) for u in units if u.knows(a) or u.knows(b))
 
 
 def _unit(lines: list[str], context: dict):
