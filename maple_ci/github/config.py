@@ -113,27 +113,55 @@ def load_config(path: str | Path, known_clusters: Iterable[str], env: Mapping[st
 
     Raises MapleError naming the file and the key for anything a person must fix."""
     path = Path(path)
-    data = {}
-    if path.is_file():
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as error:
-            raise MapleError(f"{path} is not valid YAML: {error}") from error
-        if not isinstance(data, dict):
-            raise MapleError(f"{path} must be a mapping of settings (targets, sources, ...), not a {type(data).__name__}")
+    config = _validated(path, _with_env(_read_settings(path), env))
+    _check_clusters(path, config, known_clusters)
+    return config
+
+
+def _read_settings(path: Path) -> dict:
+    """The file's mapping of settings; {} when there is no file (or it is empty)."""
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise MapleError(f"{path} is not valid YAML: {error}") from error
+    if not isinstance(data, dict):
+        raise MapleError(f"{path} must be a mapping of settings (targets, sources, ...), not a {type(data).__name__}")
+    return data
+
+
+def _with_env(data: dict, env: Mapping[str, str]) -> dict:
+    """MAPLE_TARGETS and MAPLE_BACKEND over the file's `targets` and `verification.default`."""
     if env.get("MAPLE_TARGETS", "").strip():
         data["targets"] = env["MAPLE_TARGETS"].replace(",", " ").split()
     if env.get("MAPLE_BACKEND", "").strip():
         data["verification"] = {**(data.get("verification") or {}), "default": env["MAPLE_BACKEND"].strip()}
+    return data
+
+
+def _validated(path: Path, data: dict) -> Config:
+    """The settings as a Config; every problem named by its key."""
     try:
-        config = Config.model_validate(data)
+        return Config.model_validate(data)
     except ValidationError as error:
-        problems = [f"  `{'.'.join(map(str, e['loc'])) or '(top level)'}`: {e['msg']}" for e in error.errors()]
+        problems = [_problem(e) for e in error.errors()]
         raise MapleError(f"{path} is invalid:\n" + "\n".join(problems)) from error
+
+
+def _problem(e) -> str:
+    return f"  `{'.'.join(map(str, e['loc'])) or '(top level)'}`: {e['msg']}"
+
+
+def _check_clusters(path: Path, config: Config, known_clusters: Iterable[str]) -> None:
+    """Every cluster the settings name must be a known one."""
     known = set(known_clusters)
-    named = config.targets + config.ignore + [k for k in [*config.verification, *config.python_env] if k != "default"]
-    unknown = [c for c in named if c not in known]
+    unknown = [c for c in _named_clusters(config) if c not in known]
     if unknown:
         raise MapleError(f"{path}: unknown cluster(s) {', '.join(sorted(set(unknown)))} in `targets`, `ignore`, `verification` or `python_env`; "
                          f"known: {', '.join(sorted(known))}")
-    return config
+
+
+def _named_clusters(config: Config) -> list[str]:
+    """The clusters named in `targets`, `ignore` and the keys of `verification` and `python_env`."""
+    return config.targets + config.ignore + [k for k in [*config.verification, *config.python_env] if k != "default"]

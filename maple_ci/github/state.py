@@ -39,20 +39,32 @@ def digest(content: str) -> str:
 
 def read_state(body: str | None) -> State:
     """The state in a PR body; empty when there is none or it is damaged."""
+    data = _marker_data(body)
+    if not _state_ok(data):
+        return State()
+    results = [_read_result(r) for r in data.get("results", [])]
+    return State(results, tuple(data.get("ignore", [])), dict(data.get("fixes", {})))
+
+
+def _marker_data(body: str | None):
+    """What the body's last marker holds, unchecked; None when there is none or it cannot be read."""
     found = _MARKER.findall(body or "")
     if not found or len(found[-1]) > MARKER_LIMIT:
-        return State()
+        return None
     try:
-        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(found[-1]), bufsize=MARKER_LIMIT))
+        return json.loads(zlib.decompress(base64.urlsafe_b64decode(found[-1]), bufsize=MARKER_LIMIT))
     except (binascii.Error, ValueError, zlib.error):
-        return State()
-    if not (isinstance(data, dict) and _strings(data.get("ignore", []))
-            and isinstance(data.get("fixes", {}), dict) and all(_fix_ok(f) for f in data.get("fixes", {}).values())
-            and isinstance(data.get("results", []), list) and all(_result_ok(r) for r in data.get("results", []))):
-        return State()
-    results = [{**r, "intent": {}, "clusters": [{"log_url": None, **c, "content": "", "suggestions": []} for c in r["clusters"]]}
-               for r in data.get("results", [])]
-    return State(results, tuple(data.get("ignore", [])), dict(data.get("fixes", {})))
+        return None
+
+
+def _state_ok(data) -> bool:
+    return (isinstance(data, dict) and _strings(data.get("ignore", []))
+            and _fixes_ok(data.get("fixes", {})) and _results_ok(data.get("results", [])))
+
+
+def _read_result(r: dict) -> SourceResult:
+    """A remembered row with what the marker leaves out: no intent, content or suggestions."""
+    return {**r, "intent": {}, "clusters": [{"log_url": None, **c, "content": "", "suggestions": []} for c in r["clusters"]]}
 
 
 def write_state(state: State) -> str:
@@ -68,9 +80,13 @@ def _compact(c) -> dict:
     kept = {k: c[k] for k in _KEPT if c.get(k) is not None}
     if "note" in kept:
         kept["note"] = kept["note"][:NOTE_LIMIT]
-    kept["checks"] = [{"name": k["name"], "ok": k["ok"], "message": ""} | ({"severity": k["severity"]} if "severity" in k else {})
-                      for k in c["checks"]]
+    kept["checks"] = [_compact_check(k) for k in c["checks"]]
     return kept
+
+
+def _compact_check(k: dict) -> dict:
+    """A check without its message (the next request's table shows only what passed)."""
+    return {"name": k["name"], "ok": k["ok"], "message": ""} | ({"severity": k["severity"]} if "severity" in k else {})
 
 
 def with_fix(content: str, fix: list | None) -> str:
@@ -88,14 +104,26 @@ def apply_edits(content: str, edits: list) -> str:
     return "".join(lines)
 
 
+def _fixes_ok(fixes) -> bool:
+    return isinstance(fixes, dict) and all(_fix_ok(f) for f in fixes.values())
+
+
 def _fix_ok(fix) -> bool:
+    """[digest, [[start_line, line, text]...]]."""
     return (isinstance(fix, list) and len(fix) == 2 and isinstance(fix[0], str) and isinstance(fix[1], list)
-            and all(isinstance(e, list) and len(e) == 3 and isinstance(e[0], int) and isinstance(e[1], int)
-                    and isinstance(e[2], str) for e in fix[1]))
+            and all(_edit_ok(e) for e in fix[1]))
+
+
+def _edit_ok(e) -> bool:
+    return isinstance(e, list) and len(e) == 3 and isinstance(e[0], int) and isinstance(e[1], int) and isinstance(e[2], str)
 
 
 def _strings(values) -> bool:
     return isinstance(values, list) and all(isinstance(v, str) for v in values)
+
+
+def _results_ok(results) -> bool:
+    return isinstance(results, list) and all(_result_ok(r) for r in results)
 
 
 def _result_ok(r) -> bool:
@@ -105,5 +133,8 @@ def _result_ok(r) -> bool:
 
 def _cluster_ok(c) -> bool:
     return (isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("cluster", "path", "template", "verification"))
-            and isinstance(c.get("checks"), list) and all(isinstance(k, dict) and isinstance(k.get("ok"), bool)
-                                                         and isinstance(k.get("name"), str) for k in c["checks"]))
+            and isinstance(c.get("checks"), list) and all(_check_ok(k) for k in c["checks"]))
+
+
+def _check_ok(k) -> bool:
+    return isinstance(k, dict) and isinstance(k.get("ok"), bool) and isinstance(k.get("name"), str)
