@@ -141,3 +141,10 @@ def test_an_old_system_libstdcxx_is_advice_never_an_ld_library_path_edit():
     found = diagnose("#!/bin/bash\nsrun python train.py\n", log, None)
     assert found.matches[0].entry.id == "glibcxx-too-old" and not found.candidates
     assert found.advice.kind == "environment" and "$LIBRARY_PATH" in found.advice.text
+
+
+def test_a_unified_runtime_abort_is_for_the_center_not_a_script_edit():
+    log = "[0] ur_die: urEventWait must not be called for an internal event\nAborted (core dumped)\n"
+    found = diagnose("#!/bin/bash\nmpiexec -n 24 --ppn 12 python3 train.py\n", log, None)
+    assert found.matches[0].entry.id == "unified-runtime-abort" and not found.candidates
+    assert found.advice.kind == "infrastructure" and "one node" in found.advice.text
