@@ -36,10 +36,15 @@ def merged(earlier: list[SourceResult], results: list[SourceResult]) -> list[Sou
     replaced, one not ported again is kept as it was reported."""
     by_source = {r["source"]: r for r in earlier}
     for result in results:
-        fresh = {c["cluster"] for c in result["clusters"]}
-        kept = [c for c in by_source.get(result["source"], {"clusters": []})["clusters"] if c["cluster"] not in fresh]
-        by_source[result["source"]] = {**result, "clusters": kept + list(result["clusters"])}
+        before = by_source.get(result["source"], {"clusters": []})["clusters"]
+        by_source[result["source"]] = {**result, "clusters": _not_ported_again(before, result["clusters"]) + list(result["clusters"])}
     return list(by_source.values())
+
+
+def _not_ported_again(before: list, fresh: list) -> list:
+    """The earlier clusters this request did not port again."""
+    ported = {c["cluster"] for c in fresh}
+    return [c for c in before if c["cluster"] not in ported]
 
 
 def describe(state: State, results: list[SourceResult], banner: str = "") -> str:
@@ -73,31 +78,51 @@ def render_pr_body(results: list[SourceResult]) -> str:
     """The PR description: a status table per ported script and what was extracted from it."""
     parts = ["Launch scripts ported by maple-ci.", ""]
     for result in results:
-        parts += [f"### {code(result['source'])}", ""]
-        if result.get("provenance"):
-            source = result["provenance"]
-            parts += [f"Ported from {code(source['repository'])} at {code(source['commit'])}, "
-                      f"requested in {request_link(source['request'])}.", ""]
-        parts += [
-            "| Cluster | Script | Template | Static checks | Verification | Log |",
-            "|---|---|---|---|---|---|",
-        ]
-        for c in result["clusters"]:
-            checks = f"{'✅' if all(check['ok'] for check in c['checks']) else '❌'} {checks_passed(c)}"
-            verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
-            log = f"[log]({c['log_url']})" if c["log_url"] else "—"
-            parts.append(f"| {c['cluster']} | {cell(code(c['path']))} | {cell(code(c['template'])) if c['template'].strip() else '—'} | {checks} | "
-                         f"{verification} | {log} |")
-        notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
-        if notes:
-            parts += [""] + [f"- {plain(note)}" for note in notes]
-        intent = result["intent"]
-        parts += ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
-        parts += [f"| {name} | {cell(code(_show(intent[name])))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
-        parts += ["", "</details>", ""]
-        if intent.get("missing"):
-            parts += [f"**Not found in the script:** {plain(', '.join(map(str, intent['missing'])))}; defaults were used.", ""]
+        parts += [f"### {code(result['source'])}", ""] + _provenance_lines(result) + _status_table(result["clusters"])
+        parts += _notes_lines(result) + _intent_lines(result["intent"])
     return "\n".join(parts)
+
+
+def _provenance_lines(result: SourceResult) -> list[str]:
+    """Where the script was ported from and who asked (a fork's commit, a merged PR's)."""
+    source = result.get("provenance")
+    if not source:
+        return []
+    return [f"Ported from {code(source['repository'])} at {code(source['commit'])}, "
+            f"requested in {request_link(source['request'])}.", ""]
+
+
+def _status_table(clusters: list) -> list[str]:
+    return ["| Cluster | Script | Template | Static checks | Verification | Log |",
+            "|---|---|---|---|---|---|"] + [_status_row(c) for c in clusters]
+
+
+def _status_row(c) -> str:
+    verification = f"{VERIFICATION_MARKS.get(c['verification'], '')} {c['verification']}".strip()
+    log = f"[log]({c['log_url']})" if c["log_url"] else "—"
+    template = cell(code(c["template"])) if c["template"].strip() else "—"
+    return f"| {c['cluster']} | {cell(code(c['path']))} | {template} | {_checks_cell(c)} | {verification} | {log} |"
+
+
+def _checks_cell(c) -> str:
+    mark = "✅" if all(check["ok"] for check in c["checks"]) else "❌"
+    return f"{mark} {checks_passed(c)}"
+
+
+def _notes_lines(result: SourceResult) -> list[str]:
+    """Each cluster's note, then the script's notes, as a list."""
+    notes = [f"{c['cluster']}: {c['note']}" for c in result["clusters"] if c.get("note")] + result.get("notes", [])
+    return [""] + [f"- {plain(note)}" for note in notes] if notes else []
+
+
+def _intent_lines(intent: dict) -> list[str]:
+    """What was extracted, folded away; the fields that were not found and took defaults."""
+    parts = ["", "<details><summary>What was extracted</summary>", "", "| Field | Value |", "|---|---|"]
+    parts += [f"| {name} | {cell(code(_show(intent[name])))} |" for name in INTENT_FIELDS if intent.get(name) not in (None, [], {})]
+    parts += ["", "</details>", ""]
+    if intent.get("missing"):
+        parts += [f"**Not found in the script:** {plain(', '.join(map(str, intent['missing'])))}; defaults were used.", ""]
+    return parts
 
 
 # Per cluster in the reply to a request: a mark and what happened.
@@ -106,25 +131,39 @@ REPLY_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭
 
 def reply_for(url: str, results: list[SourceResult]) -> str:
     """The reply in the thread: the PR, then per script and cluster what happened, failures first."""
-    rows = [(r, c) for r in results for c in r["clusters"]]
-    rows.sort(key=lambda rc: rc[1]["verification"] not in ("failed", "error"))
-    lines = [f"Ported in {url}"] + [f"- {_outcome(r, c)}" for r, c in rows]
+    lines = [f"Ported in {url}"] + [f"- {_outcome(r, c)}" for r, c in _failures_first(results)]
     lines += [f"- {plain(note)}" for r in results for note in r.get("notes", [])]
     return "\n".join(lines)
 
 
+def _failures_first(results: list[SourceResult]) -> list[tuple]:
+    """(script, cluster) pairs, failed and errored runs first, otherwise in order."""
+    rows = [(r, c) for r in results for c in r["clusters"]]
+    rows.sort(key=lambda rc: rc[1]["verification"] not in ("failed", "error"))
+    return rows
+
+
 def _outcome(result: SourceResult, c) -> str:
-    what = c["verification"]
-    if c.get("fixed") and not c["suggestions"]:
-        what = "passed with the debug agent's fix, committed to the PR"
-    elif what in ("failed", "error") and c["log_url"]:
-        what += f" ({link('log', c['log_url'])})"
-    if c["suggestions"]:
-        what += "; a fix is suggested in the PR's review"
-    failing = [k["name"] for k in c["checks"] if check_failed(k)]
-    if failing:
-        what += f"; static checks failed: {plain(', '.join(failing))}"
+    what = _verification_text(c) + _suggestion_text(c) + _failed_checks_text(c)
     return f"{REPLY_MARKS.get(c['verification'], '')} {c['cluster']} ({code(c['path'])}): {what}"
+
+
+def _verification_text(c) -> str:
+    """The verification's verdict; a failure links its log, a committed fix says so."""
+    if c.get("fixed") and not c["suggestions"]:
+        return "passed with the debug agent's fix, committed to the PR"
+    if c["verification"] in ("failed", "error") and c["log_url"]:
+        return f"{c['verification']} ({link('log', c['log_url'])})"
+    return c["verification"]
+
+
+def _suggestion_text(c) -> str:
+    return "; a fix is suggested in the PR's review" if c["suggestions"] else ""
+
+
+def _failed_checks_text(c) -> str:
+    failing = [k["name"] for k in c["checks"] if check_failed(k)]
+    return f"; static checks failed: {plain(', '.join(failing))}" if failing else ""
 
 
 def link(label: str, url: str) -> str:
