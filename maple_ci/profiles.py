@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import MapleError
 from .library import TemplateRow
@@ -125,6 +125,13 @@ class ClusterProfile(BaseModel):
     queue_directive: Literal["partition", "qos", "queue"]  # how a queue is chosen: -p, -q (QOS), PBS -q
     account_required: bool
     account_example: str  # the shape of an account name, shown when it is missing
+    # What every account name ends with here, given or not (IDRIS: the hour pool, `-A abc@h100` on the
+    # H100 partition, `@a100` on the A100 one; another pool's hours do not run there): account_for().
+    account_suffix: str = Field(default="", pattern=r"^(@[a-z0-9]+)?$")
+    # The CPUs a GPU job must ask per GPU where the site enforces a ratio (NCI gpuvolta: ncpus = 12 x
+    # ngpus; MareNostrum 5: "Number of GPUs * 20"); a port gives each GPU's rank that share. None where
+    # the site leaves it to the job.
+    cpus_per_gpu: Optional[int] = Field(default=None, ge=1)
     directives: list[str] = Field(default_factory=list)  # always present, e.g. "--constraint=gpu", "-l filesystems=home:eagle"
     # How to ask for GPUs, one directive written as after "#SBATCH ". Placeholders: {gpus} = GPUs
     # per node, {total_gpus} = GPUs in the whole job (Bridges-2 "--gpus=v100-32:{total_gpus}").
@@ -139,6 +146,10 @@ class ClusterProfile(BaseModel):
     prologue: list[str] = Field(default_factory=list)
     default_launcher: str
     master_port: int = 29500
+    # The rendezvous host where the site's docs compute it otherwise than the scheduler base does
+    # (first host of the allocation): the shell text after `MASTER_ADDR=` (JSC: the first node's
+    # InfiniBand name, its hostname with "i" appended). Rendered as written, in every launch shape.
+    master_addr: Optional[str] = None
     frameworks: dict[str, FrameworkSetup]  # keyed by framework name; "pytorch" is the fallback
     # Network/collective settings for every job. Values are literal strings (no $VAR expansion);
     # anything that must expand (LD_LIBRARY_PATH prepends) belongs in a FrameworkSetup.setup line.
@@ -156,6 +167,15 @@ class ClusterProfile(BaseModel):
     # ("_<scheduler>.sh.j2") cannot render it as it is (library.py); its variants are the rows.
     launch_template: Optional[str] = Field(default=None, pattern=r"^_?[a-z0-9][a-z0-9_.-]*\.sh\.j2$")
     templates: list[TemplateRow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ratio_fills_the_node(self) -> "ClusterProfile":
+        """A port gives a rank per GPU the node's CPUs over its GPUs (synthesize): an enforced ratio
+        must be that share, or the ports would ask what the site refuses."""
+        if self.cpus_per_gpu and self.cpus_per_gpu * self.gpus_per_node != self.cpus_per_node:
+            raise ValueError(f"cpus_per_gpu {self.cpus_per_gpu} x {self.gpus_per_node} GPUs is not the node's "
+                             f"{self.cpus_per_node} CPUs")
+        return self
 
     @field_validator("scheduler")
     @classmethod
@@ -175,6 +195,10 @@ class ClusterProfile(BaseModel):
     @property
     def visible_devices(self) -> str:
         return VISIBLE_DEVICES[self.gpu_vendor]
+
+    def account_for(self, account: str) -> str:
+        """The account as the site charges it: with the site's suffix, in place of another one."""
+        return account.partition("@")[0] + self.account_suffix if self.account_suffix else account
 
     def setup_for(self, framework: str) -> FrameworkSetup:
         return self.frameworks.get(framework) or self.frameworks["pytorch"]

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from maple_ci.extract import extract
+from maple_ci.intent import JobIntent
+from maple_ci.library import load_templates
 from maple_ci.port import port_intent
-from maple_ci.profiles import get_profile, load_profiles, pick_queue
+from maple_ci.profiles import ClusterProfile, get_profile, load_profiles, pick_queue
 from maple_ci.retrieve import best_template
 from maple_ci.synthesize import render
 
@@ -151,3 +153,49 @@ def test_lower_impact_facts_match_the_centers_tables():
     stampede3 = profiles["stampede3"]
     assert stampede3.gpu_memory_gb == 96 and "24 H100 nodes" in stampede3.queues[0].note  # 3stampede/system.md
     assert {"--gres", "--gpus-per-task", "--mem"} <= set(profiles["lonestar6"].rejected_directives)  # 6lonestar/running.md
+
+
+# --- issue 17 item 6: per-site needs as typed profile fields, carried by every port ----------------
+
+def _rendered(cluster: str, **intent_fields) -> dict[str, str]:
+    """Every supported row of `cluster` rendered for a 2-node job, by row id."""
+    intent = JobIntent(nodes=2, entrypoint="train.py", script_args=[], **intent_fields)
+    profile = get_profile(cluster)
+    return {t.id: render(intent, profile, t, "job.sh") for t in load_templates() if t.cluster == cluster and t.supported}
+
+
+@pytest.mark.parametrize("cluster, given, written", [
+    ("jeanzay-h100", "abc", "abc@h100"), ("jeanzay-h100", "abc@a100", "abc@h100"), ("jeanzay-h100", "abc@h100", "abc@h100"),
+    ("jeanzay-a100", "abc", "abc@a100"), ("leonardo", "EUHPC_A01_001", "EUHPC_A01_001")])
+def test_idris_ports_charge_the_partitions_hour_pool(cluster, given, written):
+    # IDRIS: the account's @h100/@a100 suffix names the hour pool, which must match the partition.
+    for row, script in _rendered(cluster, account=given, account_given=True).items():
+        assert re.findall(r"(?m)^#SBATCH --account=(\S+)$", script) == [written], row
+
+
+def test_a_site_ratio_of_cpus_per_gpu_is_what_each_gpus_rank_asks():
+    with_ratio = {name: p for name, p in load_profiles().items() if p.cpus_per_gpu}
+    assert {"gadi", "marenostrum5", "leonardo", "jeanzay-h100", "jeanzay-a100"} <= set(with_ratio)
+    for name, profile in with_ratio.items():
+        for row, script in _rendered(name).items():
+            if profile.scheduler == "pbs":  # NCI: ncpus = 12 x ngpus, job-wide
+                [gpus] = re.findall(r"(?m)^#PBS -l ngpus=(\d+)$", script)
+                assert re.search(rf"(?m)^#PBS -l ncpus={int(gpus) * profile.cpus_per_gpu}$", script), row
+            elif row.endswith(("-pytorch-ddp", "-deepspeed-zero3", "-generic")):  # one rank per GPU
+                assert f"--cpus-per-task={profile.cpus_per_gpu}\n" in script, row
+
+
+def test_a_ratio_that_does_not_fill_the_node_is_refused():
+    data = get_profile("marenostrum5").model_dump()
+    with pytest.raises(ValueError, match="cpus_per_gpu 16 x 4 GPUs is not the node's 80 CPUs"):
+        ClusterProfile.model_validate({**data, "cpus_per_gpu": 16})
+
+
+def test_a_profiles_master_address_is_every_shapes_rendezvous():
+    # JSC: the first node's InfiniBand name (hostname + "i"); the others keep their scheduler's form.
+    juwels = get_profile("juwelsbooster")
+    assert juwels.master_addr and juwels.launch_template is None  # a field now, not a template file
+    for row, script in _rendered("juwelsbooster").items():
+        assert f"\nMASTER_ADDR={juwels.master_addr}\n" in script, row
+    for row, script in _rendered("jupiter").items():
+        assert '\nMASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n' in script, row
