@@ -66,12 +66,26 @@ def fork_source(repo: Repository, path: str, ref: str, request: str) -> Provenan
     found = stamped(_file_at(repo, path, ref) or "")
     if found is not None and found[0] != repo.full_name:
         return Provenance(*found, request)
+    return _fork_pr_source(repo, path, ref, request)
+
+
+def _fork_pr_source(repo: Repository, path: str, ref: str, request: str) -> Provenance | None:
+    """The head of the first fork PR among the PRs of the commits that changed `path` up to `ref`."""
     for commit in islice(repo.get_commits(sha=ref, path=path), HISTORY):  # a PaginatedList slice overruns
         for pull in commit.get_pulls():
-            head = pull.head.repo
-            if head is None or head.full_name != repo.full_name:
-                return Provenance(head.full_name if head else "unknown/deleted-fork", pull.head.sha, request)
+            fork = fork_of(repo, pull)
+            if fork is not None:
+                return Provenance(fork, pull.head.sha, request)
     return None
+
+
+def fork_of(repo: Repository, pull) -> str | None:
+    """The fork a PR's head comes from (a deleted one: "unknown/deleted-fork"); None when its head
+    is a branch of this repository."""
+    head = pull.head.repo
+    if head is not None and head.full_name == repo.full_name:
+        return None
+    return head.full_name if head else "unknown/deleted-fork"
 
 
 def _file_at(repo: Repository, path: str, commit: str) -> str | None:
@@ -99,18 +113,38 @@ def approver(repo: Repository, sha: str) -> str | None:
     """Who approved verifying ports made from `sha`, if one who still has write access did. Only a
     status the bot itself wrote counts: any app or workflow with `statuses: write` can write one
     that says "approved by @maintainer"."""
-    try:  # the combined status: the newest status of each context
-        statuses = repo.get_commit(sha).get_combined_status().statuses
-    except GithubException as error:
-        if error.status in (404, 422):  # no such commit here (a fork's force-pushed commit): not approved
-            return None
-        raise
-    for status in statuses:
-        match = _APPROVER.fullmatch(status.description or "")
-        if status.context == CONTEXT and status.state == "success" and match and status.creator is not None \
-                and status.creator.login == bot_login() and permission(repo, match[1]) in WRITE_PERMISSIONS:
-            return match[1]
+    for status in _statuses(repo, sha):
+        login = _bot_approval(status)
+        if login is not None and permission(repo, login) in WRITE_PERMISSIONS:
+            return login
     return None
+
+
+def _statuses(repo: Repository, sha: str) -> list:
+    """The combined status of `sha`: the newest status of each context; none when there is no such
+    commit here (a fork's force-pushed commit: not approved)."""
+    try:
+        return repo.get_commit(sha).get_combined_status().statuses
+    except GithubException as error:
+        if error.status in (404, 422):
+            return []
+        raise
+
+
+def _bot_approval(status) -> str | None:
+    """The approver a successful approval status says, when the bot wrote it; else None."""
+    match = _APPROVER.fullmatch(status.description or "")
+    if not match or not _approval_context(status) or not _written_by_bot(status):
+        return None
+    return match[1]
+
+
+def _approval_context(status) -> bool:
+    return status.context == CONTEXT and status.state == "success"
+
+
+def _written_by_bot(status) -> bool:
+    return status.creator is not None and status.creator.login == bot_login()
 
 
 def approve(repo: Repository, sha: str, login: str) -> str:

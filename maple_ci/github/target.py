@@ -12,6 +12,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
+from maple_ci.github.approval import fork_of
 from maple_ci.github.commands import BotCommand
 from maple_ci.github.delivery import BRANCH_PREFIX
 from maple_ci.github.events import Plan
@@ -62,9 +63,10 @@ def _pr_target(repo: Repository, pr: PullRequest, command: BotCommand, requested
     key, sources = asked
     ref = _pinned_head(repo, pr, command, requested_at)
     sources = _port_sources(pr, command, sources)
-    if _same_repo(repo, pr):
+    fork = fork_of(repo, pr)
+    if fork is None:
         return Target(key, pr.head.ref, ref, sources, repo.full_name, None)
-    return Target(key, pr.base.ref, ref, sources, _fork_name(pr), ref)
+    return Target(key, pr.base.ref, ref, sources, fork, ref)
 
 
 def _port_sources(pr: PullRequest, command: BotCommand, sources: tuple[str, ...]) -> tuple[str, ...]:
@@ -75,18 +77,9 @@ def _port_sources(pr: PullRequest, command: BotCommand, sources: tuple[str, ...]
     return tuple(f.filename for f in pr.get_files() if f.status != "removed")
 
 
-def _fork_name(pr: PullRequest) -> str:
-    return pr.head.repo.full_name if pr.head.repo else "unknown/deleted-fork"
-
-
-def _same_repo(repo: Repository, pr: PullRequest) -> bool:
-    """Whether the PR's head is a branch of this repository (not a fork's, not a deleted one)."""
-    return pr.head.repo is not None and pr.head.repo.full_name == repo.full_name
-
-
 def _bot_key(repo: Repository, pr: PullRequest) -> str | None:
     """The request key of one of the bot's own PRs (branch maple/port-<key> in this repository)."""
-    if not _same_repo(repo, pr) or not pr.head.ref.startswith(BRANCH_PREFIX):
+    if fork_of(repo, pr) is not None or not pr.head.ref.startswith(BRANCH_PREFIX):
         return None
     key = pr.head.ref.removeprefix(BRANCH_PREFIX)
     return key if re.fullmatch(r"pr-[0-9]+|(issue|branch)-[A-Za-z0-9_-]+", key) else None
