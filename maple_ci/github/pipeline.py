@@ -89,12 +89,20 @@ class Pipeline:
         with self.checkout(ref) as root:
             if command.name == "verify":
                 return self._ported_scripts(root, command.clusters)
-            names = (command.source,) if command.source else [n for n in sources if self._is_launch_script(n)]
-            names = names or self._tracked(root)
+            names = self._to_port(root, command, sources)
             if not names:
                 raise MapleError("No launch script to port: name one with `--from PATH`, or list the tracked scripts "
                                  "under `sources` in .github/maple.yml.", exit_code=2)
             return _each(names, lambda name: self._port_one(root, name, command))
+
+    def _to_port(self, root: Path, command: BotCommand, sources: tuple[str, ...]) -> list[str] | tuple[str, ...]:
+        """The command's --from, else the launch scripts among `sources`, else every tracked script."""
+        if command.source:
+            return (command.source,)
+        return self._launch_scripts(sources) or self._tracked(root)
+
+    def _launch_scripts(self, names: tuple[str, ...]) -> list[str]:
+        return [n for n in names if self._is_launch_script(n)]
 
     def _is_launch_script(self, name: str) -> bool:
         """A tracked script (a `sources` glob), or without globs one named like a batch script;
@@ -115,38 +123,28 @@ class Pipeline:
         # The name comes from a comment or the PR's tree: read only a regular file inside the checkout.
         text, intent = self._read(root, name)
         intent = apply_overrides(intent, **command.overrides())
-        missing = [fact for fact in REQUIRED_FOR_PORT if getattr(intent, fact) is None]
-        if missing:  # the refusal carries the request to copy, with what to fill in
-            retry = replace(command, source=name, **{fact: PLACEHOLDERS.get(fact, fact.upper()) for fact in missing}).text()
-            raise MapleError(f"{name}: cannot port without {', '.join(missing)} (not found in the script); "
-                             f"ask again with {code(retry)}", exit_code=2)
-        notes, clusters = [], []
-        for r in port_intent(intent, list(command.clusters), name, Path(self.config.output),
-                             python_envs=self.config.python_env, source_text=text):
-            if r.status == "unsupported":
-                notes.append(f"{r.cluster}: not generated: {r.reason}")
-                continue
-            clusters.append(_cluster(r.cluster, str(r.path), r.script, r.template or "", r.checks))
+        _require_facts(intent, command, name)
+        notes, clusters = _generated(port_intent(intent, list(command.clusters), name, Path(self.config.output),
+                                                 python_envs=self.config.python_env, source_text=text))
         return SourceResult(source=name, intent=asdict(intent), clusters=clusters, notes=notes)
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[SourceResult]:
         """Every file under <output>/<cluster>/, one SourceResult each (its source is itself)."""
-        from maple_ci.profiles import get_profile, load_profiles
+        out = root / self.config.output
+        results = []
+        for cluster in clusters or _ported_clusters(out):
+            for file in _entries(out / cluster):
+                results.append(self._ported_script(root, cluster, file.relative_to(root).as_posix()))
+        return results
+
+    def _ported_script(self, root: Path, cluster: str, path: str) -> SourceResult:
+        """A ported script as read back, with its static checks for `cluster`."""
+        from maple_ci.profiles import get_profile
         from maple_ci.verify.static import static_checks
 
-        out = root / self.config.output
-        names = clusters or tuple(sorted(p.name for p in out.glob("*") if p.name in load_profiles()))
-        results = []
-        for cluster in names:
-            # Every entry is read, symlinks included: read_inside refuses one, naming it, and the
-            # request fails before anything from it is extracted or posted.
-            for file in sorted(p for p in (out / cluster).glob("*") if not p.is_dir() or p.is_symlink()):
-                path = file.relative_to(root).as_posix()
-                text, intent = self._read(root, path)
-                checks = static_checks(text, intent, get_profile(cluster))
-                results.append(SourceResult(source=path, intent=asdict(intent),
-                                          clusters=[_cluster(cluster, path, text, "", checks)]))
-        return results
+        text, intent = self._read(root, path)
+        checks = static_checks(text, intent, get_profile(cluster))
+        return SourceResult(source=path, intent=asdict(intent), clusters=[_cluster(cluster, path, text, "", checks)])
 
     def _read(self, root: Path, name: str):
         """The text of repo file `name` and its JobIntent, read within self.limits."""
@@ -161,30 +159,44 @@ class Pipeline:
         this process is stopped. progress(result, cluster result), called in this thread, sees
         each script go "running" (all of them, before any run starts), then to its verdict."""
         report = progress or (lambda result, c: None)
-        verified: dict[str, str] = {}  # cluster -> the script verified there in this request
-        runs = []
-        for result in results:
-            for c in result["clusters"]:
-                backend = self.config.backend(c["cluster"])
-                if skip or backend == "none":
-                    why = skip or f"no verification backend configured for {c['cluster']} (`verification` in .github/maple.yml)"
-                    c.update(verification="skipped", note=f"Verification skipped: {why}.")
-                elif command.name == "port" and c["cluster"] in verified:
-                    # Each run holds a real allocation: one per cluster per request (a nightly verify checks all).
-                    c.update(verification="skipped",
-                             note=f"Verification skipped: one run per cluster per request; `{verified[c['cluster']]}` was run.")
-                else:
-                    verified[c["cluster"]] = c["path"]
-                    intent = result["intent"]
-                    runs.append((result, c, backend, miniapp_for(intent.get("framework"), intent.get("strategy"))))
-                    continue
-                report(result, c)  # skipped: that is its verdict
+        runs = self._runs(command, results, skip, report)
         for result, c, _, _ in runs:
             c["verification"] = "running"
             report(result, c)
         tasks = [partial(self._verify_one, c, backend, miniapp, commit) for _, c, backend, miniapp in runs]
         run_all(tasks, lambda index, _: report(*runs[index][:2]))
         return results
+
+    def _runs(self, command: BotCommand, results: list[SourceResult], skip: str | None, report: Progress) -> list[tuple]:
+        """(result, cluster result, backend, miniapp) of each script to run; the others are skipped,
+        and reported as such (that is their verdict)."""
+        verified: dict[str, str] = {}  # cluster -> the script verified there in this request
+        runs = []
+        for result in results:
+            for c in result["clusters"]:
+                run = self._run_for(command, result, c, skip, verified)
+                if run is None:
+                    report(result, c)
+                else:
+                    runs.append(run)
+        return runs
+
+    def _run_for(self, command: BotCommand, result: SourceResult, c: ClusterResult, skip: str | None,
+                 verified: dict[str, str]) -> tuple | None:
+        """The run for one script, or None when it is skipped (its note says why)."""
+        backend = self.config.backend(c["cluster"])
+        why = _unverifiable(skip, backend, c["cluster"])
+        if why is not None:
+            c.update(verification="skipped", note=f"Verification skipped: {why}.")
+            return None
+        if command.name == "port" and c["cluster"] in verified:
+            # Each run holds a real allocation: one per cluster per request (a nightly verify checks all).
+            c.update(verification="skipped",
+                     note=f"Verification skipped: one run per cluster per request; `{verified[c['cluster']]}` was run.")
+            return None
+        verified[c["cluster"]] = c["path"]
+        intent = result["intent"]
+        return result, c, backend, miniapp_for(intent.get("framework"), intent.get("strategy"))
 
     def _verify_one(self, c: ClusterResult, backend: str, miniapp: str, commit: str) -> None:
         """Verify one script (in a thread of its own), then let the debug agent at a failure."""
@@ -202,6 +214,49 @@ class Pipeline:
         c.update(verification="passed" if first.ok else "failed", log_url=first.log_url or None)
         if verified.report is not None:
             _debugged(c, first.message, verified.report, rerun=backend != "jacamar", env=self.env)
+
+
+def _unverifiable(skip: str | None, backend: str, cluster: str) -> str | None:
+    """Why a script may not run: `skip`, or no backend configured for its cluster; None: it may."""
+    if skip:
+        return skip
+    if backend == "none":
+        return f"no verification backend configured for {cluster} (`verification` in .github/maple.yml)"
+    return None
+
+
+def _require_facts(intent, command: BotCommand, name: str) -> None:
+    """Refuse to port without the facts a port needs; the refusal carries the request to copy,
+    with what to fill in."""
+    missing = [fact for fact in REQUIRED_FOR_PORT if getattr(intent, fact) is None]
+    if missing:
+        retry = replace(command, source=name, **{fact: PLACEHOLDERS.get(fact, fact.upper()) for fact in missing}).text()
+        raise MapleError(f"{name}: cannot port without {', '.join(missing)} (not found in the script); "
+                         f"ask again with {code(retry)}", exit_code=2)
+
+
+def _generated(ported) -> tuple[list[str], list[ClusterResult]]:
+    """The port's notes (clusters it could not generate for, and why) and its generated scripts."""
+    notes, clusters = [], []
+    for r in ported:
+        if r.status == "unsupported":
+            notes.append(f"{r.cluster}: not generated: {r.reason}")
+            continue
+        clusters.append(_cluster(r.cluster, str(r.path), r.script, r.template or "", r.checks))
+    return notes, clusters
+
+
+def _ported_clusters(out: Path) -> tuple[str, ...]:
+    """The known clusters that have a folder under the output folder."""
+    from maple_ci.profiles import load_profiles
+
+    return tuple(sorted(p.name for p in out.glob("*") if p.name in load_profiles()))
+
+
+def _entries(folder: Path) -> list[Path]:
+    # Every entry is read, symlinks included: read_inside refuses one, naming it, and the
+    # request fails before anything from it is extracted or posted.
+    return sorted(p for p in folder.glob("*") if not p.is_dir() or p.is_symlink())
 
 
 def _each(names: list[str], port_one: Callable[[str], SourceResult]) -> list[SourceResult]:
@@ -224,18 +279,22 @@ def _each(names: list[str], port_one: Callable[[str], SourceResult]) -> list[Sou
 def _debugged(c: ClusterResult, failure: str, report: DebugReport, rerun: bool, env: Mapping[str, str] = {}) -> None:
     """The debug agent's work on `c` as review suggestions, its note (with GitHub's threads about
     the error when the action holds a token), and the fixed script when a re-run of it passed."""
-    from maple_ci.debug import suggestions
     from maple_ci.debug.retrieval import online_note
 
-    advice = report.message
-    if report.attempts:
-        why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))
-        c["suggestions"] = [{**s.model_dump(), "message": why} for s in suggestions(c["content"], report.script, c["path"])]
-        advice = _advice(report, why, rerun)
-        if report.ok:
-            c["fixed"] = report.script
+    advice = _suggest_fix(c, report, rerun) if report.attempts else report.message
     related = "" if report.ok else online_note(report.failure, env)
     c["note"] = f"Verification failed: {failure.rstrip('.')}. Debug agent: {advice}{related}"
+
+
+def _suggest_fix(c: ClusterResult, report: DebugReport, rerun: bool) -> str:
+    """The agent's fix as review suggestions (and as the fixed script when its re-run passed); the advice."""
+    from maple_ci.debug import suggestions
+
+    why = "; ".join(dict.fromkeys(a.explanation for a in report.attempts))
+    c["suggestions"] = [{**s.model_dump(), "message": why} for s in suggestions(c["content"], report.script, c["path"])]
+    if report.ok:
+        c["fixed"] = report.script
+    return _advice(report, why, rerun)
 
 
 def _advice(report: DebugReport, why: str, rerun: bool) -> str:
