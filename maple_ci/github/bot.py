@@ -154,14 +154,14 @@ def _ported(repo: Repository, plan: Plan, command: BotCommand, found: Target, pi
     return results, message, pr
 
 
-def _gate(repo: Repository, command: BotCommand, aim: Target, approvals: dict[str, str | None], verify: VerifyFn):
+def _gate(repo: Repository, command: BotCommand, found: Target, approvals: dict[str, str | None], verify: VerifyFn):
     """verify(results, sha) with check runs on `sha`, running only what an approval lets run
     (approvals: each fork commit met, and who approved it, None while it waits)."""
     skip = None if command.verify else "`--no-verify` was given"
 
-    def gated(found: list[SourceResult], sha: str) -> list[SourceResult]:
-        return verify_with_check_runs(repo, sha, found, lambda found, progress: _verify_approved(
-            repo, found, skip, aim.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
+    def gated(scripts: list[SourceResult], sha: str) -> list[SourceResult]:
+        return verify_with_check_runs(repo, sha, scripts, lambda scripts, progress: _verify_approved(
+            repo, scripts, skip, found.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
     return gated
 
 
