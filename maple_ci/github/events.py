@@ -89,7 +89,7 @@ def plan_issue_comment(payload: dict[str, Any], known_clusters: Iterable[str]) -
         command = _comment_command(comment["body"] or "", known, on_pr)
     except CommandError as error:
         return Plan(reason=f"invalid command: {error.problem}", reaction="confused", reply=str(error), exit_code=2, **where)
-    return _comment_plan(payload, command, known, where)
+    return _comment_plan(payload, command, known, (on_pr, where))
 
 
 def _ignored_comment(payload: dict[str, Any]) -> str | None:
@@ -132,12 +132,14 @@ def _port_without_source(command: BotCommand, on_pr: bool) -> bool:
     return command.name == "port" and not command.recreate and not on_pr and command.source is None
 
 
-def _comment_plan(payload: dict[str, Any], command: BotCommand, known: tuple[str, ...], where: dict[str, Any]) -> Plan:
-    """A valid command's plan: help's reply, or the command on the PR's or the issue's branch."""
-    issue = payload["issue"]
+def _comment_plan(payload: dict[str, Any], command: BotCommand, known: tuple[str, ...],
+                  asked: tuple[bool, dict[str, Any]]) -> Plan:
+    """A valid command's plan: help's reply, or the command on the PR's or the issue's branch.
+    `asked`: whether the comment is on a PR, and the Plan fields saying where it came from."""
+    (on_pr, where), issue = asked, payload["issue"]
     if command.name == "help":
         return Plan(reason="help", reaction="eyes", reply=help_text(known), **where)
-    if where["pull_number"] is not None:
+    if on_pr:
         return Plan(reason=f"{command.name} on PR", command=command, key=f"pr-{issue['number']}", reaction="eyes", **where)
     default = payload["repository"]["default_branch"]
     return Plan(
