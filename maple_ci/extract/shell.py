@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .budget import Budget
+from .lexer import Lexer, closing  # noqa: F401  (closing: evaluate reads `$(...)` with it)
 
-_OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", ";", "&", "|", "(", ")")
-_REDIRECT = re.compile(r"(\d*|&)(<<<|<<-|<<|>>|>&|<&|&>>|&>|>\||<>|<|>)")
-_ARRAY_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
-_BLANK_LINES = re.compile(r"(?:[ \t]*(?:#[^\n]*)?\n)+")  # blank lines and comment lines
 _SKIPPED_KEYWORDS = {"do", "while", "until", "!", "done", "esac", "}"}
+_CASE_CLAUSE_ENDS = (";;", ";&", ";;&")
 
 
 @dataclass
@@ -75,295 +73,199 @@ def bash_syntax_error(text: str) -> Optional[str]:
     return first.replace("/dev/stdin: ", "", 1)
 
 
-def closing(text: str, start: int, open_: str = "(", close: str = ")") -> int:
-    """Index just past the bracket that closes the one at `start`, skipping quoted text; len(text)
-    when none does."""
-    depth, i = 0, start
-    while i < len(text):
-        char = text[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char in "'\"`" and open_ != "'":
-            i = _quote_end(text, i)
-            continue
-        if char == open_:
-            depth += 1
-        elif char == close:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
-
-
-def _quote_end(text: str, i: int) -> int:
-    """Index just past the quoted part starting at text[i] ('...', "...", `...`)."""
-    quote = text[i]
-    i += 1
-    while i < len(text) and text[i] != quote:
-        if text[i] == "\\" and quote != "'":
-            i += 1
-        elif quote == '"' and text.startswith("$(", i):
-            i = closing(text, i + 1) - 1
-        i += 1
-    return i + 1
-
-
-class _Lexer:
-    """Tokens: ("word", raw), ("op", operator or newline), ("redirect", (operator, target, heredoc))."""
-
-    def __init__(self, text: str, budget: Budget):
-        self.text, self.i, self.line, self.budget = text, 0, 1, budget
-        self.pending: list[list] = []  # here-documents waiting for the end of the line: [delimiter, strip, quoted, token]
-
-    def tokens(self):
-        text = self.text
-        while self.i < len(text):
-            char = text[self.i]
-            if char in " \t":
-                self.i += 1
-            elif text.startswith("\\\n", self.i):
-                self.i += 2
-                self.line += 1
-            elif char == "\n":
-                self.i += 1
-                self.line += 1
-                self._read_heredocs()
-                yield "op", "\n", self.line - 1, self.i - 1
-                self._skip_blank_lines()
-            elif char == "#":
-                end = text.find("\n", self.i)
-                self.i = len(text) if end < 0 else end
-            elif match := _REDIRECT.match(text, self.i):
-                start = self.i
-                yield "redirect", self._redirect(match), self.line, start
-            elif text.startswith("((", self.i) and not text.startswith("((", self.i + 1):
-                end = text.find("))", self.i)
-                end = len(text) if end < 0 else end + 2
-                yield "word", text[self.i:end], self.line, self.i
-                self.i = end
-            elif op := next((op for op in _OPERATORS if text.startswith(op, self.i)), None):
-                self.i += len(op)
-                yield "op", op, self.line, self.i - len(op)
-            else:
-                start_line, start = self.line, self.i
-                self.budget.step()
-                word = self._word()
-                yield "word", word, start_line, start
-
-    def _skip_blank_lines(self) -> None:
-        """Blank and comment lines after a newline: one separator, read at C speed."""
-        match = _BLANK_LINES.match(self.text, self.i)
-        if match:
-            self.line += match.group(0).count("\n")
-            self.i = match.end()
-
-    def _word(self) -> str:
-        text, start = self.text, self.i
-        while self.i < len(text):
-            char = text[self.i]
-            if char in " \t\n;&|<>)" or (char == "(" and not _ARRAY_ASSIGNMENT.fullmatch(text[start:self.i])):
-                break
-            if char == "(":  # NAME=( ... ): the array's words belong to the assignment
-                end = closing(text, self.i)
-            elif char == "\\":
-                end = self.i + 2
-            elif char in "'\"`":
-                end = _quote_end(text, self.i)
-            elif text.startswith("$((", self.i):
-                end = text.find("))", self.i)
-                end = len(text) if end < 0 else end + 2
-            elif text.startswith("$(", self.i):
-                end = closing(text, self.i + 1)
-            elif text.startswith("${", self.i):
-                end = closing(text, self.i + 1, "{", "}")
-            else:
-                end = self.i + 1
-            self.line += text.count("\n", self.i, end)
-            self.i = end
-        return text[start:self.i]
-
-    def _redirect(self, match: re.Match) -> tuple:
-        self.i = match.end()
-        operator = match.group(2)
-        while self.i < len(self.text) and self.text[self.i] in " \t":
-            self.i += 1
-        target = self._word()
-        token = [operator, target, None]
-        if operator in ("<<", "<<-"):
-            quoted = any(q in target for q in "'\"\\")
-            self.pending.append([re.sub(r"['\"\\]", "", target), operator == "<<-", quoted, token])
-        return token
-
-    def _read_heredocs(self) -> None:
-        for delimiter, strip, quoted, token in self.pending:
-            body = []
-            while self.i < len(self.text):
-                end = self.text.find("\n", self.i)
-                end = len(self.text) if end < 0 else end
-                line = self.text[self.i:end]
-                self.i, self.line = end + 1, self.line + 1
-                if (line.lstrip("\t") if strip else line) == delimiter:
-                    break
-                body.append(line.lstrip("\t") if strip else line)
-            token[2] = ("\n".join(body) + "\n" if body else "", not quoted)
-        self.pending = []
-
-
 def parse(text: str, budget: Optional[Budget] = None) -> list[Node]:
     """The commands of `text`, in order, with function bodies kept apart as Function nodes; each
     word read is a step of `budget` (the script's, shared with what it evals and sources)."""
     budget = budget or Budget()
     budget.spend(len(text))  # a text parsed again and again (`bash f.sh` in a loop of calls) is text read
-    nodes, _ = _parse(list(_Lexer(text, budget).tokens()), 0, None)
-    return nodes
+    return _Parser(list(Lexer(text, budget).tokens())).block(set())
 
 
-def _parse(tokens: list, i: int, until) -> tuple[list[Node], int]:
-    """Commands from tokens[i] until a word in `until` ("}", ")", "then", "fi"...) at a command
-    start, or the end; the index returned is just past that word."""
-    until = {until} if isinstance(until, str) else until or set()
-    nodes: list[Node] = []
-    words: list[str] = []
-    starts: list[int] = []
-    redirects: list[tuple[str, str]] = []
-    heredoc, line = None, 0
-    skip_to_separator = False
+@dataclass
+class _Block:
+    """The nodes of one command list being read, and the simple command being gathered."""
 
-    def flush():
-        nonlocal words, starts, redirects, heredoc
-        if words or redirects:
-            nodes.append(Command(words, line, redirects, heredoc, starts))
-        words, starts, redirects, heredoc = [], [], [], None
+    until: set  # the words (or `)`, `;;`) that end the list at a command start
+    nodes: list = field(default_factory=list)
+    words: list = field(default_factory=list)
+    starts: list = field(default_factory=list)
+    redirects: list = field(default_factory=list)
+    heredoc: Optional[tuple] = None
+    line: int = 0  # where the current command's first word is (kept past a flush, as bash's reader does)
+    skip_to_separator: bool = False  # inside `for NAME in ...` / `select ...`: not a command
+    ended: bool = False
 
-    while i < len(tokens):
-        kind, value, at, offset = tokens[i]
-        i += 1
-        if kind == "op":
-            if value == ")" and ")" in until:
-                flush()
-                return nodes, i
-            if value == "(" and not words:  # a subshell: its commands run like any others
-                inner, i = _parse(tokens, i, ")")
-                nodes.extend(inner)
-                continue
-            if value in (";;", ";&", ";;&") and ";;" in until:  # the end of a case clause
-                flush()
-                return nodes, i
-            flush()
-            skip_to_separator = skip_to_separator and value not in ("\n", ";")
-            continue
-        if kind == "redirect":
-            operator, target, body = value
-            redirects.append((operator, target))
-            heredoc = body or heredoc
-            continue
-        if skip_to_separator:
-            continue
-        if not words:
-            line = at
-            if value in until:
-                flush()
-                return nodes, i
-            if value == "if":
-                nodes.append(_if(tokens, i))
-                i = nodes[-1].end
-                continue
-            if value == "{":  # a group: nested, so its `}` does not end an enclosing function body
-                inner, i = _parse(tokens, i, "}")
-                nodes.extend(inner)
-                continue
-            if value == "case":
-                nodes.append(_case(tokens, i))
-                i = nodes[-1].end
-                continue
-            if value in ("for", "select"):
-                skip_to_separator = True
-                continue
-            if value in _SKIPPED_KEYWORDS or value.startswith("(("):
-                if value.startswith("(("):
-                    nodes.append(Command([value], at, starts=[offset]))
-                continue
-            function = _function_header(tokens, i - 1)
-            if function:
-                name, body_start = function
-                body, i = _body(tokens, body_start)
-                nodes.append(Function(name, body, at))
-                continue
-        words.append(value)
-        starts.append(offset)
-    flush()
-    return nodes, i
+    def flush(self) -> None:
+        if self.words or self.redirects:
+            self.nodes.append(Command(self.words, self.line, self.redirects, self.heredoc, self.starts))
+        self.words, self.starts, self.redirects, self.heredoc = [], [], [], None
+
+    def ends_at(self, operator: str) -> bool:
+        """Whether `operator` closes this list: the `)` of a subshell, the `;;` of a case clause."""
+        if operator == ")":
+            return ")" in self.until
+        return operator in _CASE_CLAUSE_ENDS and ";;" in self.until
 
 
-def _if(tokens: list, i: int) -> If:
-    """The if statement whose `if` was just read; its `end` is the index past its `fi`."""
-    node = If([], [])
-    while True:
-        condition, i = _parse(tokens, i, {"then"})
-        body, i = _parse(tokens, i, {"elif", "else", "fi"})
-        node.branches.append((condition, body))
-        ending = tokens[i - 1][1] if i - 1 < len(tokens) else "fi"
+class _Parser:
+    """Nodes from the lexer's tokens; `i` is the index of the next token to read."""
+
+    def __init__(self, tokens: list):
+        self.tokens, self.i = tokens, 0
+
+    def block(self, until: set) -> list[Node]:
+        """Commands until a word in `until` ("}", "then", "fi"...) at a command start, a `)` or `;;`
+        that `until` names, or the end; `i` ends just past what ended the list."""
+        block = _Block(until)
+        while self.i < len(self.tokens) and not block.ended:
+            kind, value, at, offset = self.tokens[self.i]
+            self.i += 1
+            self._READERS[kind](self, block, value, at, offset)
+        block.flush()
+        return block.nodes
+
+    def _operator(self, block: _Block, value: str, at: int, offset: int) -> None:
+        if block.ends_at(value):
+            block.ended = True
+        elif value == "(" and not block.words:  # a subshell: its commands run like any others
+            block.nodes.extend(self.block({")"}))
+        else:
+            block.flush()
+            block.skip_to_separator = block.skip_to_separator and value not in ("\n", ";")
+
+    def _redirect(self, block: _Block, value: tuple, at: int, offset: int) -> None:
+        operator, target, body = value
+        block.redirects.append((operator, target))
+        block.heredoc = body or block.heredoc
+
+    def _word(self, block: _Block, value: str, at: int, offset: int) -> None:
+        if block.skip_to_separator:
+            return
+        if block.words or not self._command_start(block, value, at, offset):
+            block.words.append(value)
+            block.starts.append(offset)
+
+    _READERS = {"op": _operator, "redirect": _redirect, "word": _word}
+
+    def _command_start(self, block: _Block, value: str, at: int, offset: int) -> bool:
+        """A word where a command starts: the end of the list, a compound command or a function
+        definition read here (True), or the command's own first word (False)."""
+        block.line = at
+        if value in block.until:
+            block.ended = True
+        elif value in self._COMPOUND:
+            self._COMPOUND[value](self, block)
+        elif value.startswith("(("):
+            block.nodes.append(Command([value], at, starts=[offset]))
+        elif value not in _SKIPPED_KEYWORDS:
+            return self._function(block, at)
+        return True
+
+    def _if(self, block: _Block) -> None:
+        block.nodes.append(self._if_statement())
+
+    def _case(self, block: _Block) -> None:
+        block.nodes.append(self._case_statement())
+
+    def _group(self, block: _Block) -> None:
+        """{ ...; }: nested, so its `}` does not end an enclosing function body."""
+        block.nodes.extend(self.block({"}"}))
+
+    def _loop_header(self, block: _Block) -> None:
+        block.skip_to_separator = True
+
+    _COMPOUND = {"if": _if, "case": _case, "{": _group, "for": _loop_header, "select": _loop_header}
+
+    def _if_statement(self) -> If:
+        """The if statement whose `if` was just read; `i` ends past its `fi`."""
+        node = If([], [])
+        ending = "elif"
+        while ending == "elif":
+            condition = self.block({"then"})
+            node.branches.append((condition, self.block({"elif", "else", "fi"})))
+            ending = self.tokens[self.i - 1][1] if self.i - 1 < len(self.tokens) else "fi"
         if ending == "else":
-            node.otherwise, i = _parse(tokens, i, {"fi"})
-            break
-        if ending != "elif":
-            break
-    node.end = i
-    return node
+            node.otherwise = self.block({"fi"})
+        return node
 
+    def _case_statement(self) -> Case:
+        """The case statement whose `case` was just read; `i` ends past its `esac`."""
+        node = Case([], [], word=self._case_word())
+        while self.i < len(self.tokens):
+            if self._at("op", "\n", "(", ";"):
+                self.i += 1
+            elif self._at("word", "esac"):
+                self.i += 1
+                break
+            elif self._clause(node):
+                break
+        return node
 
-def _case(tokens: list, i: int) -> Case:
-    """The case statement whose `case` was just read; its `end` is the index past its `esac`."""
-    node = Case([], [])
-    while i < len(tokens) and not (tokens[i][0] == "word" and tokens[i][1] == "in"):
-        if tokens[i][0] == "word" and not node.word:
-            node.word = tokens[i][1]
-        i += 1
-    i += 1
-    while i < len(tokens):
-        kind, value = tokens[i][0], tokens[i][1]
-        if kind == "op" and value in ("\n", "(", ";"):
-            i += 1
-            continue
-        if kind == "word" and value == "esac":
-            i += 1
-            break
+    def _case_word(self) -> str:
+        """The word of `case WORD in`; `i` ends past the `in`."""
+        word = ""
+        while self.i < len(self.tokens) and not self._at("word", "in"):
+            if self.tokens[self.i][0] == "word" and not word:
+                word = self.tokens[self.i][1]
+            self.i += 1
+        self.i += 1
+        return word
+
+    def _clause(self, node: Case) -> bool:
+        """One `PATTERN) commands ;;` clause of `node`; True when it ended the case statement."""
+        node.patterns.append(self._patterns())
+        node.branches.append(([], self.block({"esac", ";;"})))
+        return self.tokens[self.i - 1][1] == "esac" or self.i >= len(self.tokens)
+
+    def _patterns(self) -> list[str]:
+        """A case clause's patterns, as written; `i` ends past their `)`."""
         patterns = []
-        while i < len(tokens) and not (tokens[i][0] == "op" and tokens[i][1] == ")"):
-            if tokens[i][0] == "word":
-                patterns.append(tokens[i][1])
-            i += 1
-        body, i = _parse(tokens, i + 1, {"esac", ";;"})
-        node.branches.append(([], body))
-        node.patterns.append(patterns)
-        if tokens[i - 1][1] == "esac" or i >= len(tokens):
-            break
-    node.end = i
-    return node
+        while self.i < len(self.tokens) and not self._at("op", ")"):
+            if self.tokens[self.i][0] == "word":
+                patterns.append(self.tokens[self.i][1])
+            self.i += 1
+        self.i += 1
+        return patterns
 
+    def _function(self, block: _Block, at: int) -> bool:
+        """`name() {`, `function name {`, `function name() {` and the body: True when one was read."""
+        header = self._keyword_function(self.i - 1) or self._function_name(self.i - 1)
+        if header is None:
+            return False
+        name, self.i = header
+        block.nodes.append(Function(name, self._body(), at))
+        return True
 
-def _function_header(tokens: list, i: int) -> Optional[tuple[str, int]]:
-    """(name, index of the body's first token) for `name() {`, `function name {`, `function name() {`."""
-    def op(j, value):
-        return j < len(tokens) and tokens[j][0] == "op" and tokens[j][1] == value
+    def _keyword_function(self, i: int) -> Optional[tuple[str, int]]:
+        """(name, index of the body's first token) for `function name` and `function name()`."""
+        if self.tokens[i][1] != "function" or not self._is(i + 1, "word"):
+            return None
+        if self._is(i + 2, "op", "(") and self._is(i + 3, "op", ")"):
+            return self.tokens[i + 1][1], i + 4
+        return self.tokens[i + 1][1], i + 2
 
-    if tokens[i][1] == "function" and i + 1 < len(tokens) and tokens[i + 1][0] == "word":
-        j = i + 2
-        if op(j, "(") and op(j + 1, ")"):
-            j += 2
-        return tokens[i + 1][1], j
-    if re.fullmatch(r"[\w.:-]+", tokens[i][1]) and op(i + 1, "(") and op(i + 2, ")"):
-        return tokens[i][1], i + 3
-    return None
+    def _function_name(self, i: int) -> Optional[tuple[str, int]]:
+        """(name, index of the body's first token) for `name()`."""
+        if re.fullmatch(r"[\w.:-]+", self.tokens[i][1]) and self._is(i + 1, "op", "(") and self._is(i + 2, "op", ")"):
+            return self.tokens[i][1], i + 3
+        return None
 
+    def _body(self) -> list[Node]:
+        """A function's body: a `{ ... }` group or a `( ... )` subshell, after any newlines."""
+        while self.i < len(self.tokens) and self.tokens[self.i][1] == "\n":
+            self.i += 1
+        opener = self.tokens[self.i][1] if self.i < len(self.tokens) else None
+        if opener not in ("{", "("):
+            return []
+        self.i += 1
+        return self.block({"}" if opener == "{" else ")"})
 
-def _body(tokens: list, i: int) -> tuple[list[Node], int]:
-    while i < len(tokens) and tokens[i][1] == "\n":
-        i += 1
-    if i < len(tokens) and tokens[i][1] == "{":
-        return _parse(tokens, i + 1, "}")
-    if i < len(tokens) and tokens[i][1] == "(":
-        return _parse(tokens, i + 1, ")")
-    return [], i
+    def _is(self, j: int, kind: str, value: Optional[str] = None) -> bool:
+        """Whether tokens[j] exists, is of `kind` and, when given, is `value`."""
+        if j >= len(self.tokens):
+            return False
+        return self.tokens[j][0] == kind and value in (None, self.tokens[j][1])
+
+    def _at(self, kind: str, *values: str) -> bool:
+        """Whether the next token is of `kind` and one of `values`."""
+        return self._is(self.i, kind) and self.tokens[self.i][1] in values

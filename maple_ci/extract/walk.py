@@ -17,8 +17,9 @@ from typing import Optional
 
 from ..errors import MapleError
 from ..files import inside, read_inside
-from .budget import Budget, matches
-from .builtins import BUILTINS, Builtins, evaluate_test, let_values
+from .branches import UNEXPANDED, Branches, only_command
+from .budget import Budget
+from .builtins import BUILTINS, Builtins, let_values
 from .evaluate import PASS_THROUGH, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
 
@@ -28,15 +29,10 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
 # where the name would be empty.
 _UNKNOWN_OUTPUT = re.compile(r"\s*(?:\$\((?!\().*\)|`.*`)\s*", re.S)
 MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / source / function calls followed
-# The value of a variable that branches the script cannot decide between set differently, one of
-# them from what only the job knows: it reads like a command's output (`lookup` keeps `$NAME` as
-# written, counts stay unknown).
-RUN_TIME_VALUE = "$(...)"
-_JOB_COMPUTED = re.compile(r"\$\(|`")  # arithmetic or a command's output left for the job
 
 
 @dataclass
-class Shell(Builtins):
+class Shell(Builtins, Branches):
     """What the script has set up to the command being read."""
 
     root: Optional[Path]  # the checkout: files are read only inside it
@@ -61,23 +57,33 @@ class Shell(Builtins):
     output: Optional[list] = None  # what `echo` prints, in a function run for its output: $(f a b)
 
     def lookup(self, name: str):
-        if not self.arguments_known and name in ("@", "*"):
-            return [PASS_THROUGH] if name == "@" else PASS_THROUGH  # given at submit time: passed on
-        if not self.arguments_known and (name == "#" or name.isdigit() and name != "0"):
-            return None  # `$1` is a value the user gives at submit time: kept as written
-        if name.isdigit():
-            index = int(name)
-            return self.positional[index - 1] if 0 < index <= len(self.positional) else ("" if index else self.name)
-        if name == "@":
-            return list(self.positional)
-        if name == "*":
-            return " ".join(self.positional)
-        if name == "#":
-            return str(len(self.positional))
+        if name in ("@", "*", "#") or name.isdigit():
+            return self._parameter(name)
         value = self.vars.get(name)
         # A variable holding what only the job knows ($(hostname), $((N * 4)) over unknowns) is
         # referred to by name, as written; `resolve` still looks inside it for counts.
         return None if isinstance(value, str) and _UNKNOWN_OUTPUT.fullmatch(value) else value
+
+    def _parameter(self, name: str):
+        """$0, $1..., $@, $*, $#. The top-level script's arguments are given at submit time: "$@"
+        and $* are passed on, $1... and $# kept as written (None)."""
+        if self.arguments_known or name == "0":
+            return self._argument(name)
+        if name == "@":
+            return [PASS_THROUGH]
+        return PASS_THROUGH if name == "*" else None
+
+    def _argument(self, name: str):
+        if name.isdigit():
+            return self._positional(int(name))
+        if name == "@":
+            return list(self.positional)
+        return " ".join(self.positional) if name == "*" else str(len(self.positional))
+
+    def _positional(self, index: int) -> str:
+        if index == 0:
+            return self.name
+        return self.positional[index - 1] if index <= len(self.positional) else ""
 
     @property
     def expand(self) -> Expander:
@@ -86,16 +92,24 @@ class Shell(Builtins):
     def output_of(self, command: str) -> Optional[str]:
         """What `$(name args)` prints when `name` is one of the script's functions (its echo lines,
         as bash would capture them); None for any other command."""
-        nodes = parse(command, self.budget)
-        if len(nodes) != 1 or not isinstance(nodes[0], Command) or self.depth + self.nested >= MAX_DEPTH:
+        node = only_command(parse(command, self.budget))
+        if node is None or self._too_deep():
             return None
-        fields = [f for word in nodes[0].words for f in self.expand.fields(word)]
+        fields = self._fields(node.words)
         if not fields or fields[0] not in self.functions:
             return None
         sub = self.child(fields[1:], self.name)
         sub.output = []
         sub.run(self.functions[fields[0]])
         return "\n".join(sub.output)
+
+    def _fields(self, words: list[str]) -> list[str]:
+        """The fields `words` expand to, as bash splits them."""
+        return [f for word in words for f in self.expand.fields(word)]
+
+    def _too_deep(self) -> bool:
+        """Whether another eval, source or call would pass MAX_DEPTH."""
+        return self.depth + self.nested >= MAX_DEPTH
 
     def resolve(self, raw: Optional[str]) -> Optional[str]:
         """A field's value with the scheduler's known variables put in; None if still unknown."""
@@ -129,31 +143,45 @@ class Shell(Builtins):
         checkout); None when it is unknown, outside the checkout, a symlink or unreadable."""
         if path in self.files:
             return self.files[path]
-        if self.root is None or "$" in path or "`" in path:
+        if self.root is None or UNEXPANDED.search(path):
             return None
+        full = self._find(path)
+        return None if full is None else self._read_checkout_file(full)
+
+    def _find(self, path: str) -> Optional[Path]:
+        """The first file `path` names in the folders it is looked up in (an absolute path is
+        itself: pathlib's `/` keeps it), inside the checkout."""
         for folder in self._folders():
-            candidate = Path(path) if Path(path).is_absolute() else folder / path
-            full = inside(self.root, candidate)
+            full = inside(self.root, folder / path)
             if full is not None and full.is_file():
-                try:
-                    return read_inside(self.root, full)
-                except MapleError:
-                    return None
+                return full
         return None
+
+    def _read_checkout_file(self, full: Path) -> Optional[str]:
+        try:
+            return read_inside(self.root, full)
+        except MapleError:
+            return None
 
     def _folders(self) -> list:
         """Where a relative path is looked up: the script's folder, then each folder above it up to
         the checkout's root (a job runs where it was submitted: `sbatch recipes/launch.slurm`
         from the repository names `recipes/...` from there), then the root."""
-        folders = [self.base_dir] if self.base_dir is not None else []
-        if self.base_dir is not None and self.root is not None:
-            try:
-                base, root = self.base_dir.resolve(), self.root.resolve()
-            except (OSError, RuntimeError):
-                base = root = None
-            if base is not None and base != root and base.is_relative_to(root):
-                folders += [parent for parent in base.parents if parent != root and parent.is_relative_to(root)]
-        return folders + ([self.root] if self.root is not None else [])
+        if self.root is None:
+            return [self.base_dir] if self.base_dir is not None else []
+        if self.base_dir is None:
+            return [self.root]
+        return [self.base_dir, *self._folders_above(), self.root]
+
+    def _folders_above(self) -> list:
+        """The folders between the script's folder and the checkout's root, nearest first."""
+        try:
+            base, root = self.base_dir.resolve(), self.root.resolve()
+        except (OSError, RuntimeError):
+            return []
+        if base == root or not base.is_relative_to(root):
+            return []
+        return list(itertools.takewhile(root.__ne__, base.parents))
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -169,88 +197,9 @@ class Shell(Builtins):
             else:
                 self.command(node)
 
-    def _if(self, node: If) -> None:
-        """The branch bash takes when the tests are decided by the script's own values; every
-        branch that may run, in order, when one is not (the launch may be in any of them)."""
-        possible = []
-        for condition, body in node.branches:
-            taken = self._test(condition)
-            if taken is None:
-                possible.append(body)
-            elif taken:
-                if not possible:
-                    self.run(body)
-                    return
-                possible.append(body)
-                self._undecided(possible, False)
-                return
-        if not possible:
-            self.run(node.otherwise)
-            return
-        self._undecided([*possible, node.otherwise], False)
-
-    def _case(self, node: Case) -> None:
-        """The clause whose pattern matches the word, as bash matches it (glob patterns, `a|b`);
-        every clause when the word is only known to the job."""
-        fields = self.expand.fields(node.word) if node.word else [""]
-        word = fields[0] if len(fields) == 1 else None
-        if word is not None and "$" not in word and "`" not in word:
-            for patterns, (_, body) in zip(node.patterns, node.branches):
-                if any(matches(word, self.expand.string(p)) for p in patterns):
-                    self.run(body)
-                    return
-            return
-        bodies = [body for _, body in node.branches]
-        catch_all = any(p == "*" for patterns in node.patterns for p in patterns)
-        self._undecided(bodies, not catch_all)
-
-    def _undecided(self, bodies: list, may_skip: bool) -> None:
-        """Branches the script cannot choose between: each runs from the same state (its launches
-        are all found). A variable they leave alike keeps its value; one they leave differently
-        takes the last branch's (the default: `else`, `*)`), unless one branch computes it from
-        what only the job knows (`$((PBS_NCPUS / ...))`, `$(nproc)`): then only the job knows it."""
-        before = dict(self.vars)
-        outcomes = [before] if may_skip else []
-        for body in bodies:
-            self.vars = dict(before)
-            self.run(body)
-            outcomes.append(self.vars)
-        missing = object()
-        merged = {}
-        for name in {name for outcome in outcomes for name in outcome}:
-            values = [outcome.get(name, missing) for outcome in outcomes]
-            if all(value == values[0] for value in values):
-                chosen = values[0]
-            elif any(isinstance(value, str) and _JOB_COMPUTED.search(value) for value in values):
-                chosen = RUN_TIME_VALUE
-            else:
-                chosen = values[-1]
-            if chosen is not missing:
-                merged[name] = chosen
-        self.vars = merged
-
-    def _test(self, condition: list[Node]) -> Optional[bool]:
-        """The outcome of `[ ... ]`, `[[ ... ]]` or `test ...` over known values; None otherwise."""
-        if len(condition) != 1 or not isinstance(condition[0], Command):
-            return None
-        words = condition[0].words
-        if not words or words[0] not in ("[", "[[", "test"):
-            return None
-        values = []
-        for word in words[1:len(words) - (words[0] != "test")]:
-            fields = self.expand.fields(word) or [""]
-            if not self.arguments_known and len(fields) == 1 and "'" not in word:
-                # the script is read as run without arguments (`${1:-x}` is x, "$@" is empty): a
-                # test sees its arguments empty, as bash would
-                fields = [re.sub(r"\$(?:\{#\}|#)", "0", re.sub(r"\$(?:\{\d+\}|\d)", "", fields[0].replace(PASS_THROUGH, "")))]
-            if len(fields) != 1 or "$" in fields[0] and not re.fullmatch(r"'.*'", word):
-                return None
-            values.append(fields[0])
-        return evaluate_test(values)
-
     def run_text(self, text: str) -> None:
         """An eval'd string or a sourced file: one level deeper (`eval "$a"` may run itself)."""
-        if self.depth + self.nested < MAX_DEPTH:
+        if not self._too_deep():
             self.nested += 1
             try:
                 self.run(parse(text, self.budget))
@@ -264,21 +213,27 @@ class Shell(Builtins):
             return
         assignments = list(itertools.takewhile(_ASSIGNMENT.fullmatch, cmd.words))
         words = cmd.words[len(assignments):]
-        if not words:
-            for word in assignments:
-                self._assign(word)
+        if words:
+            self._simple_command(cmd, assignments, words)
             return
-        fields = [f for word in words for f in self.expand.fields(word)]
-        if not fields:
+        for word in assignments:
+            self._assign(word)
+
+    def _simple_command(self, cmd: Command, assignments: list[str], words: list[str]) -> None:
+        """A command after its `VAR=x` prefixes: a builtin the walk follows, a call of one of the
+        script's functions, or a command that may launch the program."""
+        fields = self._fields(words)
+        if not fields or self._builtin(fields, words):
             return
-        head, rest = fields[0], fields[1:]
-        builtin = BUILTINS.get(head)
-        if builtin and getattr(self, builtin)(head, rest, words) is not False:
-            return
-        if head in self.functions and self.depth + self.nested < MAX_DEPTH:
-            self._call(head, rest)
+        if fields[0] in self.functions and not self._too_deep():
+            self._call(fields[0], fields[1:])
         else:
             self._launch(cmd, assignments, fields)
+
+    def _builtin(self, fields: list[str], words: list[str]) -> bool:
+        """Whether a builtin the walk follows (BUILTINS) took the command."""
+        method = BUILTINS.get(fields[0])
+        return bool(method) and getattr(self, method)(fields[0], fields[1:], words) is not False
 
     def _call(self, name: str, arguments: list[str]) -> None:
         saved = self.positional, self.arguments_known
@@ -295,68 +250,93 @@ class Shell(Builtins):
         launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
         if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
             self.commands.append((cmd.line, cmd.words, launch))
-        if launch and (launch.score or self.depth and launch.entry):  # inner: scored by the caller
+        if _kept(launch, self.depth):
             self.launches.append(launch)
 
     def _here_document(self, cmd: Command) -> None:
         """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`;
         `read -r -d '' CMD <<EOF`: the variable's value, for a later `bash -c "$CMD"`."""
-        if cmd.heredoc is None or not cmd.words or cmd.words[0] not in ("cat", "tee", "read"):
+        if cmd.heredoc is None or not cmd.words:
             return
-        body, expands = cmd.heredoc
         if cmd.words[0] == "read":
-            self.vars[cmd.words[-1]] = (self.expand.text(body) if expands else body).rstrip("\n")
+            self.vars[cmd.words[-1]] = self._here_document_text(cmd).rstrip("\n")
+        elif cmd.words[0] in ("cat", "tee"):
+            self._write_here_document(cmd)
+
+    def _write_here_document(self, cmd: Command) -> None:
+        targets = _written_files(cmd)
+        if not targets:
             return
-        targets = [t for op, t in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
-        targets = [t for t in targets if not t.startswith("-")]
-        if targets:
-            text = self.expand.text(body) if expands else body
-            for target in targets:
-                self.files[self.expand.string(target)] = text
-                self.files[self.expand.string(target).removeprefix("./")] = text
+        text = self._here_document_text(cmd)
+        for target in targets:
+            path = self.expand.string(target)
+            self.files[path] = text
+            self.files[path.removeprefix("./")] = text
+
+    def _here_document_text(self, cmd: Command) -> str:
+        body, expands = cmd.heredoc
+        return self.expand.text(body) if expands else body
 
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
-        if value.startswith("(") and value.endswith(")") and index is None:
-            items = [f for node in parse(value[1:-1], self.budget) if isinstance(node, Command)
-                     for w in node.words for f in self.expand.fields(w)]
-            old = self.vars.get(name) if append else None
-            self.vars[name] = (old if isinstance(old, list) else [old] if old else []) + items
+        if index is None and value.startswith("(") and value.endswith(")"):
+            items = self._array_items(value[1:-1])
+            self.vars[name] = _as_list(self.vars.get(name) if append else None) + items
             return
         text = self.expand.string(value)
-        if index is not None:
-            items = self.vars.get(name)
-            items = list(items) if isinstance(items, list) else [items] if items else []
-            position = arith(index, self.lookup)
-            if position is not None and 0 <= position <= len(items):
-                items[position:position + 1] = [text]
-            self.vars[name] = items
-            return
-        old = self.vars.get(name)
-        if append and isinstance(old, list):
-            self.vars[name] = old + [text]
+        if index is None:
+            self._assign_scalar(name, text, append, export)
         else:
-            self.vars[name] = (old or "") + text if append and isinstance(old, str) else text
+            self.vars[name] = self._with_element(name, index, text)
+
+    def _array_items(self, text: str) -> list[str]:
+        """The fields of the words of `NAME=( ... )`."""
+        items = []
+        for node in parse(text, self.budget):
+            if isinstance(node, Command):
+                items += self._fields(node.words)
+        return items
+
+    def _with_element(self, name: str, index: str, text: str) -> list:
+        """`NAME[index]=text`: the array with that element set (an index past its end is ignored)."""
+        items = _as_list(self.vars.get(name))
+        position = arith(index, self.lookup)
+        if position is not None and 0 <= position <= len(items):
+            items[position:position + 1] = [text]
+        return items
+
+    def _assign_scalar(self, name: str, text: str, append: bool, export: bool) -> None:
+        self.vars[name] = self._appended(name, text) if append else text
         if export or name in self.env:
             self.env[name] = self.vars[name]
 
+    def _appended(self, name: str, text: str):
+        """`NAME+=text`: added to the array or the string NAME holds."""
+        old = self.vars.get(name)
+        if isinstance(old, list):
+            return old + [text]
+        return old + text if isinstance(old, str) else text
+
     def _declare(self, head: str, raw: list[str]) -> None:
-        flags = "".join(w[1:] for w in raw if w.startswith("-"))
-        export = head == "export" or "x" in flags
+        export = _exports(head, raw)
         for word in raw:
-            if word.startswith("-"):
-                continue
-            if _ASSIGNMENT.fullmatch(word):
-                self._assign(word, export)
-            elif export and isinstance(self.vars.get(word), str):
-                self.env[word] = self.vars[word]
+            if not word.startswith("-"):
+                self._declare_name(word, export)
+
+    def _declare_name(self, word: str, export: bool) -> None:
+        """`NAME=value` or `NAME` in `export`/`declare`/`local`...: assigned, or exported as it is."""
+        if _ASSIGNMENT.fullmatch(word):
+            self._assign(word, export)
+        elif export and isinstance(self.vars.get(word), str):
+            self.env[word] = self.vars[word]
 
     def _let(self, expr: str) -> None:
         self.vars.update(let_values(expr, self.lookup))
 
     def _source(self, path: str, args: list[str]) -> None:
-        if path.endswith("/activate") or path == "activate":
-            self.python_env = f"source {path}" if path != "activate" else " ".join(["conda", "activate", *args[:1]])
+        activation = _activation(path, args)
+        if activation:
+            self.python_env = activation
             return
         text = self.read(path)
         if text is None:
@@ -367,3 +347,35 @@ class Shell(Builtins):
         saved, self.positional = self.positional, args or self.positional
         self.run_text(text)
         self.positional = saved
+
+
+def _as_list(value) -> list:
+    """An array's items: a scalar is its only item, an unset or empty one has none."""
+    if isinstance(value, list):
+        return list(value)
+    return [value] if value else []
+
+
+def _exports(head: str, raw: list[str]) -> bool:
+    """Whether `export ...` / `declare -x ...` (flags as `-x`, `-rx`...) exports what it names."""
+    return head == "export" or "x" in "".join(w[1:] for w in raw if w.startswith("-"))
+
+
+def _kept(launch, depth: int) -> bool:
+    """Whether a launch the walk met is one of the script's: scored, or inside a wrapper with an
+    entry (the caller scores it)."""
+    return bool(launch) and bool(launch.score or depth and launch.entry)
+
+
+def _written_files(cmd: Command) -> list[str]:
+    """Where `cat > f <<EOF`, `cat >> f`, `tee f <<EOF` write the here-document, as written."""
+    targets = [target for op, target in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
+    return [target for target in targets if not target.startswith("-")]
+
+
+def _activation(path: str, args: list[str]) -> Optional[str]:
+    """The Python environment `source PATH ARGS` activates (a venv's bin/activate, conda's
+    `source activate NAME`); None for any other file."""
+    if path == "activate":
+        return " ".join(["conda", "activate", *args[:1]])
+    return f"source {path}" if path.endswith("/activate") else None
