@@ -104,25 +104,28 @@ def _offer(m: Match, fix: Fix, script: str, log: str, context: dict, scheduler: 
                             workaround=fix.workaround, cause=fix.cause))  # fmt: skip
 
 
+def _offers(m: Match, script: str, log: str, context: dict, scheduler: str) -> list[_Offer]:
+    """Every alternative of one known case, offered or with the reason it is not."""
+    if m.entry.scheduler and m.entry.scheduler != scheduler:
+        return [_Offer(reason=f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")]
+    return [_offer(m, fix, script, log, context, scheduler) for fix in m.entry.alternatives]
+
+
 def candidates(script: str, log: str, exact: list[Match], context: dict) -> tuple[list[Candidate], list[str], dict]:
     """The candidate fixes of the exact matches, best first; why the others were not offered; and
     the site values to look up for a fix whose very option is the site's (the GPU request syntax)."""
     scheduler = _scheduler(script, log, context)
-    found, reasons, seen, lookups = [], [], set(), {}
-    for m in exact:
-        if m.entry.scheduler and m.entry.scheduler != scheduler:
-            reasons.append(f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")
-            continue
-        for fix in m.entry.alternatives:
-            offer = _offer(m, fix, script, log, context, scheduler)
-            lookups |= offer.lookups or {}
-            new = offer.candidate
-            if new and (new.script == script or new.script in seen):
-                offer = _Offer(reason=f"{m.entry.id}: its fix changes nothing (already applied or not relevant)")
-            reasons += [offer.reason] if offer.reason else []
-            if offer.candidate:
-                seen.add(new.script)
-                found.append(new)
+    found, reasons, seen, lookups = [], [], {script}, {}
+    offers = [offer for m in exact for offer in _offers(m, script, log, context, scheduler)]
+    for offer in offers:
+        lookups |= offer.lookups or {}
+        new = offer.candidate
+        if new and new.script in seen:  # the script as it is, or another candidate's
+            offer = _Offer(reason=f"{new.entry_id}: its fix changes nothing (already applied or not relevant)")
+        reasons += [offer.reason] if offer.reason else []
+        if offer.candidate:
+            seen.add(new.script)
+            found.append(new)
     return found, reasons, lookups
 
 

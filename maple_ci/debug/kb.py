@@ -216,18 +216,24 @@ class Match(BaseModel):
     groups: dict[str, str] = Field(default_factory=dict)  # named groups captured from the log
 
 
+def _eligible(entry: KBEntry, cluster: Optional[str], local_size: Optional[int], ranks: list[int]) -> bool:
+    """The entry holds on this cluster, and for a remote-ranks-only entry every failing rank is remote."""
+    remote = bool(ranks) and min(ranks) >= (local_size or 1)
+    return entry.applies_to(cluster) and (remote or not entry.only_remote_ranks)
+
+
+def _earliest(entry: KBEntry, text: str) -> Optional[re.Match]:
+    found = [m for m in (r.search(text) for r in entry.regexes) if m]
+    return min(found, key=lambda m: m.start()) if found else None
+
+
 def exact_hits(text: str, cluster: Optional[str], local_size: Optional[int], ranks: list[int]) -> list[Match]:
     """Entries whose patterns match `text`, earliest match first; at the same place,
     cluster-specific entries before generic ones, then in knowledge-base order."""
     hits = []
     for order, entry in enumerate(load_kb()):
-        if not entry.applies_to(cluster):
-            continue
-        if entry.only_remote_ranks and not (ranks and min(ranks) >= (local_size or 1)):
-            continue
-        found = [m for m in (r.search(text) for r in entry.regexes) if m]
-        if found:
-            m = min(found, key=lambda m: m.start())
+        m = _earliest(entry, text) if _eligible(entry, cluster, local_size, ranks) else None
+        if m:
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
             found_at = (m.start(), "any" in entry.clusters, order)
             hits.append((found_at, Match(entry=entry, kind="exact", score=1.0, groups=groups)))
