@@ -552,3 +552,14 @@ def test_loop_on_real_slurm_rejections(slurm_cluster, tmp_path, monkeypatch):
     assert report.ok, report.message
     assert [a.entry_id for a in report.attempts] == ["slurm-invalid-partition", "slurm-time-limit-invalid"]
     assert f"--partition={slurm_cluster.default_partition}" in report.script and "--time=01:00:00" in report.script
+
+
+@pytest.mark.parametrize("line", [
+    "job 3132467 exceeded MEM usage hard limit (2528 > 1126)",  # Moab/Torque
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+    "OpenBLAS blas_thread_init: pthread_create: Resource temporarily unavailable",
+    "2026:11:28-06:00:00:(123) oneCCL: atl_ofi_comm.cpp:232 init_transport: EXCEPTION: failed to initialize ATL",
+])  # fmt: skip
+def test_site_and_library_wordings_without_an_error_prefix_are_located(line):
+    failure = debug.locate(f"step 1 done\n{line}\nsrun: error: task 0: Exited with exit code 1\n")
+    assert failure is not None and failure.line == line

@@ -65,6 +65,10 @@ _ERROR_PATTERNS = [
     r"\bur_die:",  # Intel's Unified Runtime aborting (oneCCL on XPU)
     r"\bNCCL failure \S+:\d+ '",  # nccl-tests: Test NCCL failure common.cu:959 'internal error ...'
     r"No space left on device",
+    r"exceeded MEM usage (?:hard|soft) limit",  # Moab/Torque killing a job over its memory limit
+    r"NVIDIA-SMI has failed",  # no driver reachable on the node
+    r"\bblas_thread_init: pthread_create",  # OpenBLAS over the user's process limit
+    r"\bEXCEPTION: ",  # oneCCL's own exceptions, before its |CCL_ERROR| lines
 ]
 # Lines that look like errors but are documented as harmless.
 _BENIGN_PATTERNS = [
@@ -96,7 +100,8 @@ _KEYWORDS = (
     "cannot find name", "unknown userid", "must specify", "not been specified", "now required",
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
-    "NCCL failure", "No space left",
+    "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
+    "EXCEPTION: ",
 )  # fmt: skip
 
 
