@@ -171,12 +171,7 @@ def _run_one(target: str, script: str, miniapp: str, master_port: int, workdir: 
     return failures(Case(target, miniapp, world), result)
 
 
-# A known defect, kept visible: a per-GPU srun source ported to NCI Gadi (job-wide ncpus/ngpus, no
-# select) writes the right 2 x 4 ranks, but the static checks count $((NNODES * 4)) with one node.
-GADI_RANKS = pytest.mark.xfail(reason="static checks read 1 node from a Gadi port's ncpus/ngpus", strict=True)
-
-
-@pytest.mark.parametrize("target", [pytest.param(t, marks=GADI_RANKS) if t == "gadi" else t for t in TARGETS])
+@pytest.mark.parametrize("target", TARGETS)
 def test_five_corpus_scripts_port_to_every_slurm_and_pbs_cluster(module_data_dir, target, tmp_path):
     for file in FIVE:
         result, _ = _port_to(file, target, tmp_path / "ported")

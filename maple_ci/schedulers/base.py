@@ -4,10 +4,9 @@ checks, verification, debug edits and the center gate) and written, and the voca
 
 from __future__ import annotations
 
-import math
 import re
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Optional, Union
 
 from ..errors import MapleError
@@ -110,14 +109,13 @@ class Directives:
             return self.ntasks
         return self.ntasks_per_node * self.nodes if self.ntasks_per_node and self.nodes else None
 
-    def on_nodes_of(self, cpus_per_node: int) -> "Directives":
-        """Where only job-wide totals are given (Gadi's `-l ncpus=96 -l ngpus=8`): the node count they
-        fill on nodes of cpus_per_node CPUs, and the GPUs per node."""
-        if self.nodes_given or not self.cpus:
-            return self
-        nodes = math.ceil(self.cpus / cpus_per_node)
-        return replace(self, nodes=nodes, gpus_per_node=self.gpus_per_node or per_node(self.gpus, nodes),
-                       lines={"nodes": self.lines.get("cpus"), "gpus_per_node": self.lines.get("gpus"), **self.lines})
+    def on_nodes_of(self, cpus_per_node: int, gpus_per_node: Optional[int] = None) -> "Directives":
+        """These directives on nodes of that shape, as their scheduler reads job-wide totals (Gadi's
+        `-l ncpus=96 -l ngpus=8`): the scheduler unit's on_nodes is the one home of that rule."""
+        from . import find  # the registry imports this module
+
+        unit = find(self.scheduler)
+        return unit.on_nodes(self, cpus_per_node, gpus_per_node) if unit else self
 
     def set(self, name: str, value, line: int) -> None:
         setattr(self, name, value)
@@ -259,9 +257,9 @@ class Scheduler:
     def finish(self, last: dict[str, Option], d: Directives) -> None:
         """What several options decide together; nothing by default."""
 
-    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: int) -> Directives:
-        """`d` on nodes with these CPUs and GPUs: the node count where the directives give only
-        job-wide totals. By default the directives give the node count themselves."""
+    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: Optional[int]) -> Directives:
+        """`d` on nodes with these CPUs and GPUs (None: not known): the node count where the directives
+        give only job-wide totals. By default the directives give the node count themselves."""
         return d
 
     def read(self, text: str, strict: bool = True) -> Directives:

@@ -87,6 +87,11 @@ def _gpus(chunks: list[tuple[int, dict]]) -> Optional[int]:
     return int(only) if only and only.isdigit() else None
 
 
+def _filled(total: Optional[int], per_node_count: Optional[int]) -> int:
+    """Nodes a job-wide total fills, `per_node_count` a node; 0 when either is not known."""
+    return math.ceil(total / per_node_count) if total and per_node_count else 0
+
+
 def _read_chunks(value: str, d: Directives, line: int) -> None:
     """select=2:ncpus=64:ngpus=4 (chunks joined by +) or Torque nodes=2:ppn=4:gpus=4."""
     d.nodes_given = True
@@ -189,15 +194,15 @@ class Pbs(Scheduler):
         self._account(last.get("project"), d)
         d.queue = real(d.queue, "queue", d)
 
-    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: int) -> Directives:
+    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: Optional[int]) -> Directives:
         """NCI Gadi's job-wide `-l ncpus=96 -l ngpus=8` (no select, no nodes): PBS places the job on
         as many nodes as its CPUs or its GPUs fill, whichever is more (gpuvolta: 48 CPUs and 4 GPUs a
         node, so 8 GPUs are 2 nodes whatever CPUs are asked)."""
-        if d.nodes_given or not (d.cpus or d.gpus):
-            return d
-        fills = {"gpus": math.ceil((d.gpus or 0) / gpus_per_node), "cpus": math.ceil((d.cpus or 0) / cpus_per_node)}
+        fills = {"gpus": _filled(d.gpus, gpus_per_node), "cpus": _filled(d.cpus, cpus_per_node)}
         most = max(fills, key=fills.get)  # the total that needs more nodes, and whose line says so
         nodes = fills[most]
+        if d.nodes_given or not nodes:
+            return d
         return replace(d, nodes=nodes, gpus_per_node=d.gpus_per_node or per_node(d.gpus, nodes),
                        lines={"nodes": d.lines.get(most), "gpus_per_node": d.lines.get("gpus"), **d.lines})
 
