@@ -180,6 +180,13 @@ def test_gadi_ngpus_8_on_4_gpu_nodes_reads_as_2_nodes_whatever_the_cpus(cpus_per
     d = PBS.read("#!/bin/bash\n#PBS -q gpuvolta\n#PBS -l ngpus=8\n#PBS -l ncpus=96\nmpirun x\n")
     sized = PBS.on_nodes(d, cpus_per_node, 4)
     assert (sized.nodes, sized.gpus_per_node, sized.lines["nodes"]) == (2, 4, 3)
+    assert d.on_nodes_of(cpus_per_node, 4) == sized  # the directives' own reading is the unit's rule
+
+
+def test_only_the_cpus_say_the_nodes_where_the_gpus_per_node_are_not_known():
+    d = PBS.read("#!/bin/bash\n#PBS -l ngpus=8\n#PBS -l ncpus=96\nmpirun x\n")
+    assert (d.on_nodes_of(48).nodes, d.on_nodes_of(128).nodes) == (2, 1)
+    assert PBS.read("#!/bin/bash\n#PBS -l ngpus=8\nmpirun x\n").on_nodes_of(48).nodes is None
 
 
 def test_directives_with_a_node_count_keep_it_on_any_node():
