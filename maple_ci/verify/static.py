@@ -62,14 +62,14 @@ class _Read:
     unreadable: Optional[Check] = None
 
 
-def _read(script: str, unit: Scheduler, cpus_per_node: int) -> _Read:
+def _read(script: str, unit: Scheduler, profile: ClusterProfile) -> _Read:
     try:
         options = unit.options(script)
     except MapleError as exc:
         return _Read([], Directives(unit.name), _fail("directives", str(exc)))
     asked = Directives(unit.name)
     unit.interpret(options, asked)
-    return _Read(options, asked.on_nodes_of(cpus_per_node))
+    return _Read(options, unit.on_nodes(asked, profile.cpus_per_node, profile.gpus_per_node))
 
 
 def _given(options: list[Option], *names: str) -> Optional[Option]:
@@ -260,7 +260,7 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile, templ
     A port gives the template it used (and the source's text): then the read-back gate compares
     what the script runs with what the source ran (readback.py)."""
     unit = schedulers.get(profile.scheduler)
-    read = _read(script, unit, profile.cpus_per_node)
+    read = _read(script, unit, profile)
     queue_check, queue = _queue(read.options, profile)
     nodes = read.asked.nodes
     syntax = bash_syntax(script)
