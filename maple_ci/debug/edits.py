@@ -112,13 +112,16 @@ def _before_launch(lines: list[str], new: list[str]) -> list[str]:
     return lines[:at] + new + lines[at:]
 
 
+def _loads(line: str, name: str) -> bool:
+    """Whether a module line loads `name` (any version of it, when `name` gives none)."""
+    loaded = line.split()[1:]
+    return name in loaded or ("/" not in name and any(t.startswith(name + "/") for t in loaded))
+
+
 def _add_module(lines: list[str], op: AddModule, context: dict) -> list[str]:
-    for line in lines:
-        if _MODULE_LINE.match(line):
-            loaded = line.split()[1:]
-            if op.name in loaded or ("/" not in op.name and any(t.startswith(op.name + "/") for t in loaded)):
-                return lines
     module_lines = [i for i, line in enumerate(lines) if _MODULE_LINE.match(line)]
+    if any(_loads(lines[i], op.name) for i in module_lines):
+        return lines
     if module_lines:
         at = module_lines[-1] + 1
         return lines[:at] + [f"module load {op.name}"] + lines[at:]
@@ -182,22 +185,32 @@ def _launcher_end(line: str, launcher: str) -> Optional[int]:
     return wrapped.end() if wrapped and wrapped["cmd"] == launcher else None
 
 
+def _flag_words(op: AddFlag) -> str:
+    """The flag as the launcher takes it: --flag=value, -f value, or the bare flag."""
+    if not op.value:
+        return op.flag
+    return f"{op.flag}={op.value}" if op.flag.startswith("--") else f"{op.flag} {op.value}"
+
+
+def _last_launch_of(lines: list[str], launcher: str) -> Optional[int]:
+    launches = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#") and _launcher_end(line, launcher)]
+    return launches[-1] if launches else None
+
+
 def _add_flag(lines: list[str], op: AddFlag, context: dict) -> list[str]:
-    launches = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#") and _launcher_end(line, op.launcher)]
-    if not launches:
+    i = _last_launch_of(lines, op.launcher)
+    if i is None:
         raise MapleError(f"the script has no {op.launcher} line to add {op.flag} to")
-    i = launches[-1]
     line = lines[i]
     existing = re.compile(rf"(?<!\S){re.escape(op.flag)}(?:(?P<sep>=|\s+)(?P<value>[^-\s]\S*))?(?=\s|$)")
     end = _launcher_end(line, op.launcher)
     m = existing.search(line, end)
-    flag = op.flag if not op.value else f"{op.flag}={op.value}" if op.flag.startswith("--") else f"{op.flag} {op.value}"
+    if m and (not op.value or m["value"] == op.value):
+        return lines
     if m:
-        if not op.value or m["value"] == op.value:
-            return lines
-        new_line = line[: m.start()] + flag + line[m.end() :]  # e.g. --export=NONE -> --export=ALL
+        new_line = line[: m.start()] + _flag_words(op) + line[m.end() :]  # e.g. --export=NONE -> --export=ALL
     else:
-        new_line = f"{line[:end]} {flag}{line[end:]}"
+        new_line = f"{line[:end]} {_flag_words(op)}{line[end:]}"
     return lines[:i] + [new_line] + lines[i + 1 :]
 
 
