@@ -97,14 +97,18 @@ class Branches:
 
     def _test_value(self, word: str) -> Optional[str]:
         """One operand of a test, expanded; None when only the job knows it."""
-        fields = self.expand.fields(word) or [""]
-        if not self.arguments_known and len(fields) == 1 and "'" not in word:
-            # the script is read as run without arguments (`${1:-x}` is x, "$@" is empty): a
-            # test sees its arguments empty, as bash would
-            fields = [_without_arguments(fields[0])]
+        fields = self._test_fields(word)
         if len(fields) != 1 or _left_for_the_job(fields[0], word):
             return None
         return fields[0]
+
+    def _test_fields(self, word: str) -> list[str]:
+        """The fields of a test's operand. The top-level script is read as run without arguments
+        (`${1:-x}` is x, "$@" is empty): a test sees its arguments empty, as bash would."""
+        fields = self.expand.fields(word) or [""]
+        if self.arguments_known or len(fields) != 1 or "'" in word:
+            return fields
+        return [_without_arguments(fields[0])]
 
 
 def _test_operands(condition: list[Node]) -> Optional[list[str]]:
@@ -136,7 +140,7 @@ def _left_for_the_job(value: str, word: str) -> bool:
 def _merged(outcomes: list[dict]) -> dict:
     """The variables after branches that left `outcomes` (see Branches._undecided)."""
     merged = {}
-    for name in {name for outcome in outcomes for name in outcome}:
+    for name in set().union(*outcomes):
         chosen = _merged_value([outcome.get(name, _MISSING) for outcome in outcomes])
         if chosen is not _MISSING:
             merged[name] = chosen

@@ -183,7 +183,7 @@ class _Parser:
         while ending == "elif":
             condition = self.block({"then"})
             node.branches.append((condition, self.block({"elif", "else", "fi"})))
-            ending = self.tokens[self.i - 1][1] if self.i - 1 < len(self.tokens) else "fi"
+            ending = self._value(self.i - 1, "fi")
         if ending == "else":
             node.otherwise = self.block({"fi"})
         return node
@@ -252,13 +252,17 @@ class _Parser:
 
     def _body(self) -> list[Node]:
         """A function's body: a `{ ... }` group or a `( ... )` subshell, after any newlines."""
-        while self.i < len(self.tokens) and self.tokens[self.i][1] == "\n":
+        while self._value(self.i) == "\n":
             self.i += 1
-        opener = self.tokens[self.i][1] if self.i < len(self.tokens) else None
+        opener = self._value(self.i)
         if opener not in ("{", "("):
             return []
         self.i += 1
         return self.block({"}" if opener == "{" else ")"})
+
+    def _value(self, j: int, default: Optional[str] = None):
+        """tokens[j]'s value; `default` past the last token."""
+        return self.tokens[j][1] if j < len(self.tokens) else default
 
     def _is(self, j: int, kind: str, value: Optional[str] = None) -> bool:
         """Whether tokens[j] exists, is of `kind` and, when given, is `value`."""

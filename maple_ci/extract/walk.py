@@ -279,18 +279,16 @@ class Shell(Builtins, Branches):
 
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
-        if index is None and value.startswith("(") and value.endswith(")"):
+        if index is not None:
+            self.vars[name] = self._with_element(name, index, self.expand.string(value))
+        elif value.startswith("(") and value.endswith(")"):
             items = self._array_items(value[1:-1])
             self.vars[name] = _as_list(self.vars.get(name) if append else None) + items
-            return
-        text = self.expand.string(value)
-        if index is None:
-            self._assign_scalar(name, text, append, export)
         else:
-            self.vars[name] = self._with_element(name, index, text)
+            self._assign_scalar(name, self.expand.string(value), append, export)
 
     def _array_items(self, text: str) -> list[str]:
-        """The fields of the words of `NAME=( ... )`."""
+        """The fields of the words of `NAME=( ... )` (`NAME+=( ... )` adds them)."""
         items = []
         for node in parse(text, self.budget):
             if isinstance(node, Command):
