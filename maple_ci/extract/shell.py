@@ -183,7 +183,9 @@ class _Parser:
         while ending == "elif":
             condition = self.block({"then"})
             node.branches.append((condition, self.block({"elif", "else", "fi"})))
-            ending = self._value(self.i - 1, "fi")
+            # an `elif` ending the text (an eval'd string bash -n never saw) opens no branch: without
+            # this the loop would read empty branches for ever
+            ending = self._value(self.i - 1, "fi") if self.i < len(self.tokens) else "fi"
         if ending == "else":
             node.otherwise = self.block({"fi"})
         return node
