@@ -57,6 +57,8 @@ PATHOLOGICAL = {
     "subshells 3,000 deep": "( " * 3000 + "echo hi" + " )" * 3000 + "\n" + LAUNCH,
     "groups 3,000 deep": "{ " * 3000 + "echo hi;" + " }" * 3000 + "\n" + LAUNCH,
     "defaults 3,000 deep": "X=" + "${a:-" * 3000 + "x" + "}" * 3000 + "\n" + LAUNCH,
+    # passes bash -n as a string; the parser once added empty branches until memory ran out
+    "eval of an if ending in elif": 'eval "if x; then a; elif"\n' + LAUNCH,
 }
 
 
