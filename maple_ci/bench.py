@@ -96,17 +96,26 @@ def generation_failures(case: AccuracyCase, result: PortResult) -> list[str]:
     """What is wrong with one generated script; empty when the case passes. A job no queue of the
     target can take passes only when the port says so (a failed node-limit check)."""
     if not fits_target(case):
-        refused = any(c.name == "nodes" and not c.ok and c.severity == "error" for c in result.checks)
-        return [] if refused else ["the job fits no queue of the target, and the port did not say so"]
+        return _unfit_failures(result)
     if result.status != "ok":
         return [f"static check {c.name}: {c.message}" for c in result.checks if not c.ok and c.severity == "error"]
     profile = get_profile(case.target)
     back = extract_script(result.script)
-    found = [*_header_failures(result.script, profile), *_size_failures(case, back, profile),
-             *_program_failures(case, back), *_template_failures(case, get_template(result.template))]
-    if case.expect["nodes"] > 1 and not _RENDEZVOUS.search(result.script):
-        found.append("multi-node script without a rendezvous (MASTER_ADDR, rdzv endpoint or hostfile)")
-    return found
+    return [*_header_failures(result.script, profile), *_size_failures(case, back, profile),
+            *_program_failures(case, back), *_template_failures(case, get_template(result.template)),
+            *_rendezvous_failures(case, result.script)]
+
+
+def _unfit_failures(result: PortResult) -> list[str]:
+    """A job that fits no queue of the target: the port must refuse it by a failed node-limit check."""
+    refused = any(c.name == "nodes" and not c.ok and c.severity == "error" for c in result.checks)
+    return [] if refused else ["the job fits no queue of the target, and the port did not say so"]
+
+
+def _rendezvous_failures(case: AccuracyCase, script: str) -> list[str]:
+    if case.expect["nodes"] > 1 and not _RENDEZVOUS.search(script):
+        return ["multi-node script without a rendezvous (MASTER_ADDR, rdzv endpoint or hostfile)"]
+    return []
 
 
 def _header_failures(script: str, profile) -> list[str]:
@@ -151,35 +160,49 @@ def _template_failures(case: AccuracyCase, template) -> list[str]:
 def run_accuracy(cases: list[AccuracyCase], progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
     field_hits = {field: [0, 0] for field in SCORED_FIELDS}
     per_cluster: dict[str, list[int]] = {}
-    failures, unsupported, passed = [], [], 0
+    failures, unsupported = [], []
     out_dir = Path(tempfile.mkdtemp(prefix="maple-bench-"))
     for number, case in enumerate(cases, 1):
         progress(number, len(cases))
         intent = extract(case.text, case.id)
-        for field, expected in case.expect.items():
-            if field in field_hits:
-                field_hits[field][1] += 1
-                field_hits[field][0] += getattr(intent, field) == expected
-        wrong = [f for f, v in case.expect.items() if f in field_hits and getattr(intent, f) != v]
-        try:
-            result = port_intent(intent, [case.target], case.id.replace("/", "_"), out_dir)[0]
-        except MapleError as exc:
-            result, problems = None, [f"not generated: {exc}"]
+        wrong = _score_extraction(case, intent, field_hits)
+        result, problems = _generate(case, intent, out_dir)
         if result is not None and result.status == "unsupported":
             unsupported.append({"case": case.id, "reason": result.reason})
             continue
-        if result is not None:
-            problems = generation_failures(case, result)
         tally = per_cluster.setdefault(case.target, [0, 0])
+        tally[0] += not problems
         tally[1] += 1
         if problems:
             failures.append({"case": case.id, "kind": case.kind, "extraction_wrong": wrong, "problems": problems})
-        else:
-            passed += 1
-            tally[0] += 1
-    generated = len(cases) - len(unsupported)
+    return _accuracy_report(len(cases), field_hits, per_cluster, unsupported, failures)
+
+
+def _score_extraction(case: AccuracyCase, intent, field_hits: dict[str, list[int]]) -> list[str]:
+    """Counts each scored field of the case into field_hits ([correct, total]); the fields it got wrong."""
+    scored = {field: expected for field, expected in case.expect.items() if field in field_hits}
+    for field, expected in scored.items():
+        field_hits[field][1] += 1
+        field_hits[field][0] += getattr(intent, field) == expected
+    return [field for field, expected in scored.items() if getattr(intent, field) != expected]
+
+
+def _generate(case: AccuracyCase, intent, out_dir: Path) -> tuple[Optional[PortResult], list[str]]:
+    """The port of one case to its target and what is wrong with it (none when unsupported)."""
+    try:
+        result = port_intent(intent, [case.target], case.id.replace("/", "_"), out_dir)[0]
+    except MapleError as exc:
+        return None, [f"not generated: {exc}"]
+    if result.status == "unsupported":
+        return result, []
+    return result, generation_failures(case, result)
+
+
+def _accuracy_report(count: int, field_hits: dict, per_cluster: dict, unsupported: list, failures: list) -> dict:
+    passed = sum(p for p, _ in per_cluster.values())
+    generated = count - len(unsupported)
     return {
-        "cases": len(cases),
+        "cases": count,
         "generation": {"passed": passed, "scored": generated, "accuracy": passed / generated if generated else 0.0},
         "extraction": {f: {"correct": c, "total": t, "accuracy": c / t} for f, (c, t) in field_hits.items() if t},
         "per_cluster": {k: {"passed": p, "total": t, "accuracy": p / t} for k, (p, t) in sorted(per_cluster.items())},
@@ -240,16 +263,23 @@ def process_latency(runs: int = 5) -> dict:
         env = {key: value for key, value in os.environ.items() if key not in ("MAPLE_DATA_DIR", "PYTHONDONTWRITEBYTECODE")}
         for number, (name, words) in enumerate(PROCESS_COMMANDS.items()):
             argv = [sys.executable, "-m", "maple_ci", *(w.format(example=example, out=f"{scratch}/out") for w in words)]
-            cold = []
-            for run in range(runs):
-                cold.append(_run_process(argv, env | {"MAPLE_DATA_DIR": f"{scratch}/cold-{number}-{run}"}))
-            warm_env = env | {"MAPLE_DATA_DIR": f"{scratch}/warm"}
-            _run_process(argv, warm_env)
-            warm = [_run_process(argv, warm_env) for _ in range(runs)]
-            figures[name] = {"argv": argv[3:], **{label: {
-                "median_s": statistics.median(s for s, _ in samples), "max_s": max(s for s, _ in samples),
-                "peak_rss_mib": max(m for _, m in samples)} for label, samples in (("cold", cold), ("warm", warm))}}
+            figures[name] = {"argv": argv[3:], **_cold_and_warm(argv, env, f"{scratch}/cold-{number}", f"{scratch}/warm", runs)}
     return {"runs": runs, "cpus": os.cpu_count(), "load": [load_before, os.getloadavg()[0]], "commands": figures}
+
+
+def _cold_and_warm(argv: list[str], env: dict, cold_prefix: str, warm_dir: str, runs: int) -> dict:
+    """One command's figures: cold runs, each with a data dir of its own, and warm runs sharing one
+    data dir filled by an untimed run first."""
+    cold = [_run_process(argv, env | {"MAPLE_DATA_DIR": f"{cold_prefix}-{run}"}) for run in range(runs)]
+    warm_env = env | {"MAPLE_DATA_DIR": warm_dir}
+    _run_process(argv, warm_env)
+    warm = [_run_process(argv, warm_env) for _ in range(runs)]
+    return {label: _process_figures(samples) for label, samples in (("cold", cold), ("warm", warm))}
+
+
+def _process_figures(samples: list[tuple[float, float]]) -> dict:
+    return {"median_s": statistics.median(s for s, _ in samples), "max_s": max(s for s, _ in samples),
+            "peak_rss_mib": max(m for _, m in samples)}
 
 
 def run_latency(cases: list[AccuracyCase], repeat: int = 20, runs: int = 5) -> dict:
@@ -321,38 +351,46 @@ def run_verified(cases: list[AccuracyCase], count: int, timeout: int = 300) -> d
     of the training program, on targets whose nodes fit the local test cluster's (2 nodes, 4 GPUs
     each, 128 CPUs). Jobs need the site's `module` command: on the test cluster run with
     BASH_ENV=tests/cluster/site-env.sh, as its README says."""
-    import subprocess
-    import sys
-
-    from .python_env import ALL
-    from .verify import miniapp_for
-    from .verify.slurm import BACKEND, verify_slurm
-
-    def fits_local(case: AccuracyCase) -> bool:  # the test cluster's shape: tests/cluster/slurm.conf.in
-        profile = get_profile(case.target)
-        return (schedulers.get(profile.scheduler).verify_backend == BACKEND and profile.devices_per_node <= 4 and profile.cores_per_node <= 128
-                and case.expect["nodes"] == 2)
-
-    by_target: dict[str, list[AccuracyCase]] = {}
-    for case in cases:
-        if case.kind == "script" and fits_local(case):
-            by_target.setdefault(case.target, []).append(case)
-    # Round-robin over targets, so a small count still covers several clusters.
-    chosen = [c for group in itertools.zip_longest(*by_target.values()) for c in group if c][:count]
-    runs = []
+    chosen = _local_cases(cases, count)
     with tempfile.TemporaryDirectory(prefix="maple-bench-verify-", dir=Path.cwd()) as out:
         # Sites without a PyTorch environment run the user's: a venv over this interpreter's packages.
         venv = Path(out) / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-        for case in chosen:
-            intent = extract(case.text, case.id)
-            result = port_intent(intent, [case.target], case.id.replace("/", "_"), Path(out),
-                                 python_envs={ALL: str(venv)})[0]
-            Path(result.path).parent.mkdir(parents=True, exist_ok=True)
-            Path(result.path).write_text(result.script)
-            start = time.perf_counter()
-            verified = verify_slurm(Path(result.path), miniapp=miniapp_for(intent.framework, intent.strategy),
-                                    timeout=timeout, workdir=Path(out))
-            runs.append({"case": case.id, "ok": verified.ok, "state": verified.state, "seconds": time.perf_counter() - start,
-                         "world_size": (verified.result or {}).get("world_size"), "message": verified.message})
+        runs = [_verify_case(case, Path(out), venv, timeout) for case in chosen]
     return {"passed": sum(r["ok"] for r in runs), "total": len(runs), "runs": runs}
+
+
+def _fits_local(case: AccuracyCase) -> bool:
+    """The test cluster's shape: tests/cluster/slurm.conf.in."""
+    from .verify.slurm import BACKEND
+
+    profile = get_profile(case.target)
+    return (schedulers.get(profile.scheduler).verify_backend == BACKEND and profile.devices_per_node <= 4
+            and profile.cores_per_node <= 128 and case.expect["nodes"] == 2)
+
+
+def _local_cases(cases: list[AccuracyCase], count: int) -> list[AccuracyCase]:
+    """Up to `count` script cases that fit the test cluster, round-robin over targets so a small
+    count still covers several clusters."""
+    by_target: dict[str, list[AccuracyCase]] = {}
+    for case in cases:
+        if case.kind == "script" and _fits_local(case):
+            by_target.setdefault(case.target, []).append(case)
+    return [c for group in itertools.zip_longest(*by_target.values()) for c in group if c][:count]
+
+
+def _verify_case(case: AccuracyCase, out: Path, venv: Path, timeout: int) -> dict:
+    """Ports one case, writes its script and runs it through verify_slurm with the mini-app."""
+    from .python_env import ALL
+    from .verify import miniapp_for
+    from .verify.slurm import verify_slurm
+
+    intent = extract(case.text, case.id)
+    result = port_intent(intent, [case.target], case.id.replace("/", "_"), out, python_envs={ALL: str(venv)})[0]
+    Path(result.path).parent.mkdir(parents=True, exist_ok=True)
+    Path(result.path).write_text(result.script)
+    start = time.perf_counter()
+    verified = verify_slurm(Path(result.path), miniapp=miniapp_for(intent.framework, intent.strategy),
+                            timeout=timeout, workdir=out)
+    return {"case": case.id, "ok": verified.ok, "state": verified.state, "seconds": time.perf_counter() - start,
+            "world_size": (verified.result or {}).get("world_size"), "message": verified.message}

@@ -87,15 +87,23 @@ def target_facts(cases: list[dict], cluster: str, kind: str, conditions: frozens
     same = [case for case in cases if case["cluster"] == cluster and case["kind"] == kind]
     container = "container" in conditions
     pool = [case for case in same if case.get("container", False) == container] or same
+    facts = _facts_shown(same, conditions)
+    for fact in facts:
+        fact["needed"] = bool(fact.get("needed")) and all(_shows(case, fact["id"]) for case in pool)
+    return facts
+
+
+def _facts_shown(cases: list[dict], conditions: frozenset[str]) -> list[dict]:
+    """Each fact the cases list that applies under `conditions`, once (a copy, first one kept)."""
     facts = {}
-    for case in same:
-        for fact in case["facts"]:
-            if fact.get("when") is None or fact["when"] in conditions:
-                facts.setdefault(fact["id"], dict(fact))
-    for fact in facts.values():
-        fact["needed"] = bool(fact.get("needed")) and all(
-            any(f["id"] == fact["id"] for f in case["facts"]) for case in pool)
+    for fact in (fact for case in cases for fact in case["facts"]):
+        if fact.get("when") is None or fact["when"] in conditions:
+            facts.setdefault(fact["id"], dict(fact))
     return list(facts.values())
+
+
+def _shows(case: dict, fact_id: str) -> bool:
+    return any(f["id"] == fact_id for f in case["facts"])
 
 
 def header_notes(script: str) -> list[str]:
@@ -112,10 +120,14 @@ def asks_for_edit(result: PortResult) -> bool:
 def verdict(result: Optional[PortResult], gate_failures: list[str], missing_needed: list[str]) -> str:
     if result is None or not result.script:
         return "refused"
-    syntax = next((c for c in result.checks if c.name == "bash-syntax"), None)
-    if gate_failures or missing_needed or (syntax is not None and not syntax.ok):
+    if gate_failures or missing_needed or _syntax_failed(result):
         return "wrong"
     return "edit" if asks_for_edit(result) else "as-is"
+
+
+def _syntax_failed(result: PortResult) -> bool:
+    syntax = next((c for c in result.checks if c.name == "bash-syntax"), None)
+    return syntax is not None and not syntax.ok
 
 
 def _errors(checks) -> list[str]:
@@ -166,16 +178,24 @@ def _port_case(case: dict, cases: list[dict], targets: list[str], out_dir: Path)
     except MapleError as exc:
         return [_refused(case, target, str(exc)) for target in targets]
     write_results(results)  # under the report's folder, to read a verdict against the port
-    rows = []
-    for result in results:
-        if result.status == "unsupported":
-            rows.append(_refused(case, result.cluster, result.reason))
-            continue
-        conditions = frozenset({"container"} if intent.container is not None else set()) | (
-            {"per-node"} if process_model(extract_script(result.script)) == PER_NODE else set())
-        facts = target_facts(cases, result.cluster, case["kind"], conditions)
-        rows.append(_score_port(case, intent, result, facts))
-    return rows
+    return [_port_row(case, cases, intent, result) for result in results]
+
+
+def _port_row(case: dict, cases: list[dict], intent, result: PortResult) -> dict:
+    if result.status == "unsupported":
+        return _refused(case, result.cluster, result.reason)
+    facts = target_facts(cases, result.cluster, case["kind"], _conditions(intent, result))
+    return _score_port(case, intent, result, facts)
+
+
+def _conditions(intent, result: PortResult) -> frozenset[str]:
+    """What makes a `when:` fact apply: the source runs in a container, the port starts one launcher per node."""
+    conditions = set()
+    if intent.container is not None:
+        conditions.add("container")
+    if process_model(extract_script(result.script)) == PER_NODE:
+        conditions.add("per-node")
+    return frozenset(conditions)
 
 
 def port_targets(case: dict, cases: list[dict]) -> list[str]:
@@ -193,21 +213,34 @@ def run_golden(cases: list[dict], out_dir: Path, progress: Callable[[int, int], 
         progress(number, len(cases))
         if targets := port_targets(case, cases):
             rows += _port_case(case, cases, targets, out_dir / case["name"].replace("/", "_"))
+    return _golden_report(cases, rows, out_dir)
+
+
+def _golden_report(cases: list[dict], rows: list[dict], out_dir: Path) -> dict:
     counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    present = sum(r["facts"]["present"] for r in rows)
-    total = sum(r["facts"]["total"] for r in rows)
-    written = [r for r in rows if r["verdict"] != "refused"]
     return {
         "scripts": len(cases),
         "clusters": sorted({c["cluster"] for c in cases}),
         "ports": len(rows),
         "verdicts": counts,
         "runs": _ratio(counts["as-is"] + counts["edit"], len(rows)),
-        "facts": {"present": present, "total": total, "ratio": _ratio(present, total)},
-        "gate": {"passed": sum(bool(r["gate_ok"]) for r in written), "total": len(written)},
+        "facts": _fact_totals(rows),
+        "gate": _gate_totals(rows),
         "maple_ok": sum(r["maple_ok"] for r in rows),
         "silent": sum(r["silent"] for r in rows),
         "accepted": sum(bool(r["accepted"]) for r in rows),
         "ports_dir": str(out_dir),
         "rows": rows,
     }
+
+
+def _fact_totals(rows: list[dict]) -> dict:
+    present = sum(r["facts"]["present"] for r in rows)
+    total = sum(r["facts"]["total"] for r in rows)
+    return {"present": present, "total": total, "ratio": _ratio(present, total)}
+
+
+def _gate_totals(rows: list[dict]) -> dict:
+    """Over the ports written (not refused): how many pass the read-back gate."""
+    written = [r for r in rows if r["verdict"] != "refused"]
+    return {"passed": sum(bool(r["gate_ok"]) for r in written), "total": len(written)}

@@ -44,32 +44,43 @@ def load_real_cases(root: Optional[Path] = None) -> list[dict]:
 
 
 def _port_problems(intent, case: dict, out_dir: Path) -> list[str]:
-    expect = case["expect"]
     try:
         results = port_intent(intent, list(TARGETS), case["file"], out_dir)
     except MapleError as exc:
         return [f"refused: {exc}"]
+    return [problem for result in results for problem in _result_problems(result, case["expect"])]
+
+
+def _result_problems(result, expect: dict) -> list[str]:
+    """What one target's port does differently from the labelled program and size."""
+    if result.status != "ok":
+        return [f"{result.cluster}: {result.status} "
+                + "; ".join([result.reason] + [c.message for c in result.checks if not c.ok and c.severity == "error"])]
+    back = extract_script(result.script)
+    return [*_program_problems(result.cluster, back, expect), *_size_problems(result, back, expect["nodes"])]
+
+
+def _program_problems(cluster: str, back, expect: dict) -> list[str]:
+    # the source scheduler's job variables read as the target's job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR)
+    scheduler, per_node = get_profile(cluster).scheduler, back.gpus_per_node or 1
+    entrypoint = translate(expect["entrypoint"], scheduler, per_node)
+    arguments = [translate(arg, scheduler, per_node) for arg in expect["script_args"]]
     problems = []
-    for result in results:
-        if result.status != "ok":
-            problems.append(f"{result.cluster}: {result.status} "
-                            + "; ".join([result.reason] + [c.message for c in result.checks if not c.ok and c.severity == "error"]))
-            continue
-        back = extract_script(result.script)
-        # the source scheduler's job variables read as the target's job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR)
-        scheduler, per_node = get_profile(result.cluster).scheduler, back.gpus_per_node or 1
-        entrypoint = translate(expect["entrypoint"], scheduler, per_node)
-        arguments = [translate(arg, scheduler, per_node) for arg in expect["script_args"]]
-        if back.entrypoint != entrypoint:
-            problems.append(f"{result.cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
-        if back.script_args != arguments:
-            problems.append(f"{result.cluster}: arguments {back.script_args} != {arguments}")
-        if expect["nodes"] is None:
-            if not any(name in result.script for name in _READS_ALLOCATION):
-                problems.append(f"{result.cluster}: size chosen at submit time, but the port does not read the allocation")
-        elif back.nodes != expect["nodes"] and "model-parallel ranks need a world size" not in result.script:
-            problems.append(f"{result.cluster}: {back.nodes} nodes, not {expect['nodes']}")  # unexplained
+    if back.entrypoint != entrypoint:
+        problems.append(f"{cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
+    if back.script_args != arguments:
+        problems.append(f"{cluster}: arguments {back.script_args} != {arguments}")
     return problems
+
+
+def _size_problems(result, back, nodes: Optional[int]) -> list[str]:
+    if nodes is None:
+        if not any(name in result.script for name in _READS_ALLOCATION):
+            return [f"{result.cluster}: size chosen at submit time, but the port does not read the allocation"]
+        return []
+    if back.nodes != nodes and "model-parallel ranks need a world size" not in result.script:
+        return [f"{result.cluster}: {back.nodes} nodes, not {nodes}"]  # unexplained
+    return []
 
 
 def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
@@ -83,21 +94,33 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
         except MapleError as exc:
             failures.append({"case": name, "source": case.get("source"), "wrong": {"error": str(exc)}, "port": []})
             continue
-        wrong = {field: {"got": getattr(intent, field), "expected": case["expect"][field]}
-                 for field in FIELDS if getattr(intent, field) != case["expect"][field]}
+        wrong = _wrong_fields(intent, case["expect"])
         for field in FIELDS:
             hits[field] += field not in wrong
         problems = _port_problems(intent, case, out_dir / name.replace("/", "_"))
         ported += not problems
         if wrong or problems:
             failures.append({"case": name, "source": case.get("source"), "wrong": wrong, "port": problems})
+    return _real_report(cases, hits, ported, failures)
+
+
+def _wrong_fields(intent, expect: dict) -> dict:
+    return {field: {"got": getattr(intent, field), "expected": expect[field]}
+            for field in FIELDS if getattr(intent, field) != expect[field]}
+
+
+def _share(part: float, total: int) -> float:
+    return part / total if total else 0.0
+
+
+def _real_report(cases: list[dict], hits: dict, ported: int, failures: list) -> dict:
     total = len(cases)
     return {
         "cases": total,
         "groups": sorted({case["group"].name for case in cases}),
         "sources": len({case.get("source") for case in cases}),
-        "extraction": {f: {"correct": hits[f], "total": total, "accuracy": hits[f] / total if total else 0.0} for f in FIELDS},
-        "extraction_overall": sum(hits.values()) / (total * len(FIELDS)) if total else 0.0,
-        "port": {"targets": list(TARGETS), "passed": ported, "total": total, "accuracy": ported / total if total else 0.0},
+        "extraction": {f: {"correct": hits[f], "total": total, "accuracy": _share(hits[f], total)} for f in FIELDS},
+        "extraction_overall": _share(sum(hits.values()), total * len(FIELDS)),
+        "port": {"targets": list(TARGETS), "passed": ported, "total": total, "accuracy": _share(ported, total)},
         "failures": failures,
     }

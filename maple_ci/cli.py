@@ -9,6 +9,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Optional
 
 from rich.markup import escape
 from rich.table import Table
@@ -71,10 +72,8 @@ def port(args) -> int:
     from .extract import program_line
     from .port import port as run_port
     from .python_env import parse_python_envs
-    from .profiles import load_profiles
 
-    targets = [name for item in args.to for name in item.replace(",", " ").split()]
-    targets = sorted(load_profiles()) if targets == ["all"] else targets
+    targets = _targets(args.to)
     walltime = _walltime(args.walltime)
     entrypoint, program_args = program_line(args.entrypoint, args.program_args)
     intent, results = run_port(args.source, targets, args.out_dir, progress=progress(args.json_output),
@@ -82,13 +81,25 @@ def port(args) -> int:
                                entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
                                account=args.account,
                                queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env))
-    if args.json_output:
-        print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
-    else:
-        print_port_table(results)
-        for note in intent.notes:  # what was assumed about the source; each script's header says more
-            out.print(f"[dim]note:[/] {escape(note)}", highlight=False)
+    _print_port(intent, results, args.json_output)
     return 1 if any(r.status != "ok" for r in results) else 0
+
+
+def _targets(given: list[str]) -> list[str]:
+    """The --to values (repeated or comma-separated), or every cluster for `all`."""
+    from .profiles import load_profiles
+
+    targets = [name for item in given for name in item.replace(",", " ").split()]
+    return sorted(load_profiles()) if targets == ["all"] else targets
+
+
+def _print_port(intent, results, json_output: bool) -> None:
+    if json_output:
+        print_json({"intent": asdict(intent), "results": [r.model_dump() for r in results]})
+        return
+    print_port_table(results)
+    for note in intent.notes:  # what was assumed about the source; each script's header says more
+        out.print(f"[dim]note:[/] {escape(note)}", highlight=False)
 
 
 def templates_list(args) -> int:
@@ -156,8 +167,7 @@ def verify(args) -> int:
     if gate := gate_failures(script, text):  # a port maple wrote, read back against its source first
         err.print("[red]failed[/] (read-back gate, no job run): " + "; ".join(gate), highlight=False, markup=True)
         return 1
-    unit = schedulers.find(intent.scheduler)  # the scheduler's own backend where it has one (Slurm), else emulation
-    backend = args.backend if args.backend != "auto" else (unit and unit.verify_backend) or "local"
+    backend = _verify_backend(args.backend, intent.scheduler)
     options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
                    adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,
                    ref=args.ref, commit=args.commit)
@@ -170,6 +180,14 @@ def verify(args) -> int:
         progress(args.json_output)(f"patched script written to {fixed}")
     print_verified(verified, args.json_output)
     return 0 if verified.ok else 1
+
+
+def _verify_backend(given: str, scheduler: Optional[str]) -> str:
+    """--backend, or for auto the scheduler's own backend where it has one (Slurm), else emulation."""
+    if given != "auto":
+        return given
+    unit = schedulers.find(scheduler)
+    return (unit and unit.verify_backend) or "local"
 
 
 def _read_log(log: Path) -> str:
@@ -197,12 +215,16 @@ def debug(args) -> int:
     fixes = suggestions(text, step.script, str(script)) if step.attempt else []
     if out_path and step.attempt:
         out_path.write_text(step.script)
-    if args.json_output:
-        print_json(debug_json(step, fixes, hints, found))
-    else:
-        print_debug_step(step, hints, out_path)
-        print_diagnosis(found)
+    _print_debug(args.json_output, step, fixes, hints, found, out_path)
     return 0 if step.attempt else 1
+
+
+def _print_debug(json_output: bool, step, fixes, hints, found, out_path: Optional[Path]) -> None:
+    if json_output:
+        print_json(debug_json(step, fixes, hints, found))
+        return
+    print_debug_step(step, hints, out_path)
+    print_diagnosis(found)
 
 
 def bench(args) -> int:

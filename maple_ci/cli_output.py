@@ -57,6 +57,13 @@ def print_verified(verified, json_output: bool) -> None:
     if json_output:
         print_json({"result": result.model_dump(), "debug": report.model_dump() if report else None})
         return
+    _print_result(result)
+    if report:
+        print_debug_report(report)
+
+
+def _print_result(result) -> None:
+    """One run's verdict, the backend's notes, and the log's tail when it failed."""
     colour = "green" if result.ok else "red"
     out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): {result.message}",
               highlight=False)
@@ -64,8 +71,6 @@ def print_verified(verified, json_output: bool) -> None:
         out.print(f"  note: {note}", highlight=False)
     if not result.ok and result.log:
         out.print(result.log[-3000:], markup=False, highlight=False)
-    if report:
-        print_debug_report(report)
 
 
 def print_debug_report(report) -> None:
@@ -78,12 +83,20 @@ def print_debug_report(report) -> None:
     out.print(f"[{colour}]{report.stop_reason}[/]: {report.message}", highlight=False)
 
 
+def _edits(ops) -> str:
+    """A candidate's edit operations as their values, without the op names or empty fields."""
+    return "; ".join(" ".join(str(v) for k, v in op if k != "op" and v != "") for op in ops)
+
+
+def _fill_in(find: dict) -> str:
+    """What the user must look up for a candidate, and the command that finds each."""
+    return f" (fill in: {', '.join(f'{n}: {cmd}' for n, cmd in find.items())})" if find else ""
+
+
 def print_diagnosis(found) -> None:
     """The ranked candidates, the advice of its kind, and where else the error is discussed."""
     for rank, c in enumerate(found.candidates, 1):
-        edits = "; ".join(" ".join(str(v) for k, v in op if k != "op" and v != "") for op in c.ops)
-        fill = f" (fill in: {', '.join(f'{n}: {cmd}' for n, cmd in c.find.items())})" if c.find else ""
-        out.print(f"  candidate {rank} ({c.entry_id}): {edits}{fill}", markup=False, highlight=False)
+        out.print(f"  candidate {rank} ({c.entry_id}): {_edits(c.ops)}{_fill_in(c.find)}", markup=False, highlight=False)
     out.print(f"[bold]advice[/] ({found.advice.kind}): {found.advice.text}", highlight=False)
     for ref in found.references:
         out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}", markup=False, highlight=False)

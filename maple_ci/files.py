@@ -60,6 +60,14 @@ def read_inside(root: Path, path: Path | str, name: Optional[str] = None,
 def read_text(path: Path, name: str, limit: int = MAX_SOURCE_BYTES, follow: bool = True) -> str:
     """A regular file's UTF-8 text, refused with a clear error when it is a directory, a device or
     a FIFO, larger than `limit`, binary or not UTF-8. `follow=False` refuses a symlink."""
+    fd = _open_regular(path, name, follow)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    return _decoded(data, name, limit)
+
+
+def _open_regular(path: Path, name: str, follow: bool) -> int:
+    """A descriptor of the file, refused unless it is a regular file (and, without follow, no symlink)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)  # NONBLOCK: a FIFO must not hang
     try:
         fd = os.open(path, flags)
@@ -68,13 +76,16 @@ def read_text(path: Path, name: str, limit: int = MAX_SOURCE_BYTES, follow: bool
             raise MapleError(f"{name} is a symlink; maple-ci reads only regular files") from None
         raise MapleError(f"cannot read {name}: {exc.strerror or exc}") from exc
     mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        if stat.S_ISDIR(mode):
-            raise MapleError(f"{name} is a directory; give the launch script file inside it, or the request text")
-        raise MapleError(f"{name} is not a regular file (a device, FIFO or socket); give a text file")
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(limit + 1)
+    if stat.S_ISREG(mode):
+        return fd
+    os.close(fd)
+    if stat.S_ISDIR(mode):
+        raise MapleError(f"{name} is a directory; give the launch script file inside it, or the request text")
+    raise MapleError(f"{name} is not a regular file (a device, FIFO or socket); give a text file")
+
+
+def _decoded(data: bytes, name: str, limit: int) -> str:
+    """The bytes as text, refused when over `limit`, binary or not UTF-8."""
     if len(data) > limit:
         raise MapleError(f"{name} is larger than the {limit // 1024} KiB limit; give the launch script itself")
     if b"\0" in data:

@@ -37,22 +37,28 @@ class PortResult(BaseModel):
     record: str = Field(default="", exclude=True)  # the read-back gate's inputs, for `maple verify` (readback.record)
 
 
+_SIZE = ("nodes", "gpus_per_node")
+
+
 def apply_overrides(intent: JobIntent, **overrides) -> JobIntent:
     """Values the user gave as options win over what was extracted."""
     given = {key: value for key, value in overrides.items() if value is not None}
     if not given:
         return intent
-    # A size the user chose is theirs: the header says the change was asked for, not made by the port.
-    asked = [f"--{key.replace('_', '-')} {given[key]} (the script: {getattr(intent, key) or 'not set'})"
-             for key in ("nodes", "gpus_per_node") if key in given and given[key] != getattr(intent, key)]
-    if asked:
-        given["notes"] = [*intent.notes, f"the job size is what you asked for: {', '.join(asked)}"]
+    given |= _size_note(intent, given)
     if "account" in given:  # the user's own: a source's account stays only on its own cluster
         given["account_given"] = True
-    if "nodes" in given or "gpus_per_node" in given:
+    if any(key in given for key in _SIZE):
         given["world_size"] = None  # recomputed from nodes * gpus_per_node
     intent = replace(intent, **given)  # checks the given values as JobIntent does
     return replace(intent, missing=[name for name in intent.missing if getattr(intent, name) is None]).with_defaults()
+
+
+def _size_note(intent: JobIntent, given: dict) -> dict:
+    """A size the user chose is theirs: the header says the change was asked for, not made by the port."""
+    asked = [f"--{key.replace('_', '-')} {given[key]} (the script: {getattr(intent, key) or 'not set'})"
+             for key in _SIZE if key in given and given[key] != getattr(intent, key)]
+    return {"notes": [*intent.notes, f"the job size is what you asked for: {', '.join(asked)}"]} if asked else {}
 
 
 # Slurm node-feature expressions (gpu&hbm80g, [a|b]*2): allowlisted, as they are written into a directive.

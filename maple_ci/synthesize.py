@@ -184,13 +184,24 @@ def _note_world_change(intent: JobIntent, profile: ClusterProfile, shape: tuple[
     """Say when ranks per node or the world size change with the target's node shape."""
     nodes, gpus = shape
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
-    source_world = intent.world_size or (intent.gpus_per_node and intent.nodes and intent.nodes * intent.gpus_per_node)
-    if intent.nodes is None and intent.gpus_per_node and intent.gpus_per_node != gpus:
-        notes.append(f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
-                     "node shape, one rank per device); check batch size and learning rate")
-    elif intent.nodes is not None and source_world and source_world != nodes * gpus:
-        notes.append(f"world size changes from {source_world} to {nodes * gpus} ({nodes} nodes x {gpus} {unit}: "
-                     f"the target's node shape, one rank per device); check batch size and learning rate")
+    note = _per_node_change(intent, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
+    notes += [note] if note else []
+
+
+def _per_node_change(intent: JobIntent, gpus: int, unit: str) -> Optional[str]:
+    """A size chosen at submit time: only the ranks per node can change."""
+    if not intent.gpus_per_node or intent.gpus_per_node == gpus:
+        return None
+    return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
+            "node shape, one rank per device); check batch size and learning rate")
+
+
+def _world_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
+    source_world = intent.world_size or (intent.gpus_per_node and intent.nodes * intent.gpus_per_node)
+    if not source_world or source_world == nodes * gpus:
+        return None
+    return (f"world size changes from {source_world} to {nodes * gpus} ({nodes} nodes x {gpus} {unit}: "
+            f"the target's node shape, one rank per device); check batch size and learning rate")
 
 
 def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
@@ -307,37 +318,52 @@ def _environment() -> Environment:
     return env
 
 
-def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>",
-           out_dir: Path = Path("scripts")) -> str:
-    """The complete batch script for `profile` from `template`, to be written under `out_dir` (the
-    CLI's and the bot's default shown; see the module docstring); MapleError if it cannot be made."""
+def _require_usable(template: TemplateMeta, profile: ClusterProfile) -> None:
     if template.cluster != profile.name:
         raise MapleError(f"template {template.id} is for {template.cluster}, not {profile.name}")
     if not template.supported:
         raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
+
+
+def _literal_argument_notes(args: list[str]) -> list[str]:
+    """Arguments the source computed in the shell ($(...), $((...))) and the port passes as text."""
+    return [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "
+            "($(...), $((...))); put the value in yourself"
+            for arg in args if "$" in arg and shell_word(arg).startswith("'")]
+
+
+def _source_setup_notes(intent: JobIntent, profile: ClusterProfile, framework: str) -> list[str]:
+    """The source's own modules and Python environment, which the port does not carry over."""
+    notes = []
+    if intent.modules:
+        notes.append(f"the source's modules ({', '.join(intent.modules)}) are not loaded: {reason('modules')}")
+    if intent.python_env:
+        notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
+                     f"{profile.name}'s {framework} set-up is used")
+    return notes
+
+
+def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>",
+           out_dir: Path = Path("scripts")) -> str:
+    """The complete batch script for `profile` from `template`, to be written under `out_dir` (the
+    CLI's and the bot's default shown; see the module docstring); MapleError if it cannot be made."""
+    _require_usable(template, profile)
     job = resolve_job(intent, profile, template, source_name)
     job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
                                job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
-    job.notes += [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "
-                  "($(...), $((...))); put the value in yourself"
-                  for arg in intent.script_args if "$" in arg and shell_word(arg).startswith("'")]
+    job.notes += _literal_argument_notes(intent.script_args)
     module, program = split_entrypoint(intent.entrypoint)
     container = port_container(intent, profile, template.launcher)
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
     wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
     job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
     job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
-    if intent.modules:
-        job.notes.append(f"the source's modules ({', '.join(intent.modules)}) are not loaded: {reason('modules')}")
-    if intent.python_env:
-        job.notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
-                         f"{profile.name}'s {template.framework} set-up is used")
+    job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += deepspeed_notes(intent, template)
-    if template.reason:
-        job.notes.append(template.reason)
+    job.notes += [template.reason] if template.reason else []
     return _environment().get_template(template.path).render(
         meta=template,
         profile=profile,

@@ -64,21 +64,28 @@ def unexpected_variables(env: dict, batch: bool) -> list[str]:
 
 def check_inputs(args, env: dict) -> list[str]:
     """What is wrong with the typed inputs, checked again here whatever GitLab checked."""
-    clusters = env.get("MAPLE_CLUSTERS", "").split()
     miniapps = sorted(p.stem for p in miniapps_dir().glob("*.py") if not p.stem.startswith("_"))
-    problems = []
-    if not clusters:
-        problems.append("the center has not set MAPLE_CLUSTERS (the clusters its runners verify on)")
-    elif args.cluster not in clusters:
-        problems.append(f"cluster {args.cluster!r} is not one of this center's clusters: {' '.join(clusters)}")
+    problems = _cluster_problems(args.cluster, env.get("MAPLE_CLUSTERS", "").split())
     if args.miniapp not in miniapps:
         problems.append(f"miniapp {args.miniapp!r} is not one of {', '.join(miniapps)}")
     if not re.fullmatch(r"[0-9a-f]{40}", args.commit):
         problems.append(f"commit {args.commit!r} is not a full commit id (40 hex digits)")
-    if not re.fullmatch(rf"scripts/{re.escape(args.cluster)}/[A-Za-z0-9_][A-Za-z0-9_.-]*", args.script) \
-            or ".." in args.script:
+    if not _in_cluster_scripts(args.script, args.cluster):
         problems.append(f"script {args.script!r} is not scripts/{args.cluster or '<cluster>'}/<file name>")
     return problems
+
+
+def _cluster_problems(cluster: str, clusters: list[str]) -> list[str]:
+    if not clusters:
+        return ["the center has not set MAPLE_CLUSTERS (the clusters its runners verify on)"]
+    if cluster not in clusters:
+        return [f"cluster {cluster!r} is not one of this center's clusters: {' '.join(clusters)}"]
+    return []
+
+
+def _in_cluster_scripts(script: str, cluster: str) -> bool:
+    """Whether the script is a plain file name directly under scripts/<cluster>/."""
+    return bool(re.fullmatch(rf"scripts/{re.escape(cluster)}/[A-Za-z0-9_][A-Za-z0-9_.-]*", script)) and ".." not in script
 
 
 # A container runtime in a command or a directive (comments are the port's notes): the image decides

@@ -81,12 +81,7 @@ def verify_jacamar(
     """Trigger the center-side pipeline for the script at script_path (a path in the repository)
     in `commit` (its full id), and wait for its verdict. A pipeline still running after `timeout`
     seconds is cancelled."""
-    if not (gitlab_url and project and trigger_token):
-        raise MapleError("the jacamar backend needs MAPLE_GITLAB_URL, MAPLE_GITLAB_PROJECT and MAPLE_GITLAB_TRIGGER_TOKEN")
-    if not FULL_COMMIT.fullmatch(commit or ""):
-        # The center refuses anything else; without the commit it could only guess which file to run.
-        raise MapleError(f"the jacamar backend needs the full id (40 hex digits) of the commit that holds "
-                         f"{script_path} (--commit), not {commit!r}")
+    _require_settings(script_path, gitlab_url, project, trigger_token, commit)
     gitlab = _GitLab(gitlab_url, project, api_token, session or requests.Session(), sleep)
     # Typed inputs, not variables: the center's CI file declares them (spec:inputs), GitLab checks
     # them, and a center that lets no one set pipeline variables accepts nothing else.
@@ -97,22 +92,49 @@ def verify_jacamar(
     def cancel() -> None:
         gitlab.call("POST", f"/pipelines/{pipeline_id}/cancel", retries=0)
 
-    deadline, interval, status = time.monotonic() + timeout, poll_interval or POLL_SECONDS, pipeline.get("status", "created")
     with cancellable(cancel):
-        while status not in TERMINAL:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                try:
-                    cancel()
-                    cancelled = "cancelled"
-                except MapleError as error:
-                    cancelled = f"could not be cancelled ({error})"
-                return VerifyResult(ok=False, backend="jacamar", state="timeout", job_id=str(pipeline_id), log_url=web_url,
-                                    message=f"pipeline {pipeline_id} still {status} after {timeout:.0f} s, {cancelled}; see {web_url}")
-            sleep(min(interval, left))
-            interval = min(interval * 1.5, 120)  # back off: queues on big machines are slow
-            status = gitlab.call("GET", f"/pipelines/{pipeline_id}").json()["status"]
+        status = _poll(gitlab, pipeline_id, pipeline.get("status", "created"), time.monotonic() + timeout,
+                       poll_interval or POLL_SECONDS, sleep)
+        if status not in TERMINAL:
+            return _timed_out(cancel, pipeline_id, status, timeout, web_url)
+    return _pipeline_result(gitlab, pipeline_id, status, web_url)
 
+
+def _require_settings(script_path: str, gitlab_url: str, project: str, trigger_token: str, commit: Optional[str]) -> None:
+    if not (gitlab_url and project and trigger_token):
+        raise MapleError("the jacamar backend needs MAPLE_GITLAB_URL, MAPLE_GITLAB_PROJECT and MAPLE_GITLAB_TRIGGER_TOKEN")
+    if not FULL_COMMIT.fullmatch(commit or ""):
+        # The center refuses anything else; without the commit it could only guess which file to run.
+        raise MapleError(f"the jacamar backend needs the full id (40 hex digits) of the commit that holds "
+                         f"{script_path} (--commit), not {commit!r}")
+
+
+def _poll(gitlab: _GitLab, pipeline_id, status: str, deadline: float, interval: float,
+          sleep: Callable[[float], None]) -> str:
+    """The pipeline's status once it is terminal, or its last one at the deadline."""
+    while status not in TERMINAL:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return status
+        sleep(min(interval, left))
+        interval = min(interval * 1.5, 120)  # back off: queues on big machines are slow
+        status = gitlab.call("GET", f"/pipelines/{pipeline_id}").json()["status"]
+    return status
+
+
+def _timed_out(cancel: Callable[[], None], pipeline_id, status: str, timeout: float, web_url: str) -> VerifyResult:
+    """Cancels the pipeline still running at the timeout, and says so."""
+    try:
+        cancel()
+        cancelled = "cancelled"
+    except MapleError as error:
+        cancelled = f"could not be cancelled ({error})"
+    return VerifyResult(ok=False, backend="jacamar", state="timeout", job_id=str(pipeline_id), log_url=web_url,
+                        message=f"pipeline {pipeline_id} still {status} after {timeout:.0f} s, {cancelled}; see {web_url}")
+
+
+def _pipeline_result(gitlab: _GitLab, pipeline_id, status: str, web_url: str) -> VerifyResult:
+    """The verdict of a finished pipeline, from its status and the mini-app's result line in its jobs' logs."""
     jobs = gitlab.call("GET", f"/pipelines/{pipeline_id}/jobs").json()
     log = "".join(gitlab.call("GET", f"/jobs/{job['id']}/trace").text for job in jobs)
     result = parse_result(log)

@@ -85,39 +85,62 @@ def program_sites(script: str, entrypoint: str, _offset: int = 0, _text: Optiona
     sites = []
     for command in _commands(parse(script)):
         fields = [" ".join(shell.expand.fields(word)) for word in command.words]
-        try:
-            launch = chain(fields, shell, [])
-        except MapleError:  # a `bash -c` string bash rejects cannot hold the site either
+        launch = _launch_of(fields, shell, entrypoint)
+        if launch is None:
             continue
-        if launch is None or not launch.entry or not _names(launch.entry, entrypoint):
-            continue
-        position = len(fields) - len(launch.args) - 1
-        module = launch.entry.startswith("-m ")
-        if position < 0 or fields[position] != launch.entry.removeprefix("-m ") or fields[position + 1:] != launch.args:
+        position = _program_position(fields, launch)
+        if position is None:
             sites += _in_command_string(command, fields, entrypoint, _offset, text)
             continue
-        if module and fields[position - 1] in ("-m", "--module"):
-            position -= 1
         last = len(command.words) - 1
-        # python, and torchrun/deepspeed/accelerate without --no-python, run a .py given to them;
-        # a program started directly (`srun ./train.py`, `torchrun --no-python litgpt`) gets python
-        runs_python = "python" in launch.names() or any(
-            name in ("torchrun", "deepspeed", "accelerate") and "no_python" not in opts for name, opts in launch.stages)
         start = _offset + command.starts[position]
         sites.append(Site(start, _offset + command.starts[last] + len(command.words[last]),
-                          text.count("\n", 0, start) + 1, "" if runs_python else "python "))
+                          text.count("\n", 0, start) + 1, "" if _runs_python(launch) else "python "))
     return sites
+
+
+def _launch_of(fields: list[str], shell: Shell, entrypoint: str):
+    """The launch chain of a line when its program is `entrypoint`, else None."""
+    try:
+        launch = chain(fields, shell, [])
+    except MapleError:  # a `bash -c` string bash rejects cannot hold the site either
+        return None
+    if launch is None or not launch.entry or not _names(launch.entry, entrypoint):
+        return None
+    return launch
+
+
+def _program_position(fields: list[str], launch) -> Optional[int]:
+    """The index of the program word (or its -m/--module flag) when the line's words end with the
+    program and its arguments as written; None when it sits elsewhere (a `bash -c` string)."""
+    position = len(fields) - len(launch.args) - 1
+    if position < 0 or fields[position] != launch.entry.removeprefix("-m ") or fields[position + 1:] != launch.args:
+        return None
+    if launch.entry.startswith("-m ") and fields[position - 1] in ("-m", "--module"):
+        return position - 1
+    return position
+
+
+def _runs_python(launch) -> bool:
+    """python, and torchrun/deepspeed/accelerate without --no-python, run a .py given to them; a
+    program started directly (`srun ./train.py`, `torchrun --no-python litgpt`) gets python."""
+    return "python" in launch.names() or any(
+        name in ("torchrun", "deepspeed", "accelerate") and "no_python" not in opts for name, opts in launch.stages)
 
 
 def _in_command_string(command: Command, fields: list[str], entrypoint: str, offset: int, text: str) -> list[Site]:
     """Sites inside the string of `bash -c '...'` on this line, when the string reads exactly as
     written (so a position in it is a position in the script)."""
     for k in range(2, len(fields)):
-        raw = command.words[k]
-        if (fields[k - 2].rsplit("/", 1)[-1] in ("bash", "sh") and re.fullmatch(r"-[a-z]*c[a-z]*", fields[k - 1])
-                and raw[:1] in "'\"" and raw[-1:] == raw[:1] and raw[1:-1] == fields[k]):
+        if _is_command_string(command.words[k], fields, k):
             return program_sites(fields[k], entrypoint, offset + command.starts[k] + 1, text)
     return []
+
+
+def _is_command_string(raw: str, fields: list[str], k: int) -> bool:
+    """Whether word k is the quoted string of `bash -c`/`sh -c`, reading exactly as written."""
+    return (fields[k - 2].rsplit("/", 1)[-1] in ("bash", "sh") and re.fullmatch(r"-[a-z]*c[a-z]*", fields[k - 1]) is not None
+            and raw[:1] in "'\"" and raw[-1:] == raw[:1] and raw[1:-1] == fields[k])
 
 
 def logical_line_start(text: str, pos: int) -> int:
@@ -144,15 +167,19 @@ def substitute_entrypoint(script: str, miniapp: Path, entrypoint: Optional[str] 
         if not entrypoint:
             raise MapleError("no launch line running a training program (python/torchrun/deepspeed/"
                              "accelerate launch ... train.py or -m module) was found in the script")
-    sites = program_sites(script, entrypoint)
-    if len(sites) != 1:
-        where = f" (lines {', '.join(str(site.line) for site in sites)})" if sites else ""
-        raise MapleError(
-            f"the script has {len(sites) or 'no'} launch line{'s' if len(sites) != 1 else ''} running {entrypoint!r} "
-            f"as a word of its own{where}; verification replaces exactly one, so that only the mini-app runs "
-            "(a program named inside a quoted string or a variable cannot be replaced safely)")
-    site = sites[0]
+    site = _only_site(program_sites(script, entrypoint), entrypoint)
     return script[:site.start] + site.replacement_prefix + str(miniapp) + script[site.end:]
+
+
+def _only_site(sites: list[Site], entrypoint: str) -> Site:
+    """The one site, or why there is not exactly one."""
+    if len(sites) == 1:
+        return sites[0]
+    where = f" (lines {', '.join(str(site.line) for site in sites)})" if sites else ""
+    raise MapleError(
+        f"the script has {len(sites) or 'no'} launch line{'s' if len(sites) != 1 else ''} running {entrypoint!r} "
+        f"as a word of its own{where}; verification replaces exactly one, so that only the mini-app runs "
+        "(a program named inside a quoted string or a variable cannot be replaced safely)")
 
 
 def describe(result: Optional[dict]) -> str:
