@@ -35,6 +35,16 @@ class Ported:
 
     words: Optional[list[str]]
     notes: list[str] = field(default_factory=list)
+    srun_options: list[str] = field(default_factory=list)  # Container Engine / Pyxis: options of every srun
+    edf: str = ""  # Container Engine: the EDF's TOML, written by the script next to itself
+
+
+# Runtimes that are srun options, not a command before the program: the CSCS Container Engine
+# (srun --environment=<EDF>.toml, https://docs.cscs.ch/software/container-engine/) and Pyxis
+# (srun --container-image=, https://github.com/NVIDIA/pyxis), both read 2026-11-28.
+SRUN_OPTION_RUNTIMES = {"container-engine", "pyxis"}
+EDF_PATH = "$PWD/maple-environment.toml"  # --environment takes an absolute path to the EDF
+_ENROOT_SAFE = re.compile(r"[\w.:/#@+-]+")  # image words written into the EDF and srun options unquoted
 
 
 def _registry_name(image: str) -> Optional[str]:
@@ -63,10 +73,19 @@ def _podman_image(runtime: str, image: str, name: Optional[str]) -> tuple[Option
     return (name, f"pull it first with `podman-hpc pull {name}`") if name else (None, "")
 
 
-# How each runtime names an image (None: it cannot run it) and what the user must do first. Shifter
-# and podman-hpc run only registry images; Apptainer/Singularity also run a .sif file.
+def _enroot_image(runtime: str, image: str, name: Optional[str]) -> tuple[Optional[str], str]:
+    """enroot (Container Engine, Pyxis) writes `registry#path:tag`; a name without a registry is Docker Hub's."""
+    if not name or not _ENROOT_SAFE.fullmatch(name):
+        return None, ""
+    head, slash, rest = name.partition("/")
+    enroot = f"{head}#{rest}" if slash and ("." in head or ":" in head) else name
+    return enroot, "the first job pulls and converts it (slow); see the Container Engine's image caching"
+
+
+# How each runtime names an image (None: it cannot run it) and what the user must do first. Shifter,
+# podman-hpc and the enroot-based runtimes run only registry images; Apptainer/Singularity also a .sif.
 _IMAGE_FORMS = {"apptainer": _apptainer_image, "singularity": _apptainer_image, "shifter": _shifter_image,
-                "podman-hpc": _podman_image}
+                "podman-hpc": _podman_image, "container-engine": _enroot_image, "pyxis": _enroot_image}
 
 
 def _image_for(runtime: str, image: str) -> tuple[Optional[str], str]:
@@ -102,15 +121,36 @@ def _not_runnable(intent: JobIntent, image: Optional[str], profile: ClusterProfi
     return None
 
 
+def edf_text(image: str, profile: ClusterProfile) -> str:
+    """The Container Engine's environment definition: image, mounts, workdir, annotations (TOML)."""
+    # The submit directory first: the job's workdir is there, and the EDF mounts nothing by itself.
+    mounts = ", ".join(f'"{m}"' for m in ["$PWD:$PWD", *profile.container.binds])
+    lines = [f'image = "{image}"', f"mounts = [{mounts}]", 'workdir = "$PWD"', "", "[annotations]"]
+    return "\n".join(lines + [f'{key} = "{value}"' for key, value in profile.container.annotations.items()])
+
+
+def _srun_form(runtime: str, image: str, profile: ClusterProfile) -> Ported:
+    """The srun options (and the EDF) that run every srun step in the image."""
+    if runtime == "pyxis":
+        mounts = ",".join(["$PWD", *profile.container.binds])
+        return Ported([], srun_options=[f"--container-image={image}", f'--container-mounts="{mounts}"',
+                                        '--container-workdir="$PWD"'])
+    return Ported([], srun_options=[f'--environment="{EDF_PATH}"'], edf=edf_text(image, profile))
+
+
 def _in_image(container: Container, profile: ClusterProfile, what: str) -> Ported:
     """The target's runtime runs the program in the source's image (which it can run)."""
     runtime = profile.container.runtime
     name, todo = _image_for(runtime, container.image)
-    words = [*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name]
-    notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
+    if runtime in SRUN_OPTION_RUNTIMES:
+        ported = _srun_form(runtime, name, profile)
+    else:
+        ported = Ported([*profile.container.command, *profile.container.gpu_flags, *profile.container.binds, name])
+    ported.notes = [f"{what}; it runs in the same image under {profile.name}'s {runtime}: {todo}"]
     if container.options:  # overlays, --pwd, --env: the runtime's own flags are not carried
-        notes.append(f"the source's {container.runtime} options are not carried over ({' '.join(container.options)})")
-    return Ported(words, notes + bind_notes(container, profile, kept=True))
+        ported.notes.append(f"the source's {container.runtime} options are not carried over ({' '.join(container.options)})")
+    ported.notes += bind_notes(container, profile, kept=True)
+    return ported
 
 
 def port_container(intent: JobIntent, profile: ClusterProfile, launcher: str) -> Ported:

@@ -77,8 +77,10 @@ class ContainerRuntime(BaseModel):
     it when the image can run here (same cpu_arch and gpu_vendor as the machine it came from)."""
 
     model_config = ConfigDict(extra="forbid")
-    # The runtime batch jobs use; "none" where the site offers none for multi-node GPU jobs.
-    runtime: Literal["shifter", "podman-hpc", "apptainer", "singularity", "none"]
+    # The runtime batch jobs use; "none" where the site offers none for multi-node GPU jobs. The
+    # CSCS Container Engine (srun --environment=<EDF>.toml) and Pyxis (srun --container-image=) are
+    # srun options rather than a command before the program (containers.SRUN_OPTION_RUNTIMES).
+    runtime: Literal["shifter", "podman-hpc", "apptainer", "singularity", "container-engine", "pyxis", "none"]
     # Shell lines that make the runtime's command exist in a job (module use/load); empty when it is on PATH.
     setup: list[str] = Field(default_factory=list)
     # The words that run a program in an image, before the image: ["apptainer", "exec"], ["shifter"].
@@ -89,6 +91,8 @@ class ContainerRuntime(BaseModel):
     # Bind mounts for the file systems the runtime does not mount itself (Apptainer mounts $HOME,
     # /tmp and the working directory; Shifter mounts home, scratch and CFS).
     binds: list[str] = Field(default_factory=list)
+    # Container Engine only: the EDF's [annotations] (the NCCL/libfabric hook) and mounts.
+    annotations: dict[str, str] = Field(default_factory=dict)
     # Profile env settings a container job must not get: they name host software the image lacks
     # (Polaris' NCCL_NET="AWS Libfabric" needs the host's OFI plugin, or NCCL aborts at init).
     drop_env: list[str] = Field(default_factory=list)

@@ -4,6 +4,7 @@ center page in templates/clusters/<name>.yaml, read 2026-11-25; the test says wh
 """
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from maple_ci.port import port_intent
 from maple_ci.profiles import ClusterProfile, get_profile, load_profiles, pick_queue
 from maple_ci.retrieve import best_template
 from maple_ci.synthesize import render
+from maple_ci.verify.static import static_checks
 
 # A two-node DDP job in a style the corpus lacks: srun one task per GPU, no cluster markers.
 DDP = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t {walltime}\n"
@@ -199,3 +201,32 @@ def test_a_profiles_master_address_is_every_shapes_rendezvous():
         assert f"\nMASTER_ADDR={juwels.master_addr}\n" in script, row
     for row, script in _rendered("jupiter").items():
         assert '\nMASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n' in script, row
+
+
+PYXIS = CONTAINER.replace(f"apptainer exec --nv docker://{IMAGE}",
+                          f"--container-image={IMAGE.replace('/', '#', 1)} --container-mounts=/data:/data")
+
+
+def test_a_pyxis_source_ported_to_daint_runs_its_image_through_the_container_engine():
+    """container-engine/ and edf/ (read 2026-11-28): `srun --environment=<EDF>` runs each step in the
+    EDF's image; the aws_ofi_nccl hook gives NCCL the Slingshot plugin (resource-hook/)."""
+    intent = extract(PYXIS, "job.sh")
+    assert (intent.container.runtime, intent.container.image) == ("pyxis", IMAGE.replace("/", "#", 1))
+    script = port_in_image("daint", PYXIS, source_cluster="isambard-ai")  # an aarch64 + NVIDIA image
+    edf = script[script.index('cat > "$PWD/maple-environment.toml" <<EOF\n'):].split("\n", 1)[1].split("\nEOF\n")[0]
+    parsed = tomllib.loads(edf.replace("$PWD", "/scratch/job"))
+    assert parsed["image"] == "nvcr.io#" + IMAGE.split("/", 1)[1]
+    assert parsed["annotations"]["com"]["hooks"]["aws_ofi_nccl"]["enabled"] == "true"
+    assert parsed["workdir"] == "/scratch/job" and "/scratch/job:/scratch/job" in parsed["mounts"]
+    assert re.search(r'^srun [^\n]*--environment="\$PWD/maple-environment.toml" \\$', script, re.M)
+    assert "module load" not in script  # the image brings the framework
+    profile = get_profile("daint")
+    profile = profile.model_copy(update={"container": profile.container.model_copy(update={"allowed_images": [IMAGE]})})
+    checks = static_checks(script, intent.__class__(**{**intent.__dict__, "source_cluster": "isambard-ai"}), profile)
+    assert [c for c in checks if not c.ok and c.severity == "error"] == []
+
+
+def test_an_x86_image_is_not_run_on_daint_and_the_port_says_why():
+    script = port_in_image("daint")  # apptainer with an NGC image from an unknown (so x86_64) machine
+    assert "--environment" not in script and "maple-environment.toml" not in script
+    assert re.search(r"# Note: .*not used here: it is built for x86_64 .* Daint is aarch64", script)
