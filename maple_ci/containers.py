@@ -79,7 +79,8 @@ def _enroot_image(runtime: str, image: str, name: Optional[str]) -> tuple[Option
         return None, ""
     head, slash, rest = name.partition("/")
     enroot = f"{head}#{rest}" if slash and ("." in head or ":" in head) else name
-    return enroot, "the first job pulls and converts it (slow); see the Container Engine's image caching"
+    # container-engine/run (read 2026-11-28): pulled on first use, cached in ${SCRATCH}/.edf_imagestore
+    return enroot, "the first job pulls and converts it (slow); later jobs use the cached copy"
 
 
 # How each runtime names an image (None: it cannot run it) and what the user must do first. Shifter,
