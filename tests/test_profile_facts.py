@@ -230,3 +230,17 @@ def test_an_x86_image_is_not_run_on_daint_and_the_port_says_why():
     script = port_in_image("daint")  # apptainer with an NGC image from an unknown (so x86_64) machine
     assert "--environment" not in script and "maple-environment.toml" not in script
     assert re.search(r"# Note: .*not used here: it is built for x86_64 .* Daint is aarch64", script)
+
+
+def test_a_pyxis_site_gets_the_image_mounts_and_workdir_as_srun_options():
+    """pyxis README (github.com/NVIDIA/pyxis, read 2026-11-28): --container-image, --container-mounts,
+    --container-workdir are srun options; a profile naming runtime pyxis (none does yet) gets them."""
+    intent = extract(PYXIS, "job.sh")
+    intent = intent.__class__(**{**intent.__dict__, "source_cluster": "isambard-ai"})
+    profile = get_profile("daint")
+    pyxis = profile.container.model_copy(update={"runtime": "pyxis", "allowed_images": [IMAGE], "binds": []})
+    script = render(intent, profile.model_copy(update={"container": pyxis}), best_template(intent, "daint"), "job.sh")
+    image = "nvcr.io#" + IMAGE.split("/", 1)[1]
+    assert re.search(rf'^srun [^\n]* --container-image={re.escape(image)} --container-mounts="\$PWD" '
+                     r'--container-workdir="\$PWD" \\$', script, re.M)
+    assert "maple-environment.toml" not in script
