@@ -379,6 +379,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,
+        container_srun=container.srun_options,
+        edf=container.edf,
         wrapper=wrapper if per_device else [],
         source_name=source_name,
         script_path=output_path(out_dir, profile, source_name),
