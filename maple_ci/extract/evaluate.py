@@ -19,7 +19,7 @@ import re
 from typing import Callable, Optional
 
 from .budget import Budget, trim
-from .shell import closing
+from .lexer import closing
 
 Lookup = Callable[[str], Optional[object]]  # a name's value: str, list (array), or None when unknown
 

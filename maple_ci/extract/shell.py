@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .budget import Budget
-from .lexer import Lexer, closing  # noqa: F401  (closing: evaluate reads `$(...)` with it)
+from .lexer import Lexer
 
 _SKIPPED_KEYWORDS = {"do", "while", "until", "!", "done", "esac", "}"}
 _CASE_CLAUSE_ENDS = (";;", ";&", ";;&")
