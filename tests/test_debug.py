@@ -563,3 +563,16 @@ def test_loop_on_real_slurm_rejections(slurm_cluster, tmp_path, monkeypatch):
 def test_site_and_library_wordings_without_an_error_prefix_are_located(line):
     failure = debug.locate(f"step 1 done\n{line}\nsrun: error: task 0: Exited with exit code 1\n")
     assert failure is not None and failure.line == line
+
+
+def test_a_knowledge_base_entry_names_a_registered_scheduler_or_is_refused():
+    """The scheduler field is checked against the registry, not a list of two names."""
+    from pydantic import ValidationError
+
+    from maple_ci.debug.kb import KBEntry
+
+    entry = {"id": "x", "patterns": ["boom"], "category": "scheduler", "clusters": ["any"],
+             "explanation": "e", "source": "https://example.org/", "examples": ["boom"]}
+    assert KBEntry(**entry, scheduler="flux").scheduler == "flux"
+    with pytest.raises(ValidationError, match="unknown scheduler 'moab'"):
+        KBEntry(**entry, scheduler="moab")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .. import schedulers
 from ..errors import MapleError
 from ..paths import templates_dir
 from ..profiles import get_profile, load_profiles
@@ -145,7 +146,14 @@ class KBEntry(BaseModel):
     # node; rank >= 1 when the cluster is unknown): the batch node's environment did not reach them.
     only_remote_ranks: bool = False
     # The fix is shell for this scheduler only (e.g. scontrol); other clusters get the advice.
-    scheduler: Optional[Literal["slurm", "pbs"]] = None
+    scheduler: Optional[str] = None  # a registered scheduler (maple_ci/schedulers)
+
+    @field_validator("scheduler")
+    @classmethod
+    def _registered(cls, name: Optional[str]) -> Optional[str]:
+        if name is not None and name not in schedulers.names():
+            raise ValueError(f"unknown scheduler {name!r}: registered are {', '.join(schedulers.names())}")
+        return name
 
     @field_validator("patterns")
     @classmethod
