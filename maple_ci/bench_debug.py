@@ -142,10 +142,16 @@ def _same_target(expected: dict, op: dict, scheduler: Optional[str]) -> bool:
     return all(same_option(expected[f], op.get(f, ""), op["op"], scheduler) for f in fields)
 
 
+def _has_token(text: str, word: str) -> bool:
+    """word occurs in text as a whole token: `head_node_ip` in `--rdzv_endpoint=$head_node_ip:29400`,
+    `-n4` not in `-n48`."""
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+
+
 def _text_meets(expected: dict, op: dict) -> bool:
     """A replace_text: the expected old inside the op's old, and every expected word in its new."""
     old_ok = expected["old"] == "*" or _words(expected["old"]) in _words(op["old"])
-    new_ok = expected["new"] == "*" or all(w in op["new"].split() for w in expected["new"].split())
+    new_ok = expected["new"] == "*" or all(_has_token(op["new"], w) for w in expected["new"].split())
     return old_ok and new_ok
 
 

@@ -79,6 +79,11 @@ def test_a_proposed_edit_meets_the_threads_by_option_not_by_spelling():
     other = [{"op": "replace_text", "old": "torchrun", "new": "python3 -m torch.distributed.run"}]
     assert meets(replace, other, script, "#!/bin/bash\nsrun python3 -m torch.distributed.run train.py\n")
     assert not meets(replace, other, script, "#!/bin/bash\nsrun python -m torch.distributed.run train.py\n")
+    # The words of a replace_text's new are tokens inside shell words, not whole shell words.
+    endpoint = [{"op": "replace_text", "old": "--rdzv_endpoint=$(hostname)", "new": "head_node_ip"}]
+    proposed = {"op": "replace_text", "old": "srun torchrun --rdzv_endpoint=$(hostname):29400 t.py"}
+    assert meets(endpoint, [proposed | {"new": "srun torchrun --rdzv_endpoint=$head_node_ip:29400 t.py"}])
+    assert not meets(endpoint, [proposed | {"new": "srun torchrun --rdzv_endpoint=$head_node_ip2:29400 t.py"}])
 
 
 def test_scores_count_fixes_site_values_and_advice(bench_dir, monkeypatch):

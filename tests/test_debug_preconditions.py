@@ -148,3 +148,28 @@ def test_a_unified_runtime_abort_is_for_the_center_not_a_script_edit():
     found = diagnose("#!/bin/bash\nmpiexec -n 24 --ppn 12 python3 train.py\n", log, None)
     assert found.matches[0].entry.id == "unified-runtime-abort" and not found.candidates
     assert found.advice.kind == "infrastructure" and "one node" in found.advice.text
+
+
+def test_a_port_in_the_ephemeral_range_is_moved_out_of_it_even_without_a_script():
+    log = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+           "address. port: 57062, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n")
+    found = diagnose("", log, None)
+    assert found.candidates[0].ops[0].name == "MASTER_PORT"
+    # The default 29500 is outside the range: no script, no MASTER_PORT to name, no edit.
+    assert not diagnose("", log.replace("57062", "29500"), None).candidates
+
+
+def test_an_unresolvable_rendezvous_host_is_replaced_by_the_first_nodes_address():
+    script = "#!/bin/bash\n#SBATCH --nodes=4\nsrun torchrun --rdzv_backend=c10d --rdzv_endpoint=$(hostname):29400 train.py\n"
+    log = "RendezvousConnectionError: TCP client failed to connect/validate to host slinky-0:29400 - Name or service not known\n"
+    patched = diagnose(script, log, None).candidates[0].script
+    assert "head_node_ip=$(hostname --ip-address)\nsrun torchrun --rdzv_backend=c10d --rdzv_endpoint=$head_node_ip:29400 train.py\n" in patched
+    # An endpoint that is already an address has nothing to replace: the advice stays infrastructure.
+    by_ip = diagnose(script.replace("$(hostname)", "10.0.0.1"), log, None)
+    assert not by_ip.candidates and by_ip.advice.kind == "infrastructure"
+
+
+def test_no_gpu_requested_offers_both_slurm_gpu_request_forms():
+    script = "#!/bin/bash\n#SBATCH -p gpu\nsrun python predict.py\n"
+    found = diagnose(script, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", None)
+    assert [(c.ops[0].name, c.ops[0].value) for c in found.candidates] == [("--gpus", "<gpus>"), ("--gres", "gpu:<gpus>")]
