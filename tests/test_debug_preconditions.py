@@ -173,3 +173,19 @@ def test_no_gpu_requested_offers_both_slurm_gpu_request_forms():
     script = "#!/bin/bash\n#SBATCH -p gpu\nsrun python predict.py\n"
     found = diagnose(script, "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", None)
     assert [(c.ops[0].name, c.ops[0].value) for c in found.candidates] == [("--gpus", "<gpus>"), ("--gres", "gpu:<gpus>")]
+
+
+def test_a_programs_missing_system_library_is_for_the_node_and_a_frameworks_cuda_library_for_the_modules():
+    script = "#!/bin/bash\n#SBATCH --nodes=1\nmodule load myprogram\nmyprogram input.dat\n"
+    node = diagnose(script, "myprogram: error while loading shared libraries: libicudata.so.50: cannot open shared object file: No such file or directory\n", None)
+    assert node.advice.kind == "infrastructure" and "ldconfig -p" in node.advice.text and not node.candidates
+    cuda = diagnose(script, "ImportError: libcublas.so.10.0: cannot open shared object file: No such file or directory\n", None)
+    assert cuda.advice.kind == "environment"
+
+
+def test_a_submit_filter_refusal_says_to_change_the_request_or_tell_the_center_without_contradiction():
+    script = "#!/bin/tcsh\n#PBS -q gpu\n#PBS -l procs=60,gpus=1:shared\n./run\n"
+    log = 'Must request at least one GPU to use the "gpu" queue!\nqsub: submit filter returned an error code, aborting job submission.\n'
+    found = diagnose(script, log, None)
+    assert found.advice.kind == "infrastructure" and "change the request" in found.advice.text
+    assert "Not a problem with the script" not in found.advice.text

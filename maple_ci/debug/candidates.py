@@ -134,8 +134,8 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
 
 
 def _infrastructure(exact: list[Match]) -> str:
-    if exact and exact[0].entry.advice:
-        return f"{exact[0].entry.advice} Not a problem with the script."
+    if exact and exact[0].entry.advice:  # the entry's own words, which may name a script change
+        return exact[0].entry.advice
     node = next((m.groups["node"] for m in exact if "node" in m.groups), None)
     explanation = exact[0].entry.explanation if exact else ""
     where = f" on {node}" if node else ""
