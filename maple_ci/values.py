@@ -23,17 +23,23 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` would accept a t
 _SEGMENT = r"(?:[\w.,+@%=-]|\$USER\b|\$\{USER\})+"
 # Roots every target has for the user: home, scratch, work, the submit directory, node-local /tmp.
 _ROOT = r"(?:\$\{?(?:HOME|SCRATCH|WORK|PWD|TMPDIR)\}?|~|/tmp)"
+_LIBVAR = r"(?:LD_LIBRARY_PATH|LIBRARY_PATH|CONDA_PREFIX|CUDA_HOME|ROCM_PATH)"
+_LIBDIR = rf"(?:\${_LIBVAR}\b|\$\{{{_LIBVAR}\}})(?:/lib(?:64)?)?"
 FORMS = {
     "word": re.compile(r"[\w.,:+=@%-]*"),
     "count": re.compile(r"\d+"),
     "path": re.compile(rf"(?:{_ROOT}|\.?{_SEGMENT})(?:/{_SEGMENT})*/?"),
+    # The library directories the job's own modules or conda environment set, around the loader's
+    # path as it is; never a literal directory: `$LD_LIBRARY_PATH:$LIBRARY_PATH`, `$CONDA_PREFIX/lib:...`.
+    "loader_path": re.compile(rf"(?=.*\$\{{?LD_LIBRARY_PATH\b){_LIBDIR}(?::{_LIBDIR})*"),
 }
 # An absolute path, or one under a variable of the source site ($PROJECT_DIR/data): the user's to map.
 _SITE_PATH = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/)[^`()\n;|&<>]*")
 # An argument (or --name=/value) that is an absolute path outside what every node has (/tmp, /dev/shm).
 _ARGUMENT_PATH = re.compile(r"(?:[^=\s]*=)?(/(?!tmp/|tmp$|dev/shm)[^\s,]+)")
 _FORM_TEXT = {"word": "a literal word", "count": "a whole number",
-              "path": "a path under $HOME, $SCRATCH, $WORK, $PWD or /tmp, or relative to the checkout"}
+              "path": "a path under $HOME, $SCRATCH, $WORK, $PWD or /tmp, or relative to the checkout",
+              "loader_path": "$LD_LIBRARY_PATH with the job's own $LIBRARY_PATH, $CONDA_PREFIX/lib, $CUDA_HOME/lib64 or $ROCM_PATH/lib"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ class Rule:
     value: Optional[str] = None  # the form a kept value must have
     vendors: Optional[tuple[str, ...]] = None
     to: Optional[str] = None  # what replaces it: "cores_per_rank"
+    fix_form: Optional[str] = None  # the form a known fix may set it to, though a port drops it
 
 
 @dataclass(frozen=True)
@@ -57,10 +64,11 @@ class Target:
 
 
 def _rule(row: dict) -> Rule:
-    if row.get("verdict") not in VERDICTS or row.get("value", "word") not in FORMS or not row.get("reason"):
+    forms_ok = row.get("value", "word") in FORMS and row.get("fix_form", "word") in FORMS
+    if row.get("verdict") not in VERDICTS or not forms_ok or not row.get("reason"):
         raise MapleError(f"templates/values.yaml: bad row {row}")
     return Rule(tuple(row["names"]), row["verdict"], row["reason"], row.get("value"),
-                tuple(row["vendors"]) if row.get("vendors") else None, row.get("to"))
+                tuple(row["vendors"]) if row.get("vendors") else None, row.get("to"), row.get("fix_form"))
 
 
 @lru_cache(maxsize=1)
@@ -179,6 +187,8 @@ def edit_refusal(name: str, value: str) -> Optional[str]:
     rule = env_rule(name)
     if rule is None:
         return f"{name} is not on the allowlist of templates/values.yaml"
+    if rule.fix_form:
+        return None if _form_ok(rule.fix_form, value) else f"{name}: a fix may set it only to {_FORM_TEXT[rule.fix_form]}"
     if rule.verdict == "drop":
         return f"{name}: {rule.reason}"
     if re.search(r"[\n\r\x00]", value):

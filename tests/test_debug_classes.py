@@ -214,3 +214,22 @@ def test_a_step_refused_its_gres_names_the_gpus_on_the_step():
         {"op": "add_flag", "launcher": "srun", "flag": "--gres", "value": "gpu:4"}]
     # A batch job's own directives are not a step's: no step edit.
     assert first_ops("#!/bin/bash\n#SBATCH --gres=gpu:a100:9\nsrun python t.py\n", STEP_GRES.replace("create step", "allocate")) == []
+
+
+def test_a_fix_may_extend_the_loader_path_only_with_the_jobs_own_library_variables():
+    # Ports still drop LD_LIBRARY_PATH; a known fix may add $LIBRARY_PATH or $CONDA_PREFIX/lib,
+    # never a literal directory nor a path that drops the loader's own.
+    assert edit_refusal("LD_LIBRARY_PATH", "$LD_LIBRARY_PATH:$LIBRARY_PATH") is None
+    assert edit_refusal("LD_LIBRARY_PATH", "${CONDA_PREFIX}/lib:${LD_LIBRARY_PATH}") is None
+    for value in ("/opt/evil:$LD_LIBRARY_PATH", "$LIBRARY_PATH", "$LD_LIBRARY_PATH:$HOME/lib",
+                  "${CONDA_PREFIX/lib:$LD_LIBRARY_PATH}", "$LD_LIBRARY_PATH:$(touch x)"):
+        assert edit_refusal("LD_LIBRARY_PATH", value), value
+    assert edit_refusal("LD_PRELOAD", "$LD_LIBRARY_PATH")
+
+
+def test_an_old_system_libstdcxx_puts_the_activated_conda_environments_first_else_the_modules():
+    log = "ImportError: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by x.so)\n"
+    conda = "#!/bin/bash\n#SBATCH -N 1\nmodule load anaconda\nconda activate env\nsrun python t.py\n"
+    patched = debug.diagnose(conda, log, cluster=None).candidates[0].script
+    assert "conda activate env\nexport LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH\nsrun python t.py\n" in patched
+    assert first_ops(SLURM, log) == [{"op": "export_env", "name": "LD_LIBRARY_PATH", "value": "$LD_LIBRARY_PATH:$LIBRARY_PATH"}]
