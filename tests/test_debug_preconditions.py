@@ -136,13 +136,6 @@ def test_conda_without_a_driver_gets_the_cuda_version_the_script_installs():
     assert not diagnose("#!/bin/bash\nconda create -n ml pytorch-cuda\n", log, None).candidates
 
 
-def test_an_old_system_libstdcxx_is_advice_never_an_ld_library_path_edit():
-    log = "ImportError: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.29' not found (required by x.so)\n"
-    found = diagnose("#!/bin/bash\nsrun python train.py\n", log, None)
-    assert found.matches[0].entry.id == "glibcxx-too-old" and not found.candidates
-    assert found.advice.kind == "environment" and "$LIBRARY_PATH" in found.advice.text
-
-
 def test_a_unified_runtime_abort_is_for_the_center_not_a_script_edit():
     log = "[0] ur_die: urEventWait must not be called for an internal event\nAborted (core dumped)\n"
     found = diagnose("#!/bin/bash\nmpiexec -n 24 --ppn 12 python3 train.py\n", log, None)
@@ -189,3 +182,10 @@ def test_a_submit_filter_refusal_says_to_change_the_request_or_tell_the_center_w
     found = diagnose(script, log, None)
     assert found.advice.kind == "infrastructure" and "change the request" in found.advice.text
     assert "Not a problem with the script" not in found.advice.text
+
+
+def test_a_known_case_without_an_applicable_edit_still_explains_itself():
+    log = "srun: Job 37398367 step creation temporarily disabled, retrying (Requested nodes are busy)\n"
+    found = diagnose("#!/bin/bash\n#SBATCH -N 1\npython run_optimization.py\n", log, None)
+    assert found.advice.kind == "none" and "srun --exact" in found.advice.text
+    assert "no known case" not in found.advice.text

@@ -209,5 +209,13 @@ def advise(failure: Failure, exact: list[Match], found: list[Candidate], reasons
     if lookups:
         return Advice(kind="site_value", text=f"{first.explanation} This site's values decide the edit; find them with: {_lookup_text(lookups)}.")
     advice = _kind_advice(kind, first, failure, _scheduler(script, log, context))
-    why = "; ".join(reasons) or "no known case with a fix matches this error"
-    return advice or Advice(kind="none", text=f"line {failure.line_no}: {failure.line.strip()} — {why}")
+    return advice or Advice(kind="none", text=_no_fix(failure, first, reasons))
+
+
+def _no_fix(failure: Failure, first, reasons: list[str]) -> str:
+    """What is known when no edit applies: the known case's explanation and why its fixes do not fit."""
+    where = f"line {failure.line_no}: {failure.line.strip()}"
+    if not first:
+        return f"{where} — no known case matches this error"
+    why = "; ".join(reasons) or "it has no edit of the script"
+    return f"{where} — {first.explanation} No known edit applies here ({why})."
