@@ -189,3 +189,10 @@ def test_a_known_case_without_an_applicable_edit_still_explains_itself():
     found = diagnose("#!/bin/bash\n#SBATCH -N 1\npython run_optimization.py\n", log, None)
     assert found.advice.kind == "none" and "srun --exact" in found.advice.text
     assert "no known case" not in found.advice.text
+
+
+def test_cudas_own_out_of_memory_at_start_up_is_the_gpu_not_the_batch_size():
+    start_up = diagnose("", "    work = default_pg.barrier(opts=opts)\nRuntimeError: CUDA error: out of memory\n", None)
+    assert start_up.advice.kind == "infrastructure" and "nvidia-smi" in start_up.advice.text
+    allocator = diagnose("", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n", None)
+    assert allocator.advice.kind == "user_code"
