@@ -244,3 +244,15 @@ def test_a_quoted_empty_array_or_argument_list_is_no_word_at_all():
     assert (intent.entrypoint, intent.script_args, intent.world_size) == ("train.py", ["--lr", "1"], 8)
     # the job's own arguments are passed on as one "$@", never dropped (issue 16, cause 1)
     assert intent_of('srun python train.py "$@"\n').script_args == ['"$@"']
+
+
+def test_module_command_loads_unloads_and_swaps_as_lmod_does():
+    from maple_ci.extract.builtins import module_command
+
+    modules: list = []
+    module_command("module", ["load", "gcc", "cuda"], modules)
+    module_command("ml", ["-gcc", "python"], modules)  # ml: a name loads, -name unloads
+    module_command("ml", ["try-load", "nccl"], modules)  # a subcommand, not a module named try-load
+    module_command("module", ["swap", "cuda", "cuda/12"], modules)
+    module_command("ml", ["purge"], modules)  # neither loads nor unloads here
+    assert modules == ["cuda/12", "python", "nccl"]

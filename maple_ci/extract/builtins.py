@@ -26,30 +26,47 @@ def evaluate_test(values: list[str]) -> Optional[bool]:
     return None
 
 
+def _load(names: list[str], modules: list) -> None:
+    modules.extend(n for n in names if n not in modules)
+
+
+def _unload(names: list[str], modules: list) -> None:
+    modules[:] = [m for m in modules if m not in names]
+
+
+def _swap(names: list[str], modules: list) -> None:
+    if len(names) != 2:
+        return
+    old, new = names
+    if old in modules:
+        modules[:] = [new if m == old else m for m in modules]
+    else:
+        modules.append(new)
+
+
+_MODULE_ACTIONS = {"load": _load, "add": _load, "try-load": _load, "unload": _unload, "rm": _unload,
+                   "del": _unload, "swap": _swap, "switch": _swap}  # fmt: skip
+# `ml` subcommands that neither load nor unload
+_ML_OTHERS = ("purge", "use", "list", "avail", "spider", "show", "save", "restore", "reset")
+
+
+def _ml_shorthand(args: list[str], words: list[str], modules: list) -> None:
+    """`ml a b` loads, `ml -a` unloads; `ml purge`, `ml use` and the rest do neither."""
+    if words and words[0] in _ML_OTHERS:
+        return
+    _load(words, modules)
+    _unload([w[1:] for w in args if w.startswith("-") and w[1:] in modules], modules)
+
+
 def module_command(head: str, args: list[str], modules: list) -> None:
+    """What Lmod's `module ACTION NAMES` or `ml ...` does to the list of loaded modules."""
     words = [w for w in args if not w.startswith("-")]
-    if head == "ml" and (not words or words[0] not in ("load", "add", "unload", "rm", "del", "swap", "switch")):
-        # `ml a b` loads, `ml -a` unloads; `ml purge`, `ml use` and the rest do neither
-        if words and words[0] in ("purge", "use", "list", "avail", "spider", "show", "save", "restore", "reset"):
-            return
-        modules.extend(w for w in words if w not in modules)
-        for w in args:
-            if w.startswith("-") and w[1:] in modules:
-                modules.remove(w[1:])
+    if head == "ml" and (not words or words[0] not in _MODULE_ACTIONS):
+        _ml_shorthand(args, words, modules)
         return
-    if not words:
-        return
-    action, names = words[0], words[1:]
-    if action in ("load", "add", "try-load"):
-        modules.extend(n for n in names if n not in modules)
-    elif action in ("unload", "rm", "del"):
-        modules[:] = [m for m in modules if m not in names]
-    elif action in ("swap", "switch") and len(names) == 2:
-        old, new = names
-        if old in modules:
-            modules[:] = [new if m == old else m for m in modules]
-        else:
-            modules.append(new)
+    action = _MODULE_ACTIONS.get(words[0]) if words else None
+    if action:
+        action(words[1:], modules)
 
 
 def let_values(expr: str, lookup) -> dict[str, str]:
