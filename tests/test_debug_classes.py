@@ -144,8 +144,11 @@ def test_a_submit_filters_own_sentence_is_the_first_error_and_names_the_class():
     script = "#!/bin/bash\n#PBS -q gpu\npython x.py\n"
     found = debug.diagnose(script, "You must request ngpus>=1 for queue gpu\n" + qsub, cluster=None)
     assert found.failure.line_no == 1 and found.matches[0].entry.id == "pbs-submit-filter-rejected"
-    terse = debug.diagnose(script, "queue gpu: no GPU in request\n" + qsub, cluster=None)  # no error words
-    assert terse.failure.line_no == 2 and terse.matches[0].entry.id == "pbs-submit-filter-rejected"
+    # No error words: the refusal's line is found, and the filter's sentence before it is its reason.
+    terse = debug.diagnose(script, "queue gpu: no GPU in request\n" + qsub, cluster=None)
+    assert terse.failure.line_no == 1 and terse.matches[0].entry.id == "pbs-submit-filter-rejected"
+    after_output = debug.diagnose(script, "loading modules\n\n" + qsub, cluster=None)  # a blank line ends the reason
+    assert after_output.failure.line_no == 3
 
 
 def test_torchelastics_json_header_is_skipped_for_the_error_it_records():

@@ -27,6 +27,7 @@ SITE_VALUES = {
     "bind_path": "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names",
     "cuda_module": "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)",
     "slots": "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)",
+    "mem_per_cpu": "the memory per node the job asked for (--mem) divided by the CPUs it uses on a node; what it used: sacct -j <jobid> -o MaxRSS",
 }
 
 
@@ -46,12 +47,24 @@ def _captured(m: re.Match) -> dict[str, str]:
     return {k: v for k, v in m.groupdict().items() if v is not None}
 
 
-def _precondition(fix: Fix, script: str, log: str) -> tuple[Optional[dict], str]:
+_FROM_LOG = re.compile(r"\{\{(\w+)\}\}")  # {{name}} in a script pattern: the value the message gave
+
+
+def _with_log_values(pattern: str, found: dict[str, str]) -> Optional[str]:
+    """The pattern with each {{name}} replaced by the message's value, literally; None if it gave none."""
+    if any(name not in found for name in _FROM_LOG.findall(pattern)):
+        return None
+    return _FROM_LOG.sub(lambda m: re.escape(found[m[1]]), pattern)
+
+
+def _precondition(fix: Fix, script: str, log: str, found: dict[str, str]) -> tuple[Optional[dict], str]:
     """The values the `requires` regexes capture from the script, or None and why the fix does not
-    apply: a script pattern it needs or must not have, or a message it holds (or does not hold) for."""
+    apply: a script pattern it needs or must not have, or a message it holds (or does not hold) for.
+    A script pattern may name a value of the message ({{resource}}: the resource qsub refused)."""
     groups: dict[str, str] = {}
     for pattern in fix.requires:
-        m = re.search(pattern, script, re.MULTILINE)
+        filled = _with_log_values(pattern, found)
+        m = re.search(filled, script, re.MULTILINE) if filled else None
         if not m:
             return None, f"the script has nothing matching {pattern!r}"
         groups |= _captured(m)
@@ -85,7 +98,7 @@ class _Offer(NamedTuple):
 
 def _offer(m: Match, fix: Fix, script: str, log: str, context: dict, scheduler: str) -> _Offer:
     """One alternative of a known case as a candidate, or why it is not one."""
-    groups, why = _precondition(fix, script, log)
+    groups, why = _precondition(fix, script, log, m.groups)
     if groups is None:
         return _Offer(reason=f"{m.entry.id}: {why}")
     values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)

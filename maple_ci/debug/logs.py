@@ -54,6 +54,9 @@ _ERROR_PATTERNS = [
     r"installed CUDA driver is: not available",  # conda solving CUDA packages on a node without a driver
     r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
+    r"Request aborted by esub",  # LSF: a site's esub refused the job (its reason is on the lines before)
+    r"Software endpoint mode required|cxip_gen_auth_key failed",  # libfabric CXI, logged at <warn>
+    r"\bjob\.exception\b[^\n]*\bseverity=0\b",  # Flux: a fatal job exception (severity 0 ends the job)
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
     r"Unexpected page fault from GPU",
     r"(?:server|client) socket (?:has failed to (?:bind|listen)|cannot be initialized|has timed out)",
@@ -87,6 +90,11 @@ _BENIGN_PATTERNS = [
 ]
 _ERROR_LINE = re.compile("|".join(_ERROR_PATTERNS))
 _BENIGN_LINE = re.compile("|".join(_BENIGN_PATTERNS))
+# A logger's own prefix, whose level word says nothing about the line: Ray's "(Actor pid=N)" and
+# vLLM's "ERROR 08-27 05:12:18 file.py:382]" in front of every line of a traceback it logs.
+_LOGGER_PREFIX = re.compile(r"^\(\w+ pid=\d+(?:, ip=[\d.]+)?\) (?:(?:ERROR|WARNING|INFO|DEBUG) \d\d-\d\d [\d:]{8} [\w.]+:\d+\] )?")
+# A traceback's source line (`    raise RuntimeError(f"NCCL error: ...")`) is code, not the error.
+_SOURCE_LINE = re.compile(r"^\s+raise\s+[\w.]+\(")
 # Every error pattern needs one of these words. Python's regex engine tries each alternative at
 # every character (~2 MB/s here); str.find runs at memory speed, so only lines holding one of
 # these words reach the regexes.
@@ -101,13 +109,16 @@ _KEYWORDS = (
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
-    "EXCEPTION: ",
+    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key",
 )  # fmt: skip
 
 
 def is_error_line(line: str) -> bool:
     # Cheapest test first: keywords, then the short benign list, then the long error pattern.
-    return any(k in line for k in _KEYWORDS) and not _BENIGN_LINE.search(line) and bool(_ERROR_LINE.search(line))
+    if not any(k in line for k in _KEYWORDS):
+        return False
+    text = _RANK_PREFIX.sub("", _LOGGER_PREFIX.sub("", line, count=1), count=1)
+    return not _BENIGN_LINE.search(text) and not _SOURCE_LINE.match(text) and bool(_ERROR_LINE.search(text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,6 +208,30 @@ def _exception_line(lines: list[str], start: int) -> Optional[int]:
     return None
 
 
+# A refusal whose reason is the site's own sentences on the lines before it (an esub, a submit filter).
+_REASON_BEFORE = re.compile(r"Request aborted by esub|qsub: submit filter returned an error code")
+# An exception printed with no message of its own: what went wrong is on the next line.
+# (Gloo's checks print "[enforce fail at file:line]" and their message on the next line.)
+_BARE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
+
+
+def _reason_start(lines: list[str], first: int) -> int:
+    """The first line of the reason a refusal gives before it (up to 3 plain lines), else `first`."""
+    start = first
+    while start > max(0, first - 3) and lines[start - 1].strip() and not is_error_line(lines[start - 1]):
+        start -= 1
+    return start if _REASON_BEFORE.search(lines[first]) else first
+
+
+def _exception_for(lines: list[str], first: int) -> Optional[int]:
+    """The line that says what the error at `first` is, when `first` only announces it."""
+    if "Traceback (most recent call last)" in lines[first]:
+        return _exception_line(lines, first)
+    if _BARE_EXCEPTION.search(lines[first]):
+        return next((i for i in range(first + 1, min(len(lines), first + 3)) if lines[i].strip()), None)
+    return None
+
+
 def locate(log: str) -> Optional[Failure]:
     """The first error line of `log` with a window around it, or None if no line is an error."""
     # Lines as editors number them: split on newlines only; progress bars redraw with bare \r.
@@ -204,13 +239,12 @@ def locate(log: str) -> Optional[Failure]:
     first = _first_error_line(lines)
     if first is None:
         return None
+    first = _reason_start(lines, first)
     end = first + WINDOW_AFTER + 1
-    exception = None
-    if "Traceback (most recent call last)" in lines[first]:
-        exc = _exception_line(lines, first)
-        if exc is not None:
-            exception = lines[exc]
-            end = max(end, exc + 1)
+    exc = _exception_for(lines, first)
+    exception = lines[exc] if exc is not None else None
+    if exc is not None:
+        end = max(end, exc + 1)
     start = max(0, first - WINDOW_BEFORE)
     window = lines[start:end]
     labels = (_RANK_PREFIX.match(line) for line in window[first - start :] if is_error_line(line))
