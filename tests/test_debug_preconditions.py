@@ -196,3 +196,8 @@ def test_cudas_own_out_of_memory_at_start_up_is_the_gpu_not_the_batch_size():
     assert start_up.advice.kind == "infrastructure" and "nvidia-smi" in start_up.advice.text
     allocator = diagnose("", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n", None)
     assert allocator.advice.kind == "user_code"
+
+
+def test_an_environment_case_with_no_edit_is_environment_advice():
+    found = diagnose("#!/bin/bash\nmodule load cuda/11.8\nsrun ./app\n", "ERROR: Unable to locate a modulefile for 'cuda/11.8'\n", None)
+    assert not found.candidates and found.advice.kind == "environment" and "module" in found.advice.text

@@ -135,7 +135,8 @@ class KBEntry(BaseModel):
     explanation: str
     fix: list[EditOp] = Field(default_factory=list)  # the fix that always applies; empty: see fixes
     fixes: list[Fix] = Field(default_factory=list)  # alternatives with preconditions, best first
-    # The advice when no fix applies: default infrastructure for that category, user_code for program.
+    # The advice when no fix applies: default infrastructure, user_code and environment for those
+    # categories (a module, package or build to change, which is for a person to choose).
     outcome: Optional[Outcome] = None
     # What to do when no fix applies, in the outcome's own words (who to ask, the command that
     # checks), where the generic advice of the outcome would mislead (e.g. "resubmit").
@@ -169,7 +170,7 @@ class KBEntry(BaseModel):
 
     @property
     def advice_kind(self) -> Optional[Outcome]:
-        defaults = {"infrastructure": "infrastructure", "program": "user_code"}
+        defaults = {"infrastructure": "infrastructure", "program": "user_code", "environment": "environment"}
         return self.outcome or defaults.get(self.category)
 
     @property
