@@ -38,6 +38,33 @@ def _after_subcommand(argv: list[str], spec: Spec) -> Optional[list[str]]:
     return argv[1:] if argv and argv[0] in spec.subcommands else None
 
 
+_UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")  # `$SRUN_ARGS`, `${EXTRA[@]}`
+
+
+def _option_name(token: str, spec: Spec) -> tuple[str, str, str]:
+    """(name, "=" or "", attached value) of one option word."""
+    body, eq, value = token.lstrip("-").partition("=")
+    if token.startswith("--"):
+        return spec.aliases.get(body, body.replace("-", "_")), eq, value
+    if body in spec.aliases:  # single-dash long options: -np, -ppn, -genv
+        return spec.aliases[body], eq, value
+    if len(token) > 2 and token[1] in spec.aliases:  # attached short value: -N2, -lselect=2
+        return spec.aliases[token[1]], "=", token[2:]
+    return spec.aliases.get(body, body.replace("-", "_")), eq, value
+
+
+def _option_values(name: str, argv: list[str], i: int, spec: Spec) -> tuple[list[str], int]:
+    """The values of option `name` whose words start at argv[i], and the index after them."""
+    if name in spec.pairs and i + 1 < len(argv):
+        return argv[i:i + 2], i + 2
+    if not (spec.takes_value(name) and i < len(argv)) or name.startswith("no_"):  # --no-x never takes one
+        return [""], i
+    # MPICH's `-env NAME VALUE` versus PALS's `--env NAME=VALUE`
+    if spec.env_name_value and name == "env" and "=" not in argv[i] and i + 1 < len(argv):
+        return [f"{argv[i]}={argv[i + 1]}"], i + 2
+    return [argv[i]], i + 1
+
+
 def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[str]]:
     """Options up to the first operand, as {name: [values]}; the operand and what follows. A program
     whose launcher is one of its subcommands gives no command when another subcommand is run."""
@@ -50,33 +77,13 @@ def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[st
         token = argv[i]
         if token == "--":
             return opts, argv[i + 1:]
-        unknown = re.fullmatch(r"\$\{?\w+(?:\[[@*]\])?\}?", token)
-        if unknown and spec.unknown_words_are_options and i + 1 < len(argv):
+        if _UNKNOWN_WORD.fullmatch(token) and spec.unknown_words_are_options and i + 1 < len(argv):
             i += 1  # `srun $SRUN_ARGS -u ...`: options only the job knows; the command comes after
             continue
         if not token.startswith("-") or token == "-":
             break
-        body, eq, value = token.lstrip("-").partition("=")
-        if token.startswith("--"):
-            name = spec.aliases.get(body, body.replace("-", "_"))
-        elif body in spec.aliases:  # single-dash long options: -np, -ppn, -genv
-            name = spec.aliases[body]
-        elif len(token) > 2 and token[1] in spec.aliases:  # attached short value: -N2, -lselect=2
-            name, eq, value = spec.aliases[token[1]], "=", token[2:]
-        else:
-            name = spec.aliases.get(body, body.replace("-", "_"))
-        i += 1
-        if eq:
-            values = [value]
-        elif name in spec.pairs and i + 1 < len(argv):
-            values, i = argv[i:i + 2], i + 2
-        elif spec.takes_value(name) and i < len(argv) and not name.startswith("no_"):  # --no-x never takes one
-            values, i = [argv[i]], i + 1
-            # MPICH's `-env NAME VALUE` versus PALS's `--env NAME=VALUE`
-            if spec.env_name_value and name == "env" and "=" not in values[0] and i < len(argv):
-                values, i = [f"{values[0]}={argv[i]}"], i + 1
-        else:
-            values = [""]
+        name, eq, value = _option_name(token, spec)
+        values, i = ([value], i + 1) if eq else _option_values(name, argv, i + 1, spec)
         opts.setdefault(name, []).extend(values)
     return opts, argv[i:]
 
