@@ -208,25 +208,43 @@ def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _C
     return chain(rest, shell, stages, ctx)
 
 
+def _runs_next(argv: list[str]) -> bool:
+    """Whether the word after the program is python, a launcher, a container or binding tool, or
+    (after a GPU-affinity wrapper known by name: `mpirun ./select_gpu ./train.py`) any program."""
+    if len(argv) < 2:
+        return False
+    follower = argv[1]
+    binds_device = bool(_AFFINITY_NAME.fullmatch(argv[0].rsplit("/", 1)[-1])) and follower[:1] != "-"
+    return bool(_PYTHON.fullmatch(follower.rsplit("/", 1)[-1])) or binds_device or (
+        follower in MPI_LAUNCHERS | DL_LAUNCHERS or follower in _CONTAINERS or follower in _BINDING)
+
+
+def _is_wrapper(argv: list[str], text: Optional[str]) -> bool:
+    """A script in front of the program that runs its own arguments ("$@"), or one we cannot read."""
+    program = argv[0]
+    looks_like_script = "/" in program or program.endswith(".sh") or bool(_AFFINITY_NAME.fullmatch(program))
+    runs_arguments = text is None or re.search(r'"\$(@|\{@\})"|\$\*|\$@', text)
+    return looks_like_script and _runs_next(argv) and bool(runs_arguments)
+
+
+def _through_wrapper(argv: list[str], text: Optional[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """The program after a per-rank wrapper; a wrapper that only binds devices is dropped, others kept."""
+    program = argv[0]
+    if _AFFINITY_NAME.fullmatch(program.rsplit("/", 1)[-1]) or (text and _SELECTS_DEVICE.search(text)):
+        ctx.notes.append(f"{program} only binds each rank to its device; the target binds ranks itself")
+    else:
+        ctx.wrapper = [*ctx.wrapper, program]
+        ctx.notes.append(f"per-rank wrapper {program} is kept in front of the program; check it works on the target")
+    return chain(argv[1:], shell, stages, ctx)
+
+
 def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     """Any other program: a script the job runs is read and followed; a per-rank wrapper in front
     of python or a launcher is kept or replaced; else the program is the entrypoint."""
     program = argv[0]
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
-    # a GPU-affinity wrapper (known by name) runs whatever follows it: `mpirun ./select_gpu ./train.py`
-    binds_device = bool(_AFFINITY_NAME.fullmatch(program.rsplit("/", 1)[-1])) and len(argv) > 1 and argv[1][:1] != "-"
-    runs_next = len(argv) > 1 and (_PYTHON.fullmatch(argv[1].rsplit("/", 1)[-1]) or argv[1] in MPI_LAUNCHERS | DL_LAUNCHERS
-                                   or argv[1] in _CONTAINERS or argv[1] in _BINDING or binds_device)
-    looks_like_script = "/" in program or program.endswith(".sh") or bool(_AFFINITY_NAME.fullmatch(program))
-    if runs_next and looks_like_script and (text is None or re.search(r'"\$(@|\{@\})"|\$\*|\$@', text)):
-        # a wrapper that runs its arguments: the program follows it on the line
-        name = program.rsplit("/", 1)[-1]
-        if _AFFINITY_NAME.fullmatch(name) or (text and _SELECTS_DEVICE.search(text)):
-            ctx.notes.append(f"{program} only binds each rank to its device; the target binds ranks itself")
-        else:
-            ctx.wrapper = [*ctx.wrapper, program]
-            ctx.notes.append(f"per-rank wrapper {program} is kept in front of the program; check it works on the target")
-        return chain(argv[1:], shell, stages, ctx)
+    if _is_wrapper(argv, text):
+        return _through_wrapper(argv, text, shell, stages, ctx)
     if text is not None:
         launch = inner(text, shell, stages, argv[1:], ctx, program)
         if launch:
