@@ -59,3 +59,11 @@ def test_conda_activate_in_a_batch_shell_gets_the_hook_before_it():
     assert 'eval "$(conda shell.bash hook)"\n  conda activate ml\n' in top.script
     hooked = script.replace("module load miniforge\n", "source $HOME/miniforge3/etc/profile.d/conda.sh\n")
     assert first(hooked, "CondaError: Run 'conda init' before 'conda activate'\n")[1] is None
+
+
+def test_lsf_run_and_memory_limits_ask_for_the_queues_limit_with_bqueues():
+    script = "#!/bin/bash\n#BSUB -nnodes 2\n#BSUB -W 2:00\n#BSUB -P abc123\njsrun -n 12 python train.py\n"
+    found, top = first(script, "Exited with exit code 140.\nTERM_RUNLIMIT: job killed after reaching LSF run time limit.\n")
+    assert found.failure.line_no == 2 and "#BSUB -W <max_walltime>\n" in top.script and "RUNLIMIT" in top.find["max_walltime"]
+    found, top = first(script, "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.\n")
+    assert "#BSUB -M <mem>" in top.script and "bqueues -l" in top.find["mem"]

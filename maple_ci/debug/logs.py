@@ -55,6 +55,7 @@ _ERROR_PATTERNS = [
     r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
     r"Request aborted by esub",  # LSF: a site's esub refused the job (its reason is on the lines before)
+    r"\bTERM_[A-Z_]+: job killed",  # LSF's termination reason (bjobs -l, the job's output report)
     r"Software endpoint mode required|cxip_gen_auth_key failed",  # libfabric CXI, logged at <warn>
     r"\bjob\.exception\b[^\n]*\bseverity=0\b",  # Flux: a fatal job exception (severity 0 ends the job)
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
@@ -109,7 +110,7 @@ _KEYWORDS = (
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
-    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key",
+    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_",
 )  # fmt: skip
 
 

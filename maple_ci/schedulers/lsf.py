@@ -96,6 +96,15 @@ class Lsf(Scheduler):
                                  "LSB_DJOB_NUMPROC", "LS_SUBCWD"})
     not_ported = frozenset(_NOT_PORTED)
     export_option = "env"  # bsub -env
+    # bqueues -l prints a queue's RUNLIMIT and MEMLIMIT (IBM LSF 10.1 command reference, read
+    # 2026-11-28); OLCF lists a user's projects with myOLCFProjects (unconfirmed here).
+    site_queries = {
+        "account": "your project's name (OLCF: myOLCFProjects, unconfirmed; other sites: their allocation page)",
+        "queue": "bqueues",
+        "max_walltime": "bqueues -l <queue>  (RUNLIMIT)",
+        "mem": "bqueues -l <queue>  (MEMLIMIT), or a host's memory: lshosts",
+    }
+    limit_advice = "wait until your running jobs finish (bjobs) or kill one (bkill <jobid>); the queue's limits: bqueues -l <queue>"
     site_options = frozenset({"account", "project", "queue", "walltime", "reservation"})
     gate_kept = frozenset({"job_name", "alloc_flags"})
     size_options = frozenset({"nodes", "walltime"})
