@@ -72,9 +72,16 @@ def test_an_unwritable_hub_cache_moves_hf_home_unless_the_script_sets_it():
     assert kept.candidates == [] and kept.advice.kind == "environment"
 
 
-def test_a_permission_error_on_the_programs_own_files_is_not_the_hub_cache():
-    log = "PermissionError: [Errno 13] Permission denied: '/scratch/jdoe/run7/ckpt/step_100.pt'\n"
-    assert "hf-cache-permission-denied" not in entry_ids(diagnose(SLURM_HF, log))
+def test_a_home_of_slash_moves_every_cache_with_xdg_cache_home():
+    found = diagnose(SLURM_APPTAINER, "PermissionError: [Errno 13] Permission denied: '/.cache'\n")
+    assert entry_ids(found)[0] == "hf-cache-permission-denied"
+    assert first_ops(found) == [{"op": "export_env", "name": "XDG_CACHE_HOME", "value": "<cache_dir>"}]
+
+
+def test_a_permission_error_on_other_files_is_not_the_hub_cache():
+    for path in ("/scratch/jdoe/run7/ckpt/step_100.pt", "/home/jdoe/.cache/torch/kernels"):
+        log = f"PermissionError: [Errno 13] Permission denied: '{path}'\n"
+        assert "hf-cache-permission-denied" not in entry_ids(diagnose(SLURM_HF, log))
 
 
 def test_a_read_only_hub_cache_outside_a_container_moves_hf_home_inside_one_binds():
