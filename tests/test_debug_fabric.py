@@ -60,3 +60,12 @@ def test_a_ray_workers_logged_traceback_is_located_at_its_exception_and_a_bad_gp
         "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"))
     found = diagnose("", log, None)
     assert found.failure.line_no == 3 and found.advice.kind == "infrastructure" and "--exclude" in found.advice.text
+
+
+def test_launcher_and_runtime_lines_without_an_error_word_are_located():
+    for line in ("pdsh@n1: n2: ssh exited with exit code 255", "PMI2_Init failed to intialize.  Return code: 14",
+                 "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout",
+                 "zeMemAllocDevice failed: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+                 "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit."):
+        found = diagnose("", "step 1 ok\n" + line + "\n", None)
+        assert found.failure and found.failure.line_no == 2, line

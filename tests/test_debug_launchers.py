@@ -159,3 +159,12 @@ def test_the_watchdog_timeout_without_a_date_in_its_prefix_is_the_known_nccl_tim
     text = ("[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout: "
             "WorkNCCL(SeqNum=48211, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600417 milliseconds before timing out.\n")  # fmt: skip
     assert [h.entry.id for h in exact_hits(text, None, None, [])] == ["nccl-collective-timeout"]
+
+
+def test_pdsh_failing_to_reach_a_node_is_advice_on_ssh_or_another_launcher():
+    script = ("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\nscontrol show hostnames | sed 's/$/ slots=4/' > hosts\n"
+              "deepspeed --hostfile hosts train.py --deepspeed cfg.json\n")
+    log = "[2026-11-28 09:00:01] [INFO] [runner.py:555:main] cmd = pdsh -S -f 1024 -w gpu-a01,gpu-a02 ...\npdsh@gpu-a01: gpu-a02: ssh exited with exit code 255\n"
+    found = debug.diagnose(script, log, None)
+    assert [m.entry.id for m in found.matches][:1] == ["deepspeed-pdsh-ssh-failed"] and found.candidates == []
+    assert found.advice.kind == "environment" and "--launcher" in found.advice.text

@@ -67,3 +67,20 @@ def test_lsf_run_and_memory_limits_ask_for_the_queues_limit_with_bqueues():
     assert found.failure.line_no == 2 and "#BSUB -W <max_walltime>\n" in top.script and "RUNLIMIT" in top.find["max_walltime"]
     found, top = first(script, "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.\n")
     assert "#BSUB -M <mem>" in top.script and "bqueues -l" in top.find["mem"]
+
+
+def test_nersc_policy_refusals_name_the_missing_node_type_or_the_allocation():
+    script = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH -q regular\n#SBATCH -A m1234\nsrun python t.py\n"
+    policy = "sbatch: error: Job request does not match any supported policy.\nsbatch: error: Batch job submission failed: Unspecified error.\n"
+    found, top = first(script, policy)
+    assert top.ops[0].name == "--constraint" and found.advice.kind == "site_value"
+    found, top = first(script.replace("-q regular", "-q regular\n#SBATCH -C gpu"), policy)
+    assert top is None and found.advice.kind == "policy" and "QOS table" in found.advice.text
+    found, top = first(script, "sbatch: error: Job cost estimated at 900.00 NERSC-Hours, your balance is 1.00 NERSC-Hours. Cannot proceed\n")
+    assert top is None and found.advice.kind == "policy" and "Iris" in found.advice.text
+
+
+def test_torchrun_missing_inside_a_quoted_srun_command_starts_through_python():
+    script = "#!/bin/bash\n#SBATCH -N 2\nsrun bash -c 'torchrun --nnodes 2 --node_rank $SLURM_NODEID train.py'\n"
+    _, top = first(script, "bash: line 1: torchrun: command not found\n")
+    assert "srun bash -c 'python3 -m torch.distributed.run --nnodes 2" in top.script

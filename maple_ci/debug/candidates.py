@@ -186,7 +186,10 @@ def _fix_advice(found: list[Candidate]) -> Advice:
 
 
 def _kind_advice(kind: Optional[str], first, failure: Failure, scheduler: str) -> Optional[Advice]:
-    """The advice an exact case's outcome names when no edit is offered (None: it names none)."""
+    """The advice an exact case's outcome names when no edit is offered (None: it names none); the
+    entry's own advice, where it has one, says what to do in its own words."""
+    if kind and first.advice:
+        return Advice(kind=kind, text=f"{first.explanation} {first.advice}")
     if kind == "policy":
         return Advice(kind="policy", text=f"{first.explanation} A limit, not an error in the script: {_limit_advice(scheduler)}.")
     if kind == "user_code":

@@ -21,7 +21,7 @@ _ERROR_PATTERNS = [
     r"(?:^|[ \t'\"])qsub: ",  # qsub only speaks when it refuses a job (a wrapper may quote its output)
     r"=>> PBS: job killed",
     r"\bNCCL WARN\b",
-    r"\[E\d{4} ",  # torch C++ error-level log lines ("[E1121 05:00:00 ... ProcessGroupNCCL.cpp")
+    r"\[E(?:\d{4})?[ \]]",  # torch C++ error-level log lines ("[E1121 05:00:00 ...", before torch 2.2 "[E ProcessGroupNCCL.cpp:563]")
     r"\|CCL_ERROR\|",
     r"\bFATAL\b|\bFatal error\b",
     r"\bERROR\b",
@@ -56,6 +56,9 @@ _ERROR_PATTERNS = [
     r"allocation failure:",  # sbatch --test-only, salloc
     r"Request aborted by esub",  # LSF: a site's esub refused the job (its reason is on the lines before)
     r"\bTERM_[A-Z_]+: job killed",  # LSF's termination reason (bjobs -l, the job's output report)
+    r"\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]+",  # Intel Level Zero's and Unified Runtime's result codes (XPU)
+    r"\bssh exited with exit code [1-9]",  # pdsh (DeepSpeed's multi-node launcher) says nothing else
+    r"PMI2?_Init failed",  # Open MPI started by srun without a matching PMI
     r"Software endpoint mode required|cxip_gen_auth_key failed",  # libfabric CXI, logged at <warn>
     r"\bjob\.exception\b[^\n]*\bseverity=0\b",  # Flux: a fatal job exception (severity 0 ends the job)
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
@@ -110,7 +113,7 @@ _KEYWORDS = (
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
-    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_",
+    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed",
 )  # fmt: skip
 
 
