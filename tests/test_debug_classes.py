@@ -235,4 +235,8 @@ def test_an_old_system_libstdcxx_puts_the_activated_conda_environments_first_els
     conda = "#!/bin/bash\n#SBATCH -N 1\nmodule load anaconda\nconda activate env\nsrun python t.py\n"
     patched = debug.diagnose(conda, log, cluster=None).candidates[0].script
     assert "conda activate env\nexport LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH\nsrun python t.py\n" in patched
-    assert first_ops(SLURM, log) == [{"op": "export_env", "name": "LD_LIBRARY_PATH", "value": "$LD_LIBRARY_PATH:$LIBRARY_PATH"}]
+    extend = {"op": "export_env", "name": "LD_LIBRARY_PATH", "value": "$LD_LIBRARY_PATH:$LIBRARY_PATH"}
+    with_compiler = SLURM.replace("srun", "module load gcc/13\nsrun")
+    assert first_ops(with_compiler, log) == [extend]
+    # No compiler module loaded by the job: load the site's gcc as well.
+    assert first_ops(SLURM, log.replace("GLIBCXX_3.4.29", "CXXABI_1.3.8")) == [{"op": "add_module", "name": "gcc"}, extend]

@@ -69,3 +69,34 @@ def test_launcher_and_runtime_lines_without_an_error_word_are_located():
                  "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit."):
         found = diagnose("", "step 1 ok\n" + line + "\n", None)
         assert found.failure and found.failure.line_no == 2, line
+
+
+def test_a_container_without_gpu_pass_through_gets_nv_not_a_driver_upgrade():
+    script = "#!/bin/bash\n#SBATCH --gpus=1\napptainer exec img.sif python infer.py\n"
+    log = "Command error:\n  [info] starting\n  [error] CUDA error: CUDA driver version is insufficient for CUDA runtime version\n"
+    found = diagnose(script, log, None)
+    assert "CUDA driver version is insufficient" in found.failure.exception
+    assert "apptainer exec --nv img.sif python infer.py" in found.candidates[0].script
+    assert not diagnose(script.replace("exec img", "exec --nv img"), log, None).candidates
+
+
+def test_rocm_device_selection_set_twice_keeps_rocr_and_hip_is_given_what_vllm_asks_for():
+    script = "#!/bin/bash\nexport ROCR_VISIBLE_DEVICES=2\nexport CUDA_VISIBLE_DEVICES=2\npython train.py\n"
+    assert top_ops(script, "RuntimeError: No HIP GPUs are available\n") == [("unset_env", "CUDA_VISIBLE_DEVICES", "")]
+    vllm = "#!/bin/bash\n#SBATCH --gpus-per-node=8\nsrun vllm serve m --tensor-parallel-size 8\n"
+    assert top_ops(vllm, "RuntimeError: Please use HIP_VISIBLE_DEVICES instead of ROCR_VISIBLE_DEVICES\n") == [
+        ("export_env", "HIP_VISIBLE_DEVICES", "$ROCR_VISIBLE_DEVICES")]
+
+
+def test_one_gpu_per_task_for_the_whole_job_becomes_the_nodes_gpus():
+    script = "#!/bin/bash\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\nsrun python train.py\n"
+    assert top_ops(script, "RuntimeError: CUDA error: invalid device ordinal\n") == [
+        ("remove_directive", "--gpus-per-task", ""), ("set_directive", "--gpus-per-node", "4")]
+
+
+def test_pyxis_read_only_root_and_full_runtime_path():
+    script = "#!/bin/bash\nsrun --container-image=ubuntu:22.04 bash -c 'apt-get install -y vim'\n"
+    assert top_ops(script, "E: Could not open lock file /var/lib/dpkg/lock-frontend - open (30: Read-only file system)\n") == [
+        ("export_env", "ENROOT_ROOTFS_WRITABLE", "1")]
+    full = diagnose(script, "slurmstepd: error: pyxis:     Write failed because No space left on device\n", None)
+    assert full.advice.kind == "infrastructure" and "runtime_path" in full.advice.text

@@ -59,6 +59,8 @@ _ERROR_PATTERNS = [
     r"\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]+",  # Intel Level Zero's and Unified Runtime's result codes (XPU)
     r"\bssh exited with exit code [1-9]",  # pdsh (DeepSpeed's multi-node launcher) says nothing else
     r"PMI2?_Init failed",  # Open MPI started by srun without a matching PMI
+    r"version [`']?(?:GLIBC|GLIBCXX|CXXABI)_[\d.]+'? not found",  # the loader: a library older than the program needs
+    r"Read-only file system",
     r"Software endpoint mode required|cxip_gen_auth_key failed",  # libfabric CXI, logged at <warn>
     r"\bjob\.exception\b[^\n]*\bseverity=0\b",  # Flux: a fatal job exception (severity 0 ends the job)
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
@@ -113,7 +115,7 @@ _KEYWORDS = (
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
-    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed",
+    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system",
 )  # fmt: skip
 
 
@@ -215,8 +217,9 @@ def _exception_line(lines: list[str], start: int) -> Optional[int]:
 # A refusal whose reason is the site's own sentences on the lines before it (an esub, a submit filter).
 _REASON_BEFORE = re.compile(r"Request aborted by esub|qsub: submit filter returned an error code")
 # An exception printed with no message of its own: what went wrong is on the next line.
-# (Gloo's checks print "[enforce fail at file:line]" and their message on the next line.)
-_BARE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
+# (Gloo's checks print "[enforce fail at file:line]" and their message on the next line; Nextflow
+# prints "Command error:" above the task's own stderr.)
+_BARE_EXCEPTION = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception)|^\s*Command error):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
 
 
 def _reason_start(lines: list[str], first: int) -> int:
@@ -231,8 +234,9 @@ def _exception_for(lines: list[str], first: int) -> Optional[int]:
     """The line that says what the error at `first` is, when `first` only announces it."""
     if "Traceback (most recent call last)" in lines[first]:
         return _exception_line(lines, first)
-    if _BARE_EXCEPTION.search(lines[first]):
-        return next((i for i in range(first + 1, min(len(lines), first + 3)) if lines[i].strip()), None)
+    if _BARE_EXCEPTION.search(lines[first]):  # its first error line, else its first line
+        after = [i for i in range(first + 1, min(len(lines), first + 6)) if lines[i].strip()]
+        return next((i for i in after if is_error_line(lines[i])), after[0] if after else None)
     return None
 
 
