@@ -100,3 +100,10 @@ def test_pyxis_read_only_root_and_full_runtime_path():
         ("export_env", "ENROOT_ROOTFS_WRITABLE", "1")]
     full = diagnose(script, "slurmstepd: error: pyxis:     Write failed because No space left on device\n", None)
     assert full.advice.kind == "infrastructure" and "runtime_path" in full.advice.text
+
+
+def test_a_bare_exception_reads_the_next_line_and_a_workflow_stderr_block_its_first_error():
+    gloo = "RuntimeError: [enforce fail at gloo/transport/tcp/device.cc:84]\n  ifa != nullptr. Unable to find address for: ^lo\nWorker failed (ActorDiedError)\n"
+    assert diagnose("", gloo, None).failure.exception.strip().startswith("ifa != nullptr")
+    nextflow = "Command error:\n  [info] loading model\n  RuntimeError: CUDA error: out of memory\n"
+    assert diagnose("", nextflow, None).failure.exception.strip() == "RuntimeError: CUDA error: out of memory"

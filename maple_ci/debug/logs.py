@@ -216,10 +216,11 @@ def _exception_line(lines: list[str], start: int) -> Optional[int]:
 
 # A refusal whose reason is the site's own sentences on the lines before it (an esub, a submit filter).
 _REASON_BEFORE = re.compile(r"Request aborted by esub|qsub: submit filter returned an error code")
-# An exception printed with no message of its own: what went wrong is on the next line.
-# (Gloo's checks print "[enforce fail at file:line]" and their message on the next line; Nextflow
-# prints "Command error:" above the task's own stderr.)
-_BARE_EXCEPTION = re.compile(r"(?:\b[A-Z]\w*(?:Error|Exception)|^\s*Command error):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
+# An exception printed with no message of its own: what went wrong is on the next line (Gloo's
+# checks print "[enforce fail at file:line]" and their message on the next line).
+_BARE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
+# A workflow tool's header above a task's own stderr (Nextflow's "Command error:"): its first error line.
+_STDERR_HEADER = re.compile(r"^\s*Command error:\s*$")
 
 
 def _reason_start(lines: list[str], first: int) -> int:
@@ -234,9 +235,11 @@ def _exception_for(lines: list[str], first: int) -> Optional[int]:
     """The line that says what the error at `first` is, when `first` only announces it."""
     if "Traceback (most recent call last)" in lines[first]:
         return _exception_line(lines, first)
-    if _BARE_EXCEPTION.search(lines[first]):  # its first error line, else its first line
-        after = [i for i in range(first + 1, min(len(lines), first + 6)) if lines[i].strip()]
-        return next((i for i in after if is_error_line(lines[i])), after[0] if after else None)
+    after = [i for i in range(first + 1, min(len(lines), first + 6)) if lines[i].strip()]
+    if _STDERR_HEADER.match(lines[first]):
+        return next((i for i in after if is_error_line(lines[i])), None)
+    if _BARE_EXCEPTION.search(lines[first]):
+        return after[0] if after else None
     return None
 
 
