@@ -112,7 +112,8 @@ def print_debug_step(step, hints, out_path) -> None:
     if not step.attempt:
         out.print(f"[yellow]{step.stop}[/]: {step.message}", highlight=False)
         for m in hints:
-            out.print(f"  similar known case {m.entry.id} ({m.score:.2f}): {m.entry.explanation}", highlight=False)
+            kind = "known case" if m.kind == "exact" else "similar known case"
+            out.print(f"  {kind} {m.entry.id} ({m.score:.2f}): {m.entry.explanation}", highlight=False)
         return
     out.print(f"[bold]known fix[/] {step.attempt.entry_id}: {step.attempt.explanation}", highlight=False)
     out.print(step.attempt.diff, markup=False, highlight=False)

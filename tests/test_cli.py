@@ -115,6 +115,7 @@ def test_debug_proposes_the_known_fix_for_a_saved_log(capsys, monkeypatch, tmp_p
 def test_debug_without_a_known_fix_exits_1_and_shows_similar_cases(capsys, monkeypatch, tmp_path):
     code, out, _ = maple(capsys, monkeypatch, "debug", EXAMPLE, "--log", LOGS / "program_cuda_oom.log")
     assert code == 1 and "similar known case" in out
+    assert "  known case cuda-out-of-memory (1.00)" in out  # the exact match is not called similar
 
 
 def test_verify_without_sbatch_says_where_it_runs(capsys, monkeypatch, tmp_path):
