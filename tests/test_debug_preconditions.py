@@ -201,3 +201,11 @@ def test_cudas_own_out_of_memory_at_start_up_is_the_gpu_not_the_batch_size():
 def test_an_environment_case_with_no_edit_is_environment_advice():
     found = diagnose("#!/bin/bash\nmodule load cuda/11.8\nsrun ./app\n", "ERROR: Unable to locate a modulefile for 'cuda/11.8'\n", None)
     assert not found.candidates and found.advice.kind == "environment" and "module" in found.advice.text
+
+
+def test_a_conda_environment_unknown_by_name_and_a_missing_input_file_are_advice():
+    script = "#!/bin/bash\n#SBATCH -N 1\nmodule load miniforge3\nconda activate dl\nsrun python t.py --data /gpfs/alpine/proj/d\n"
+    conda = diagnose(script, "EnvironmentNameNotFound: Could not find conda environment: dl\nYou can list all discoverable environments with `conda info --envs`.\n", None)
+    assert conda.matches[0].entry.id == "conda-environment-not-found" and conda.advice.kind == "environment"
+    data = diagnose(script, "FileNotFoundError: [Errno 2] No such file or directory: '/gpfs/alpine/proj/d/train.bin'\n", None)
+    assert data.advice.kind == "user_code" and "purged" in data.advice.text and not data.candidates

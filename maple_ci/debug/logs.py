@@ -61,6 +61,7 @@ _ERROR_PATTERNS = [
     r"PMI2?_Init failed",  # Open MPI started by srun without a matching PMI
     r"version [`']?(?:GLIBC|GLIBCXX|CXXABI)_[\d.]+'? not found",  # the loader: a library older than the program needs
     r"Read-only file system",
+    r"\bEnvironmentNameNotFound:",  # conda's error class without "Error" in its name
     r"Software endpoint mode required|cxip_gen_auth_key failed",  # libfabric CXI, logged at <warn>
     r"\bjob\.exception\b[^\n]*\bseverity=0\b",  # Flux: a fatal job exception (severity 0 ends the job)
     r"ping failed on|ping RPC timeout",  # PALS losing a node (Aurora)
@@ -115,7 +116,7 @@ _KEYWORDS = (
     "Please reschedule", "step creation", "launch failed", "[error]", "write error", "read error", "busy or unavailable", "installed CUDA driver", "fork: ", "Disk quota",
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
-    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system",
+    "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
 )  # fmt: skip
 
 
