@@ -89,7 +89,10 @@ def test_invalid_device_ordinal_under_gpus_per_task_is_not_given_a_torchrun_edit
     script = "#!/bin/bash\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\nsrun python train.py\n"
     log = "RuntimeError: CUDA error: invalid device ordinal\n"
     found = debug.diagnose(script, log, cluster=None)
-    assert [ops_of(c) for c in found.candidates] == [[{"op": "add_flag", "launcher": "srun", "flag": "--gpu-bind", "value": "none"}]]
+    # The job's one GPU per task becomes the node's GPUs; srun --gpu-bind=none is the alternative.
+    assert [ops_of(c) for c in found.candidates] == [
+        [{"op": "remove_directive", "name": "--gpus-per-task"}, {"op": "set_directive", "name": "--gpus-per-node", "value": "4"}],
+        [{"op": "add_flag", "launcher": "srun", "flag": "--gpu-bind", "value": "none"}]]
     torchrun = "#!/bin/bash\n#SBATCH -N 1\nsrun torchrun --nproc_per_node=8 train.py\n"
     found = debug.diagnose(torchrun, log, cluster="perlmutter")
     assert ops_of(found.candidates[0]) == [{"op": "replace_flag", "flag": "--nproc_per_node", "value": "4"}]
