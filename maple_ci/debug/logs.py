@@ -226,10 +226,12 @@ _STDERR_HEADER = re.compile(r"^\s*Command error:\s*$")
 
 def _reason_start(lines: list[str], first: int) -> int:
     """The first line of the reason a refusal gives before it (up to 3 plain lines), else `first`."""
+    if not _REASON_BEFORE.search(lines[first]):
+        return first
     start = first
     while start > max(0, first - 3) and lines[start - 1].strip() and not is_error_line(lines[start - 1]):
         start -= 1
-    return start if _REASON_BEFORE.search(lines[first]) else first
+    return start
 
 
 def _exception_for(lines: list[str], first: int) -> Optional[int]:
