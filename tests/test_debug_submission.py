@@ -84,3 +84,11 @@ def test_torchrun_missing_inside_a_quoted_srun_command_starts_through_python():
     script = "#!/bin/bash\n#SBATCH -N 2\nsrun bash -c 'torchrun --nnodes 2 --node_rank $SLURM_NODEID train.py'\n"
     _, top = first(script, "bash: line 1: torchrun: command not found\n")
     assert "srun bash -c 'python3 -m torch.distributed.run --nnodes 2" in top.script
+
+
+def test_a_job_array_over_the_submit_limit_goes_in_chunks_of_the_limit():
+    log = "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"
+    found, top = first("#!/bin/bash\n#SBATCH --array=1-500\n#SBATCH -A proj\nsrun ./task $SLURM_ARRAY_TASK_ID\n", log)
+    assert "#SBATCH --array=1-<max_submit>\n" in top.script and "maxsubmit" in top.find["max_submit"]
+    found, top = first("#!/bin/bash\n#SBATCH --array=1-20\n#SBATCH -A proj\nsrun ./task\n", log)  # a small array: the limit is elsewhere
+    assert top is None and found.advice.kind == "policy"

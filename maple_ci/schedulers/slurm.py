@@ -114,6 +114,7 @@ class Slurm(Scheduler):
         "partition": 'sinfo -o "%P %l %G"',
         "queue": 'sinfo -o "%P %l %G"',
         "max_walltime": "scontrol show partition  (MaxTime)",
+        "max_submit": "sacctmgr show assoc user=$USER format=maxsubmit; sacctmgr show qos format=name,maxsubmitjobsperuser",
         "gpu_flag": 'sinfo -o "%P %G"; scontrol show partition  (TRES: gres/gpu or gpu:<type>)',
         "gpu_count": 'sinfo -o "%P %G"',
         "gpu_type": 'sinfo -o "%P %G"  (gpu:<type>:<count>)',
