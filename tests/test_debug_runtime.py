@@ -3,6 +3,8 @@ Hub authentication and caches, GPU code built for other GPUs or CUDA versions, s
 GPU (Level Zero) results, container loop devices, and Slurm refusals that are the site's. Each test
 pairs a job script of the kind that fails so with a log written for the test."""
 
+import pytest
+
 from maple_ci import debug
 
 SLURM_HF = """#!/bin/bash
@@ -162,27 +164,22 @@ def test_level_zero_out_of_device_memory_is_the_programs_batch():
     assert found.advice.kind == "user_code" and "train_xpu.py:212" in found.advice.text
 
 
-def test_a_lost_level_zero_device_is_the_node_with_memory_as_the_other_suspect():
-    log = "x4102c5s2b0n0: RuntimeError: level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)\n"
+@pytest.mark.parametrize("log, entry, kind, says", [
+    # A lost device is the node, with memory as the other suspect.
+    ("x4102c5s2b0n0: RuntimeError: level_zero backend failed with error: 20 (UR_RESULT_ERROR_DEVICE_LOST)\n",
+     "level-zero-device-lost", "infrastructure", "smaller batch"),
+    # An uninitialised Level Zero is where the job runs, not the script.
+    ("Traceback (most recent call last):\n  File \"/home/jdoe/bench/probe.py\", line 4, in <module>\n"
+     "RuntimeError: zeInit failed: ZE_RESULT_ERROR_UNINITIALIZED\n", "level-zero-uninitialized", "environment", "sycl-ls"),
+    # A module build failure is a library built for another GPU.
+    ("Level-Zero error: zeModuleCreate returned ZE_RESULT_ERROR_MODULE_BUILD_FAILURE on Intel(R) Data Center GPU Max 1550\n",
+     "level-zero-module-build-failure", "environment", ""),
+])  # fmt: skip
+def test_level_zero_results_that_are_not_the_programs_get_advice_of_their_kind(log, entry, kind, says):
     found = diagnose(PBS_AURORA, log)
-    assert entry_ids(found)[0] == "level-zero-device-lost"
-    assert found.candidates == [] and found.advice.kind == "infrastructure"
-    assert "smaller batch" in found.advice.text
-
-
-def test_an_uninitialised_level_zero_is_where_the_job_runs_not_the_script():
-    log = ("Traceback (most recent call last):\n  File \"/home/jdoe/bench/probe.py\", line 4, in <module>\n"
-           "RuntimeError: zeInit failed: ZE_RESULT_ERROR_UNINITIALIZED\n")  # fmt: skip
-    found = diagnose(PBS_AURORA, log)
-    assert entry_ids(found)[0] == "level-zero-uninitialized"
-    assert found.advice.kind == "environment" and "sycl-ls" in found.advice.text
-
-
-def test_a_level_zero_module_build_failure_is_a_library_built_for_another_gpu():
-    log = "Level-Zero error: zeModuleCreate returned ZE_RESULT_ERROR_MODULE_BUILD_FAILURE on Intel(R) Data Center GPU Max 1550\n"
-    found = diagnose(PBS_AURORA, log)
-    assert entry_ids(found)[0] == "level-zero-module-build-failure"
-    assert found.candidates == [] and found.advice.kind == "environment"
+    assert entry_ids(found)[0] == entry
+    assert found.candidates == [] and found.advice.kind == kind
+    assert says in found.advice.text
 
 
 # --------------------------------------------------------------------------------------------
