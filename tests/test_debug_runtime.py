@@ -43,6 +43,12 @@ def entry_ids(found) -> list[str]:
     return [m.entry.id for m in found.matches]
 
 
+def assert_advice(found, entry: str, kind: str) -> None:
+    """The first known case is `entry`, and its answer is advice of `kind`, no edit."""
+    assert entry_ids(found)[0] == entry
+    assert found.candidates == [] and found.advice.kind == kind
+
+
 def first_ops(found) -> list[dict]:
     return [op.model_dump() for op in found.candidates[0].ops] if found.candidates else []
 
@@ -56,8 +62,7 @@ def test_a_gated_model_without_a_token_is_advice_to_log_in_never_a_token_in_the_
            "huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-6a0f)\n\n"
            "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.\n")  # fmt: skip
     found = diagnose(SLURM_HF, log)
-    assert entry_ids(found)[0] == "hf-gated-repo"
-    assert found.candidates == [] and found.advice.kind == "environment"
+    assert_advice(found, "hf-gated-repo", "environment")
     assert "huggingface-cli login" in found.advice.text and "HF_HOME" in found.advice.text
     pending = "huggingface_hub.errors.GatedRepoError: 403 Client Error. Your request to access model x/y is awaiting a review\n"
     assert entry_ids(diagnose(SLURM_HF, pending))[0] == "hf-gated-repo"
@@ -106,8 +111,7 @@ def test_no_kernel_image_from_torch_is_environment_advice_naming_the_arch_list()
            "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
            "CUDA kernel errors might be asynchronously reported at some other API call\n")  # fmt: skip
     found = diagnose(SLURM_HF, log)
-    assert entry_ids(found)[0] == "cuda-no-kernel-image"
-    assert found.candidates == [] and found.advice.kind == "environment"
+    assert_advice(found, "cuda-no-kernel-image", "environment")
     assert "TORCH_CUDA_ARCH_LIST" in found.advice.text
     jax = "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: no kernel image is available for execution on the device\n"
     assert entry_ids(diagnose(SLURM_HF, jax)) == ["jax-no-kernel-image"]
@@ -118,8 +122,7 @@ def test_torchvision_built_for_another_cuda_is_a_reinstall_not_an_edit():
            "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. "
            "PyTorch has CUDA Version=12.4 and torchvision has CUDA Version=11.8.\n")  # fmt: skip
     found = diagnose(SLURM_HF, log)
-    assert entry_ids(found)[0] == "torchvision-cuda-mismatch"
-    assert found.candidates == [] and found.advice.kind == "environment"
+    assert_advice(found, "torchvision-cuda-mismatch", "environment")
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,8 +180,7 @@ def test_level_zero_out_of_device_memory_is_the_programs_batch():
 ])  # fmt: skip
 def test_level_zero_results_that_are_not_the_programs_get_advice_of_their_kind(log, entry, kind, says):
     found = diagnose(PBS_AURORA, log)
-    assert entry_ids(found)[0] == entry
-    assert found.candidates == [] and found.advice.kind == kind
+    assert_advice(found, entry, kind)
     assert says in found.advice.text
 
 
@@ -191,8 +193,7 @@ def test_no_free_loop_device_is_the_node_with_a_sandbox_as_the_way_around():
            "while mounting image /proc/self/fd/3: failed to find loop device: could not attach image file to loop device: "
            "no loop devices available\nsrun: error: gpu044: task 0: Exited with exit code 255\n")  # fmt: skip
     found = diagnose(SLURM_APPTAINER, log)
-    assert entry_ids(found)[0] == "apptainer-no-loop-device"
-    assert found.candidates == [] and found.advice.kind == "infrastructure"
+    assert_advice(found, "apptainer-no-loop-device", "infrastructure")
     assert "--sandbox" in found.advice.text and "max loop devices" in found.advice.text
 
 
@@ -200,8 +201,7 @@ def test_a_task_launch_refused_for_the_node_name_is_that_node():
     log = ("srun: error: Task launch for StepId=4417.0 failed on node nid002: Invalid node name specified\n"
            "srun: error: Application launch failed: Invalid node name specified\n")  # fmt: skip
     found = diagnose(SLURM_HF, log)
-    assert entry_ids(found)[0] == "slurm-task-launch-invalid-node"
-    assert found.candidates == [] and found.advice.kind == "infrastructure"
+    assert_advice(found, "slurm-task-launch-invalid-node", "infrastructure")
     assert "--exclude=nid002" in found.advice.text
     # A node list the user wrote is refused at submission, not at task launch: not this case.
     assert "slurm-task-launch-invalid-node" not in entry_ids(
