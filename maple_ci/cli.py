@@ -80,7 +80,8 @@ def port(args) -> int:
                                framework=args.framework, strategy=args.strategy, nodes=args.nodes,
                                entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
                                account=args.account,
-                               queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env))
+                               queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env),
+                               trace=args.trace)
     _print_port(intent, results, args.json_output)
     return 1 if any(r.status != "ok" for r in results) else 0
 
@@ -316,6 +317,8 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--python-env", action="append", default=[], metavar="[CLUSTER=]PATH",
                          help="Your conda env or venv on targets whose center provides no PyTorch (Frontier, "
                               "Lonestar6, Stampede3, Anvil, Bridges-2); CLUSTER=PATH for one target. Repeatable.")
+    command.add_argument("--trace", action="store_true", help="Check each port by tracing it and the source "
+                         "(`maple trace`): a difference its header does not name fails the port.")
 
     templates = commands.add_parser("templates", help="Browse the launch-template library.",
                                     description="Browse the launch-template library.")
@@ -364,6 +367,9 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--runs", type=_at_least(1), default=5,
                          help="latency: whole-process runs per command, cold and warm (medians; default: 5).")
 
+    from .trace.cli import add_parser as add_trace
+
+    add_trace(commands, _command)
     _command(commands, "action", action, "Run as the GitHub Action.")
     parser.set_defaults(usage=parser)
     return parser

@@ -142,10 +142,15 @@ def write_results(results: list[PortResult]) -> None:
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
-         python_envs: Mapping[str, str] = {}, **overrides) -> tuple[JobIntent, list[PortResult]]:
+         python_envs: Mapping[str, str] = {}, trace: bool = False, **overrides) -> tuple[JobIntent, list[PortResult]]:
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
     results = port_intent(intent, targets, name, out_dir, progress, python_envs, text)
+    if trace and Path(source).is_file():
+        from .trace.compare import gate
+
+        progress("tracing the source and each port")
+        results = gate(source, results, trusted=True)
     write_results(results)
     return intent, results

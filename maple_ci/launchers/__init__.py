@@ -15,7 +15,7 @@ import yaml
 
 from .options import Spec, last, parse_options
 
-__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "parse_options"]
+__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "parse_options"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class Launcher:
     source: str
     export_list: bool = False  # srun --export=ALL,A=1: a comma-separated list
     ranks: tuple = ()  # ((world alternatives), (per-node alternatives)): see grammars.yaml
+    trace: Optional[dict] = None  # what `maple trace`'s stand-in sets for each worker and its defaults
 
     def count(self, which: str, value: Callable[[str], Optional[int]]) -> Optional[int]:
         """Ranks in all (`which` "world") or per node ("per_node"): the first alternative whose
@@ -54,7 +55,8 @@ def _load(entry: dict, name: str) -> Launcher:
                 subcommands=frozenset(entry.get("subcommands", ())))
     ranks = tuple((which, tuple(tuple(names) for names in alternatives))
                   for which, alternatives in entry.get("ranks", {}).items())
-    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks)
+    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,
+                    entry.get("trace"))
 
 
 @lru_cache(maxsize=1)
@@ -65,6 +67,10 @@ def _registry() -> dict[str, Launcher]:
 
 def launcher(name: str) -> Optional[Launcher]:
     return _registry().get(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_registry())
 
 
 def grammar(name: str) -> Spec:
