@@ -151,6 +151,6 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
         from .trace.compare import gate
 
         progress("tracing the source and each port")
-        results = gate(source, results, trusted=True)
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster)
     write_results(results)
     return intent, results

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from maple_ci.bench_real import FIELDS, load_real_cases, run_real
+from maple_ci.bench_real import FIELDS, TARGETS, load_real_cases, run_real
 
 
 def score(set_dir: Path) -> dict:
@@ -43,7 +43,55 @@ def print_report(report: dict) -> None:
         print(f"- {failure['case']}: {_problems(failure)}")
 
 
+def trace_silent(set_dir: Path) -> dict:
+    """Ports that pass every static check (exit 0) but whose trace differs from the source's in what
+    their header does not name: silent wrong ports, judged by bash rather than by maple's reader."""
+    from maple_ci.errors import MapleError
+    from maple_ci.extract import extract
+    from maple_ci.port import port_intent
+    from maple_ci.trace import trace_script
+    from maple_ci.trace.compare import SAMPLE_ARGS, SUBMIT_ARGS, compare, header_of, stops_itself
+
+    counts = {"ports": 0, "ok": 0, "silent": 0, "loud": 0, "untraceable": 0, "cases": []}
+    out = Path(tempfile.mkdtemp(prefix="maple-unseen-trace-"))
+    for case in [c for c in load_real_cases(set_dir.parent) if c["group"] == set_dir]:
+        text = case["path"].read_text()
+        args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
+        try:
+            intent = extract(text, case["file"], base_dir=case["path"].parent, root=set_dir)
+            results = port_intent(intent, list(TARGETS), case["file"], out, source_text=text)
+            source = trace_script(case["path"], cluster=intent.source_cluster, checkout=set_dir, args=args, trusted=True)
+        except MapleError as error:
+            counts["cases"].append((case["file"], "refused or untraceable", str(error)[:200]))
+            counts["untraceable"] += 1
+            continue
+        for result in results:
+            counts["ports"] += 1
+            if result.status != "ok":
+                counts["loud"] += 1
+                continue
+            port = trace_script(case["path"], cluster=result.cluster, nodes=len(source.allocation.nodes),
+                                checkout=set_dir, args=args, trusted=True, text=result.script)
+            found = compare(source, port, header_of(result.script))
+            if stops_itself(port):
+                counts["loud"] += 1
+            elif found:
+                counts["silent"] += 1
+                counts["cases"].append((case["file"], result.cluster, "; ".join(d.message for d in found)[:300]))
+            else:
+                counts["ok"] += 1
+    return counts
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python benchmarks/unseen/score.py benchmarks/unseen/<set>")
-    print_report(score(Path(sys.argv[1]).resolve()))
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--trace"]):
+        raise SystemExit("usage: python benchmarks/unseen/score.py benchmarks/unseen/<set> [--trace]")
+    if sys.argv[2:] == ["--trace"]:
+        counts = trace_silent(Path(sys.argv[1]).resolve())
+        print(f"ports: {counts['ports']}; exit 0 and the trace agrees: {counts['ok']}; loud (failed a check or "
+              f"stops itself): {counts['loud']}; silent wrong (exit 0, trace differs, header silent): "
+              f"{counts['silent']}; cases refused or untraceable: {counts['untraceable']}")
+        for row in counts["cases"]:
+            print("- " + " | ".join(row))
+    else:
+        print_report(score(Path(sys.argv[1]).resolve()))

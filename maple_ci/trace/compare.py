@@ -67,14 +67,26 @@ def first_rank(trace: Trace) -> list:
     return list(trace.ranks[-1:])
 
 
-def _per_node(trace: Trace) -> Optional[float]:
-    """Processes on the first node per device of the node (the last program each process runs)."""
+def _per_node(trace: Trace) -> Optional[int]:
+    """Processes on the first node (each counted once, whatever it runs in turn)."""
     ranks = [r for r in trace.ranks if r.rank is not None]
     if not ranks:
-        return 1 / trace.allocation.gpus_per_node if trace.ranks else None
-    first = ranks[0].node
-    count = len({r.rank for r in ranks if r.node == first})
-    return count / trace.allocation.gpus_per_node
+        return 1 if trace.ranks else None
+    return len({r.rank for r in ranks if r.node == ranks[0].node})
+
+
+def _same_model(source: Trace, port: Trace, p_src: int, p_dst: int) -> bool:
+    """The same processes per node, or one per device on both sides."""
+    return p_src == p_dst or (p_src == source.allocation.gpus_per_node and p_dst == port.allocation.gpus_per_node)
+
+
+def _devices_kept(source: Trace, port: Trace, src: Rank, dst: Rank) -> bool:
+    """A rank that saw all of its node's devices still does; one that saw several sees as many."""
+    g_src, g_dst = source.allocation.gpus_per_node, port.allocation.gpus_per_node
+    s_src, s_dst = _device_count(src, g_src), _device_count(dst, g_dst)
+    if s_src <= 1:
+        return True
+    return s_dst == g_dst if s_src == g_src else s_dst >= s_src
 
 
 def _program_differences(source: list, port: list) -> list:
@@ -133,17 +145,16 @@ def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
     found = _program_differences(src, dst)
     if dst:
         found += _env_differences(src[-1], dst[-1])
-        src_model, dst_model = _per_node(source), _per_node(port)
-        if src_model and dst_model and abs(src_model - dst_model) > 1e-9:
+        p_src, p_dst = _per_node(source), _per_node(port)
+        if p_src and p_dst and not _same_model(source, port, p_src, p_dst):
             found.append(Difference("processes", (
-                f"the source starts {src_model * source.allocation.gpus_per_node:g} processes per node of "
-                f"{source.allocation.gpus_per_node} devices, the port {dst_model * port.allocation.gpus_per_node:g} "
-                f"of {port.allocation.gpus_per_node}"), ("processes per node",)))
-        # a source with fewer processes than devices (one JAX process per node) uses several per process
-        seen = round(1 / src_model) if src_model and src_model < 1 else 1
-        if seen > 1 and _device_count(dst[-1], port.allocation.gpus_per_node) < seen:
-            found.append(Difference("devices", f"the source's rank sees {seen} devices, the port's "
-                                    f"{_device_count(dst[-1], port.allocation.gpus_per_node)}", ("devices",)))
+                f"the source starts {p_src} processes per node of {source.allocation.gpus_per_node} devices, "
+                f"the port {p_dst} of {port.allocation.gpus_per_node}"), ("processes per node",)))
+        if p_src and p_dst and not _devices_kept(source, port, src[-1], dst[-1]):
+            found.append(Difference("devices", f"the source's rank sees {_device_count(src[-1], source.allocation.gpus_per_node)} "
+                                    f"of its node's {source.allocation.gpus_per_node} devices, the port's "
+                                    f"{_device_count(dst[-1], port.allocation.gpus_per_node)} of "
+                                    f"{port.allocation.gpus_per_node}", ("devices",)))
     for words in _setup_commands(source):
         if words not in _setup_commands(port):
             found.append(Difference("setup", f"the source runs `{_shown(words)}`; the port does not", (words[0],)))
@@ -159,9 +170,10 @@ def _setup_commands(trace: Trace) -> list:
     return [argv for argv in trace.not_run if argv and argv[0] in _SETUP]
 
 
-def gate(source_path, results: list, trusted: bool = False) -> list:
+def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None) -> list:
     """Each port of `results` that passed its static checks, traced against the source: a difference
-    the header does not name fails it (a "trace" check, severity error, naming each difference)."""
+    the header does not name fails it (a "trace" check, severity error, naming each difference).
+    `cluster`, the source's own, gives its allocation's shape (devices and cores per node)."""
     from pathlib import Path
 
     from ..verify.static import Check
@@ -169,7 +181,7 @@ def gate(source_path, results: list, trusted: bool = False) -> list:
 
     text = Path(source_path).read_text(errors="replace")
     args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
-    source = trace_script(Path(source_path), trusted=trusted, args=args)
+    source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args)
     if source.exit_code not in (0, None) and not source.ranks:
         return results
     for result in results:
