@@ -12,6 +12,7 @@ approve <sha>`. A later edit, by anyone, is new content and needs a new approval
 
 from __future__ import annotations
 
+import base64
 import re
 import shlex
 from typing import NamedTuple
@@ -51,10 +52,12 @@ def named_files(text: str, tree: dict[str, str], skip: set[str] = frozenset()) -
 
 
 def _words(line: str) -> list[str]:
+    """The line's shell words, and the words inside each (`bash -c 'source x.sh; ...'`)."""
     try:
-        return shlex.split(line, comments=False)
+        words = shlex.split(line, comments=False)
     except ValueError:  # an unbalanced quote: plain words still name files
-        return line.split()
+        words = line.split()
+    return [part for word in words for part in {word, *re.split(r"[\s;&|()<>`]+", word)} if part]
 
 
 def run_set(repo: Repository, sha: str, script: str, text: str, skip: set[str] = frozenset()) -> dict[str, str]:
@@ -112,14 +115,9 @@ def listing(repo: Repository, sha: str, output: str) -> str:
     tree = blobs(repo, sha)
     files: dict[str, str] = {}
     for path in sorted(p for p in tree if p.startswith(output.rstrip("/") + "/")):
-        text = repo.get_git_blob(tree[path]).content
-        files |= {path: tree[path]} | {p: tree[p] for p in named_files(_decoded(text), tree)}
+        text = base64.b64decode(repo.get_git_blob(tree[path]).content).decode(errors="replace")
+        files |= {path: tree[path]} | {p: tree[p] for p in named_files(text, tree)}
     if not files:
         return f"No file under `{output}/` at `{sha}`: nothing of that commit runs as it stands."
     return "Verification of that commit runs exactly these files:\n" + "\n".join(
         f"- `{path}` blob `{blob}`" for path, blob in files.items())
-
-
-def _decoded(content: str) -> str:
-    import base64
-    return base64.b64decode(content).decode(errors="replace")
