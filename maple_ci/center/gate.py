@@ -1,13 +1,15 @@
 """`python -I -m maple_ci.center check|verify --settings F --cluster C --script S --miniapp M --commit SHA
-[--attestation SIG]`: the center-side gate of maple-ci's jacamar verification (workflows/gitlab/maple-verify.gitlab-ci.yml).
+[--attestation SIG]`: the center-side gate of maple-ci's jacamar verification
+(workflows/gitlab/maple-verify.gitlab-ci.yml).
 
 The five values are the pipeline's typed inputs (GitLab `spec:inputs`, checked by GitLab against
 their regex or options before the pipeline exists), written into the command line by the CI file.
 The gate checks them again, refuses every environment variable it does not expect (a trigger that
 may still set variables could otherwise set LMOD_SETTARG_CMD or GIT_CONFIG_*), reads its own
 settings from a file only root can change (center/settings.py), fetches the commit from a trusted
-branch (or, signed by the bot, from its maple/port-* branches: maple_ci/attestation.py), and derives the scheduler options from the committed script, capped by the
-site. `check` (the login-node job) writes them as SCHEDULER_PARAMETERS to --dotenv; `verify` (the
+branch (or, signed by the bot, from its maple/port-* branches: maple_ci/attestation.py), refuses
+any container form maple-ci does not write for the cluster (center/images.py), and derives the
+scheduler options from the committed script, capped by the site. `check` (the login-node job) writes them as SCHEDULER_PARAMETERS to --dotenv; `verify` (the
 batch job) requires the job to run with exactly those, then runs the mini-app through the script
 from a copy of the commit outside the runner's checkout, under `env -i` plus an allowlist
 (maple_ci.verify.jobenv). Exit 1 with the reasons on a refusal; nothing else is changed.

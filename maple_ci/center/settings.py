@@ -6,7 +6,7 @@ request that is being checked widen its own checks; a file only root can write c
 workflows/gitlab/README.md lists the keys."""
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from maple_ci.center.checkout import Refused, root_only
@@ -24,7 +24,7 @@ class Settings:
     protected_refs: tuple[str, ...] = ()  # branches besides the default branch that may be verified
     fetch_wait_seconds: float = 180.0
     site_variables: tuple[str, ...] = ()  # names the site's own login or batch environment sets
-    bot_keys: tuple[str, ...] = field(default=())  # the bot's Ed25519 public keys (center/attestation.py)
+    bot_keys: tuple[str, ...] = ()  # the bot's Ed25519 public keys (maple_ci/attestation.py)
 
 
 # key -> (the type TOML gives it, how it becomes the field)
