@@ -31,10 +31,11 @@ INPUT_SETTINGS = {
     "github_token": "GITHUB_TOKEN", "config": "MAPLE_CONFIG", "targets": "MAPLE_TARGETS", "backend": "MAPLE_BACKEND",
     "gitlab_url": "MAPLE_GITLAB_URL", "gitlab_project": "MAPLE_GITLAB_PROJECT",
     "gitlab_trigger_token": "MAPLE_GITLAB_TRIGGER_TOKEN", "gitlab_token": "MAPLE_GITLAB_TOKEN",
+    "signing_key": "MAPLE_SIGNING_KEY",
     "llm": "MAPLE_LLM", "llm_model": "MAPLE_LLM_MODEL", "llm_api_key": "MAPLE_LLM_API_KEY",
     "verify_timeout": "MAPLE_VERIFY_TIMEOUT",  # seconds each verification run may take (pipeline.run_backend)
 }
-SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "llm_api_key")
+SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "signing_key", "llm_api_key")
 
 
 def apply_inputs() -> None:
