@@ -181,17 +181,19 @@ def path_notes(args: list[str], cluster: str, same_cluster: bool) -> list[str]:
             f"{', '.join(dict.fromkeys(paths))}; give your paths on {cluster} (for example under $SCRATCH)"]
 
 
-def edit_refusal(name: str, value: str) -> Optional[str]:
+def edit_refusal(name: str, value: Optional[str]) -> Optional[str]:
     """Why a debug fix may not export name=value, or None. A fix is made for the target, so the
-    target's own settings (replace rows) are allowed; what the table drops or does not list is not."""
+    target's own settings (replace rows) are allowed; what the table drops or does not list is not.
+    `value` None: a person fills it in (a site value), so only the name is checked."""
     rule = env_rule(name)
     if rule is None:
         return f"{name} is not on the allowlist of templates/values.yaml"
     if rule.fix_form:
-        return None if _form_ok(rule.fix_form, value) else f"{name}: a fix may set it only to {_FORM_TEXT[rule.fix_form]}"
+        ok = value is None or _form_ok(rule.fix_form, value)
+        return None if ok else f"{name}: a fix may set it only to {_FORM_TEXT[rule.fix_form]}"
     if rule.verdict == "drop":
         return f"{name}: {rule.reason}"
-    if re.search(r"[\n\r\x00]", value):
+    if value is not None and re.search(r"[\n\r\x00]", value):
         return f"the value of {name} spans lines"
     return None
 

@@ -6,16 +6,17 @@ begins, how many ranks a line starts); adding a launcher is adding its entry the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
 
 import yaml
 
-from .options import Spec, last, parse_options
+from .options import Spec, last, option_name, parse_options
 
-__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "parse_options"]
+__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
+           "parse_options"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Launcher:
     source: str
     export_list: bool = False  # srun --export=ALL,A=1: a comma-separated list
     ranks: tuple = ()  # ((world alternatives), (per-node alternatives)): see grammars.yaml
+    fix_options: dict = field(default_factory=dict)  # option name -> the form of its value (debug/policy.py)
 
     def count(self, which: str, value: Callable[[str], Optional[int]]) -> Optional[int]:
         """Ranks in all (`which` "world") or per node ("per_node"): the first alternative whose
@@ -54,7 +56,8 @@ def _load(entry: dict, name: str) -> Launcher:
                 subcommands=frozenset(entry.get("subcommands", ())))
     ranks = tuple((which, tuple(tuple(names) for names in alternatives))
                   for which, alternatives in entry.get("ranks", {}).items())
-    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks)
+    return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,
+                    dict(entry.get("fix_options", {})))
 
 
 @lru_cache(maxsize=1)
@@ -65,6 +68,10 @@ def _registry() -> dict[str, Launcher]:
 
 def launcher(name: str) -> Optional[Launcher]:
     return _registry().get(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_registry())
 
 
 def grammar(name: str) -> Spec:
