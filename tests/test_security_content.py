@@ -10,6 +10,7 @@ import pytest
 
 from maple_ci.errors import MapleError
 from maple_ci.port import port
+from maple_ci.values import port_env, port_wrapper
 from maple_ci.verify.local import verify_local
 
 MINIAPP = str(Path(__file__).parent / "cluster" / "allreduce_miniapp.py")
@@ -58,7 +59,7 @@ def test_a_ported_script_runs_without_the_sources_bash_env(slurm_cluster, tmp_pa
 
 
 # --------------------------------------------------------------------------------------------
-# Issue 26 item 5 (the security review of 2026-11-29, finding P5)
+# Issue 26 items 5 and 6 (the security review of 2026-11-29, findings P5 and P6)
 
 
 def _checkout(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -102,3 +103,33 @@ def test_maple_port_writes_a_real_file_by_a_rename(tmp_path, monkeypatch):
     written = repo / "scripts" / "polaris" / "train.pbs"
     assert written.read_text() == result.script and written.stat().st_mode & 0o777 == 0o755
     assert sorted(p.name for p in written.parent.iterdir()) == ["train.pbs", "train.pbs.maple.json"]  # no temporary left
+
+
+@pytest.mark.parametrize("words, gone", [
+    (["nsys", "profile", "-o", "prof", "/tmp/x/wrap.sh"], "/tmp/x/wrap.sh"),
+    (["ncu", "--set", "full", "$HOME/w.sh"], "$HOME/w.sh"),
+    (["nsys", "profile", "--trace=cuda", "$SCRATCH/w.sh"], "$SCRATCH/w.sh"),
+    (["ncu", "--nvtx", "/tmp/w.sh"], "/tmp/w.sh"),
+])
+def test_a_wrapper_behind_a_profiler_follows_the_wrapper_rule(words, gone):
+    """Attack (P6 a): before, every word after nsys/ncu in path form was kept, so
+    `srun nsys profile -o prof /tmp/x/wrap.sh python train.py` ran a /tmp wrapper on every rank (the
+    review's PWNED_F1_WRAPPER). Now only the checkout's wrappers and the profile's own output stay."""
+    kept, notes = port_wrapper(words, "polaris")
+    assert gone not in kept and kept[0] == words[0] and f"{gone}` are not kept" in notes[0]
+    assert port_wrapper(["nsys", "profile", "-o", "$SCRATCH/prof", "./wrap.sh"], "polaris") == (
+        ["nsys", "profile", "-o", "$SCRATCH/prof", "./wrap.sh"], [])
+
+
+def test_code_caches_are_not_carried_with_a_shared_path():
+    """Attack (P6 b): before, TRITON_CACHE_DIR=/tmp/shared and the other code caches were kept as
+    data paths, so every rank loaded compiled code (HF_MODULES_CACHE: Python modules) another job or
+    the checkout left there. Now they are dropped with a note; the library's own default stands."""
+    from maple_ci.values import Target
+
+    caches = {"TORCH_EXTENSIONS_DIR": "$PWD/ext", "TRITON_CACHE_DIR": "/tmp/shared", "TORCHINDUCTOR_CACHE_DIR": "$SCRATCH/i",
+              "HF_MODULES_CACHE": "$HOME/modules", "HF_HOME": "$SCRATCH/hf"}
+    kept, notes = port_env(caches, Target("polaris", "nvidia", False, 8), set())
+    assert kept == {"HF_HOME": "$SCRATCH/hf"}
+    assert any(note.startswith("TORCH_EXTENSIONS_DIR, TRITON_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, HF_MODULES_CACHE are not "
+                               "carried over: the library loads compiled code") for note in notes), notes
