@@ -15,6 +15,7 @@ from . import schedulers
 from .containers import allowed
 from .errors import MapleError
 from .extract import extract, load_source
+from .files import write_inside
 from .intent import JobIntent
 from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, with_python_env
@@ -130,15 +131,15 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
     return results
 
 
-def write_results(results: list[PortResult]) -> None:
+def write_results(results: list[PortResult], out_dir: Path) -> None:
+    """Each port (executable) and its read-back record under `out_dir`, through no symlink
+    (files.write_inside): a checkout's planted link cannot redirect them outside it."""
     for result in results:
         if result.path:
-            path = Path(result.path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(result.script)
-            path.chmod(0o755)
+            relative = Path(result.path).relative_to(out_dir)  # <cluster>/<name>, as output_path made it
+            write_inside(out_dir, relative, result.script, 0o755)
             if result.record:
-                Path(str(path) + RECORD_SUFFIX).write_text(result.record)
+                write_inside(out_dir, relative.with_name(relative.name + RECORD_SUFFIX), result.record)
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
@@ -152,5 +153,5 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
 
         progress("tracing the source and each port")
         results = gate(source, results, trusted=True, cluster=intent.source_cluster)
-    write_results(results)
+    write_results(results, out_dir)
     return intent, results

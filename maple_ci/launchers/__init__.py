@@ -6,16 +6,17 @@ begins, how many ranks a line starts); adding a launcher is adding its entry the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
 
 import yaml
 
-from .options import Spec, last, parse_options
+from .options import Spec, last, option_name, parse_options
 
-__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "parse_options"]
+__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
+           "parse_options"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Launcher:
     export_list: bool = False  # srun --export=ALL,A=1: a comma-separated list
     ranks: tuple = ()  # ((world alternatives), (per-node alternatives)): see grammars.yaml
     trace: Optional[dict] = None  # what `maple trace`'s stand-in sets for each worker and its defaults
+    fix_options: dict = field(default_factory=dict)  # option name -> the form of its value (debug/policy.py)
 
     def count(self, which: str, value: Callable[[str], Optional[int]]) -> Optional[int]:
         """Ranks in all (`which` "world") or per node ("per_node"): the first alternative whose
@@ -56,7 +58,7 @@ def _load(entry: dict, name: str) -> Launcher:
     ranks = tuple((which, tuple(tuple(names) for names in alternatives))
                   for which, alternatives in entry.get("ranks", {}).items())
     return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,
-                    entry.get("trace"))
+                    entry.get("trace"), dict(entry.get("fix_options", {})))
 
 
 @lru_cache(maxsize=1)
