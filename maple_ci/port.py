@@ -82,7 +82,7 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
     """(the profile with what this port adds to it: the user's Python environment, the source's own
     constraint on its own cluster; the intent with the header notes that depend on this target,
     among them what the program's code must change when it moves to another GPU vendor)."""
-    profile, env_note = with_python_env(profile, python_envs)
+    profile, env_note = with_python_env(profile, python_envs, intent.framework)
     profile, constraint_note = _own_constraint(intent, profile)
     # a source image runs only where the target allows it (containers.allowed); elsewhere the site's
     # set-up runs the program, and where that has no PyTorch the user's environment is needed
