@@ -60,6 +60,9 @@ class JobIntent:
     env: dict[str, str] = field(default_factory=dict)
     python_env: Optional[str] = None
     configs: dict[str, str] = field(default_factory=dict)
+    # The per-node launcher's own options (torchrun, deepspeed, accelerate), by the registry's names,
+    # each with its last value as written ("" for a flag); launch_options.py carries or names each one.
+    launcher_options: dict[str, str] = field(default_factory=dict)
     container: Optional[Container] = None
     # A per-rank wrapper kept in front of the program (`srun ./wrap.sh python train.py`, `nsys
     # profile -o x`), words as written; known site affinity wrappers are not kept (the target binds).

@@ -40,7 +40,8 @@ from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, program_notes
-from .process_model import model_notes
+from .process_model import model_notes, start_notes
+from .launch_options import carry
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -362,7 +363,10 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
+    job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
     job.notes += deepspeed_notes(intent, template)
+    carried = carry(intent, template)
+    job.notes += carried.notes
     job.notes += [template.reason] if template.reason else []
     return _environment().get_template(template.path).render(
         meta=template,
@@ -370,7 +374,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         setup=setup,
         site_env=site_env,
         user_env=user_env,
-        exported=[*site_env, *user_env],
+        exported=[*site_env, *user_env, *carried.env],
+        carried=carried,
         job=job,
         module=module,
         entrypoint=program,
