@@ -39,7 +39,7 @@ from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
-from .programs import describe, model_parallel, nodes_that_fit, program_notes
+from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
 from .process_model import model_notes, start_notes
 from .launch_options import carry
 
@@ -350,8 +350,9 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     CLI's and the bot's default shown; see the module docstring); MapleError if it cannot be made."""
     _require_usable(template, profile)
     job = resolve_job(intent, profile, template, source_name)
-    job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
-                               job.gpus_per_node)
+    nodes = None if job.from_allocation else job.nodes
+    args, shape_notes = port_arguments(intent, nodes, job.gpus_per_node)
+    job.notes += shape_notes + program_notes(args, intent.framework, nodes, job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += _literal_argument_notes(intent.script_args)
@@ -380,7 +381,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         module=module,
         entrypoint=program,
         executable=not module and not program.endswith(".py"),
-        args=intent.script_args,
+        args=args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,
