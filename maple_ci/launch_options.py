@@ -5,8 +5,9 @@ The registry (launchers/grammars.yaml) places every option it knows: placement (
 rendezvous) is computed for the target; mode (strategy, config files, the program's form) is carried
 as those; behaviour (`--mixed_precision bf16`, `--max_restarts 3`) is carried as the same flag where the
 port runs the same launcher, or as the variable the launcher would have set for its workers where
-the port starts them another way (accelerate's, which the program's Accelerator reads). A behaviour
-option with neither form, and any option the registry does not place, is named in the header.
+the port starts them another way (accelerate's, which the program's Accelerator reads; then the
+settings of the source's accelerate config file go the same way, since nothing reads the file). A
+behaviour option with neither form, and any option the registry does not place, is named in the header.
 """
 
 from __future__ import annotations
@@ -44,10 +45,13 @@ def _words(name: str, value: str) -> str:
 def carry(intent: JobIntent, template: TemplateMeta) -> Carried:
     """The source launcher's options in the form `template` takes them, and notes on the rest."""
     source = _source_launcher(intent)
-    if source is None or not intent.launcher_options:
+    if source is None or not (intent.launcher_options or intent.config_options):
         return Carried()
     same = template.launcher == intent.launcher
     carried, unplaced, stranded = Carried(), [], []
+    if not same:  # no accelerate launch reads the source's config file: its settings go as the variables
+        carried.env = {source.variable(name): value for name, value in intent.config_options.items()}
+        carried.given = frozenset(intent.config_options)
     for name, value in intent.launcher_options.items():
         role = source.role(name)
         if role in ("placement", "mode"):
@@ -68,8 +72,9 @@ def carry(intent: JobIntent, template: TemplateMeta) -> Carried:
 def _notes(name: str, template: TemplateMeta, stranded: list[str], unplaced: list[str], carried: Carried) -> list[str]:
     notes = []
     if carried.env:
-        notes.append(f"the source's {name} options are set as the variables {name} gives its workers, since the port "
-                     f"starts them with {template.launcher}: " + ", ".join(f"{k}={v}" for k, v in carried.env.items()))
+        notes.append(f"the source's {name} settings (its options and config file) are set as the variables {name} gives "
+                     f"its workers, since the port starts them with {template.launcher}: "
+                     + ", ".join(f"{k}={v}" for k, v in carried.env.items()))
     if stranded:
         notes.append(f"not carried: the source's {name} option(s) {' '.join(stranded)} change how the program runs, "
                      f"and the port starts it with {template.launcher}, which has no equivalent: do without them "

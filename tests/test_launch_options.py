@@ -65,6 +65,28 @@ def test_without_accelerate_launch_the_options_become_the_variables_it_would_set
     assert any("ACCELERATE_MIXED_PRECISION=bf16" in note for note in notes)
 
 
+def test_an_accelerate_config_files_settings_become_variables_where_no_accelerate_launch_reads_it(tmp_path):
+    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 2\n"
+                                        "fsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
+                                        "  fsdp_offload_params: true\n  fsdp_version: 2\n")
+    text = """#!/bin/bash
+#SBATCH --nodes=2 --gpus-per-node=4 --time=01:00:00
+srun --ntasks-per-node=1 accelerate launch --config_file fsdp.yaml --mixed_precision fp16 train.py
+"""
+    intent = extract_script(text, tmp_path, "job.sh", tmp_path)
+    template = get_template("frontier-accelerate-fsdp")
+    script = render(intent, get_profile("frontier"), template, "jobs/train.sh")
+    exports = dict(re.findall(r"^export (\w+)=(\S+)$", script, re.M))
+    assert exports["ACCELERATE_MIXED_PRECISION"] == "fp16"  # the line wins over the file, as in accelerate
+    assert (exports["FSDP_AUTO_WRAP_POLICY"], exports["FSDP_OFFLOAD_PARAMS"], exports["FSDP_VERSION"]) == (
+        "TRANSFORMER_BASED_WRAP", "true", "2")
+    assert "SIZE_BASED_WRAP" not in script
+    # where accelerate launch runs, it reads the file itself: only the line's option is added
+    script = render(intent, get_profile("perlmutter"), get_template("perlmutter-accelerate-fsdp"), "jobs/train.sh")
+    assert "--config_file fsdp.yaml" in launch_line(script) and "--mixed_precision=fp16" in launch_line(script)
+    assert "FSDP_" not in script
+
+
 def test_accelerate_zero_stage_two_is_not_turned_into_three():
     text = FSDP_BF16.replace("--use_fsdp --fsdp_sharding_strategy HYBRID_SHARD", "--use_deepspeed --zero_stage 2")
     text = text.replace("--fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP --fsdp_transformer_layer_cls_to_wrap LlamaDecoderLayer",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..launchers import DL_LAUNCHERS
+from ..launchers import DL_LAUNCHERS, launcher
 from .launch import Launch
 
 
@@ -15,3 +15,19 @@ def launcher_options(launch: Optional[Launch]) -> dict[str, str]:
     with its last value as the walk expanded it ("" for a flag); {} when no such launcher runs."""
     stage = next((opts for name, opts in reversed(launch.stages) if name in DL_LAUNCHERS), None) if launch else None
     return {name: values[-1] for name, values in (stage or {}).items()}
+
+
+# The sections of an accelerate config whose keys are the launcher's option names (accelerate's
+# commands/launch.py fills its arguments from them when no flag gives one; read 2026-11-29).
+_CONFIG_SECTIONS = ("fsdp_config", "deepspeed_config", "dynamo_config")
+
+
+def config_options(config: Optional[dict]) -> dict[str, str]:
+    """The settings of an accelerate config file that are accelerate's behaviour options (grammars.yaml),
+    as text (true/false for booleans); nested sections flattened; anything else left to the file."""
+    accelerate = launcher("accelerate")
+    flat = dict(config or {})
+    for section in _CONFIG_SECTIONS:
+        flat.update(flat.get(section) if isinstance(flat.get(section), dict) else {})
+    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in flat.items()
+            if isinstance(value, (str, int, float)) and accelerate.role(name) == "behaviour" and accelerate.variable(name)}
