@@ -185,12 +185,16 @@ def _note_world_change(intent: JobIntent, profile: ClusterProfile, shape: tuple[
     """Say when ranks per node or the world size change with the target's node shape."""
     nodes, gpus = shape
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
-    note = _per_node_change(intent, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
+    note = _per_node_change(intent, nodes, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
     notes += [note] if note else []
 
 
-def _per_node_change(intent: JobIntent, gpus: int, unit: str) -> Optional[str]:
-    """A size chosen at submit time: only the ranks per node can change."""
+def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
+    """A size chosen at submit time: the ranks per node change, or a world size the source fixed
+    (`#SBATCH -n 2`) does, with the default node count."""
+    if intent.world_size and intent.world_size != nodes * gpus:
+        return (f"world size changes from {intent.world_size} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
+                f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
     if not intent.gpus_per_node or intent.gpus_per_node == gpus:
         return None
     return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "

@@ -133,6 +133,15 @@ srun python train.py --data-parallel
     assert any(note.startswith("the source starts 1 process(es) per node on nodes of 4 GPUs") for note in notes)
 
 
+def test_a_fixed_task_count_left_to_an_allocation_names_the_world_size_change():
+    text = """#!/bin/bash
+#SBATCH -n 2 --gres=gpu:1 -t 01:00:00
+srun python train.py
+"""
+    _, notes = port(text, "perlmutter-pytorch-ddp")  # 2 ranks in all become 4 on the default one node
+    assert any(note.startswith("world size changes from 2 to 4 (1 node(s) unless chosen at submit time") for note in notes)
+
+
 def test_a_rendezvous_of_separately_submitted_jobs_is_named():
     text = """#!/bin/bash
 #PBS -l select=1:ngpus=4
