@@ -39,8 +39,9 @@ from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
-from .programs import describe, model_parallel, nodes_that_fit, program_notes
-from .process_model import model_notes
+from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
+from .process_model import model_notes, start_notes
+from .launch_options import carry
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -189,12 +190,16 @@ def _note_world_change(intent: JobIntent, profile: ClusterProfile, shape: tuple[
     """Say when ranks per node or the world size change with the target's node shape."""
     nodes, gpus = shape
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
-    note = _per_node_change(intent, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
+    note = _per_node_change(intent, nodes, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
     notes += [note] if note else []
 
 
-def _per_node_change(intent: JobIntent, gpus: int, unit: str) -> Optional[str]:
-    """A size chosen at submit time: only the ranks per node can change."""
+def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
+    """A size chosen at submit time: the ranks per node change, or a world size the source fixed
+    (`#SBATCH -n 2`) does, with the default node count."""
+    if intent.world_size and intent.world_size != nodes * gpus:
+        return (f"world size changes from {intent.world_size} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
+                f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
     if not intent.gpus_per_node or intent.gpus_per_node == gpus:
         return None
     return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
@@ -361,8 +366,9 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     CLI's and the bot's default shown; see the module docstring); MapleError if it cannot be made."""
     _require_usable(template, profile)
     job = resolve_job(intent, profile, template, source_name)
-    job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
-                               job.gpus_per_node)
+    nodes = None if job.from_allocation else job.nodes
+    args, shape_notes = port_arguments(intent, nodes, job.gpus_per_node)
+    job.notes += shape_notes + program_notes(args, intent.framework, nodes, job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += _literal_argument_notes(intent.script_args)
@@ -374,7 +380,10 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
+    job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
     job.notes += deepspeed_notes(intent, template)
+    carried = carry(intent, template)
+    job.notes += carried.notes
     job.notes += [template.reason] if template.reason else []
     return _environment().get_template(template.path).render(
         meta=template,
@@ -382,12 +391,13 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         setup=setup,
         site_env=site_env,
         user_env=user_env,
-        exported=[*site_env, *user_env],
+        exported=[*site_env, *user_env, *carried.env],
+        carried=carried,
         job=job,
         module=module,
         entrypoint=program,
         executable=not module and not program.endswith(".py"),
-        args=intent.script_args,
+        args=args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,
