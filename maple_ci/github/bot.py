@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Callable, NamedTuple, Optional
 
 import github_action_toolkit as gha
@@ -83,6 +84,9 @@ def _left_alone(plan: Plan, settings: Config) -> bool:
         return True
     if plan.trigger == "push" and not settings.refresh_on_push:
         print("maple: refresh_on_push is off in .github/maple.yml; the push is left alone", flush=True)
+        return True
+    if plan.trigger == "schedule" and not settings.schedule.due(datetime.now(timezone.utc).date()):
+        print(f"maple: not a day of the {settings.schedule.interval} schedule in .github/maple.yml", flush=True)
         return True
     return False
 

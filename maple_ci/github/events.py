@@ -8,7 +8,7 @@ the bot stayed quiet.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from typing import Any, Iterable
 
@@ -233,8 +233,8 @@ def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str
 
     Only people with write access can dispatch a workflow, so no permission check is planned."""
     text = _dispatched_command(payload)
-    if not text:
-        return plan_schedule(payload, targets)
+    if not text:  # run by a person: whatever day the schedule names
+        return replace(plan_schedule(payload, targets), trigger="dispatch")
     known_clusters = tuple(known_clusters)
     try:
         command = parse_comment(f"/maple {text}", known_clusters)

@@ -1,0 +1,28 @@
+"""The limit on open maple-ci PRs (`pull_requests.limit` in .github/maple.yml), as Renovate's
+prConcurrentLimit: push and nightly open no PR past it; a person's request is always answered,
+and a PR already open is still updated."""
+
+from __future__ import annotations
+
+from github.Repository import Repository
+
+from maple_ci.github.config import PullRequests
+from maple_ci.github.delivery import BRANCH_PREFIX
+
+
+def open_bot_prs(repo: Repository) -> int:
+    """How many open PRs come from the bot's branches in this repository."""
+    return sum(1 for pr in repo.get_pulls(state="open")
+               if pr.head.ref.startswith(BRANCH_PREFIX) and pr.head.repo is not None
+               and pr.head.repo.full_name == repo.full_name)
+
+
+def at_limit(repo: Repository, settings: PullRequests) -> bool:
+    """Whether an automatic run may open no more PRs (the limit 0 means none)."""
+    return settings.limit > 0 and open_bot_prs(repo) >= settings.limit
+
+
+def waiting_text(settings: PullRequests) -> str:
+    """What a run that opened nothing because of the limit says."""
+    return (f"Not opened: {settings.limit} maple-ci PRs are open (`pull_requests.limit` in .github/maple.yml). "
+            "Merge or close one and the next push or nightly run opens this one.")
