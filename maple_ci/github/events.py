@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from typing import Any, Iterable
 
+from maple_ci.github.config import DEFAULT_PATH
 from maple_ci.github.ticks import ticked
 from maple_ci.github.commands import (
     TRUSTED_ASSOCIATIONS,
@@ -200,11 +201,11 @@ def _ignored_push(payload: dict[str, Any], default: str) -> str | None:
 
 
 def _pushed_sources(payload: dict[str, Any], patterns: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The tracked scripts the push changed; () for every tracked script when there were too many
-    commits to trust the lists; None when it changed none."""
+    """The tracked scripts the push changed; () for every tracked script when the configuration
+    changed or there were too many commits to trust the lists; None when it changed none."""
     commits = payload.get("commits") or []
-    if len(commits) >= PUSH_COMMITS_CAP:
-        return ()
+    if len(commits) >= PUSH_COMMITS_CAP or DEFAULT_PATH in changed_paths(commits):
+        return ()  # a new configuration (the merged onboarding PR) may name new targets or scripts
     return tuple(p for p in changed_paths(commits) if _tracked(p, patterns)) or None
 
 
