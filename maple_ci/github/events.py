@@ -39,7 +39,7 @@ class Plan:
     ref: str | None = None  # commit or branch to check out and attach check runs to; None: the PR head
     pull_number: int | None = None  # the PR a comment was made on
     issue_number: int | None = None  # where replies go; None: the job summary only
-    report: bool = False  # keep the "Portability report" issue in step with the results (nightly)
+    report: bool = False  # keep the dashboard issue in step with the results (nightly, a retry box)
     comment_id: int | None = None  # the comment to react to
     reaction: str | None = None  # "eyes" (accepted) or "confused" (rejected)
     actor: str | None = None  # whose write permission to confirm before anything; None: implied by the event
