@@ -23,6 +23,7 @@ from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import SourceResult, open_pr
 from maple_ci.github.markdown import cell, code, plain
+from maple_ci.github.quota import held_back_text
 from maple_ci.github.report import MARKER, open_report
 from maple_ci.github.state import pack, unpack
 from maple_ci.github.ticks import box
@@ -119,13 +120,15 @@ def close_green_fixes(repo: Repository, base: str, results: list[SourceResult], 
 
 # --- rendering ---
 
-def render(rows: dict[str, dict], ignored: list[str], wanted: list[tuple[str, str]], blob_url: str) -> str:
-    """The issue body. `wanted`: the (script, cluster) pairs the configuration asks for."""
+def render(rows: dict[str, dict], ignored: list[str], wanted: list[tuple[str, str]], blob_url: str,
+           held_back: str | None = None) -> str:
+    """The issue body. `wanted`: the (script, cluster) pairs the configuration asks for;
+    `held_back`: why automatic PRs wait (quota.held_back_text)."""
     missing = [(s, c) for s, c in wanted if row_key(s, c) not in rows and row_key(s, c) not in ignored]
     shown = {k: r for k, r in rows.items() if k not in ignored}
     lines = [MARKER, "**maple-ci portability dashboard**: one row per tracked launch script and target cluster. "
              "Tick a box to ask for it; maple-ci answers in a comment here.", "",
-             "| Script | Cluster | Ported | Last verified | Failing since | Fix PR |", "|---|---|---|---|---|---|"]
+             *([held_back, ""] if held_back else []), "| Script | Cluster | Ported | Last verified | Failing since | Fix PR |", "|---|---|---|---|---|---|"]
     lines += [_row_line(k, r, blob_url) for k, r in sorted(shown.items())]
     lines += [f"| {cell(code(s))} | {c} | not yet | — | — | — |" for s, c in missing]
     notes = [f"- {code(_source(k))} on {_cluster(k)}: {plain(r['note'])}" for k, r in sorted(shown.items()) if r["note"]]
@@ -191,12 +194,17 @@ def sync_dashboard(repo: Repository, config: Config, base: str, results: list[So
         day = (now or datetime.now(timezone.utc)).date().isoformat()
         rows = nightly_rows(rows, results, commit, day)
         close_green_fixes(repo, base, results, commit)
-    body = render(rows, ignored, wanted_pairs(repo, config, base), f"{repo.html_url}/blob")
+    body = _drawn(repo, config, base, rows, ignored)
     if issue is None:
         return repo.create_issue(config.schedule.report_issue_title, body=body, labels=config.schedule.labels)
     if issue.body != body:
         issue.edit(body=body)
     return issue
+
+
+def _drawn(repo: Repository, config: Config, base: str, rows: dict[str, dict], ignored: list[str]) -> str:
+    return render(rows, ignored, wanted_pairs(repo, config, base), f"{repo.html_url}/blob",
+                  held_back_text(repo, config.pull_requests))
 
 
 def ignored_rows(repo: Repository, config: Config) -> list[str]:
@@ -216,7 +224,6 @@ def set_ignored_rows(repo: Repository, config: Config, base: str, command: BotCo
     else:
         ignored = [k for k in ignored if k not in keys]
         text = "maple-ci verifies again"
-    body = render(rows, ignored, wanted_pairs(repo, config, base), f"{repo.html_url}/blob")
     if issue is not None:
-        issue.edit(body=body)
+        issue.edit(body=_drawn(repo, config, base, rows, ignored))
     return f"{text} {', '.join(f'{code(_source(k))} on {_cluster(k)}' for k in keys) or plain('nothing named')}."

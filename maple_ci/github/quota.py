@@ -26,3 +26,11 @@ def waiting_text(settings: PullRequests) -> str:
     """What a run that opened nothing because of the limit says."""
     return (f"Not opened: {settings.limit} maple-ci PRs are open (`pull_requests.limit` in .github/maple.yml). "
             "Merge or close one and the next push or nightly run opens this one.")
+
+
+def held_back_text(repo: Repository, settings: PullRequests) -> str | None:
+    """The dashboard's line while the limit holds automatic PRs back; None while it does not."""
+    if not at_limit(repo, settings):
+        return None
+    return (f"**Held back**: {settings.limit} maple-ci PRs are open (`pull_requests.limit`), so push and nightly runs "
+            "open no more until one is merged or closed.")
