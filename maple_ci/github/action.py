@@ -91,7 +91,7 @@ def run_action(
     given when the repository has none: the bot's own runs open the onboarding PR with it."""
     env = os.environ
     name, payload = _event(env)
-    if onboarding is not None and name in ONBOARDING_EVENTS:
+    if onboarding is not None and name in ONBOARDING_EVENTS and not (payload.get("inputs") or {}).get("command"):
         print(f"maple: {onboard(_repo(env, pace), payload['repository']['default_branch'], onboarding())}", flush=True)
         return 0
     if config_error is not None and name != "issue_comment":

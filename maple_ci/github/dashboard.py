@@ -88,7 +88,7 @@ def nightly_rows(rows: dict[str, dict], results: list[SourceResult], commit: str
 def _verified_row(old: dict | None, c, commit: str, day: str) -> dict:
     status = conclusion(c)
     failing = status == "failure"
-    since = (old or {}).get("since") if old and old["status"] == "failure" else None
+    since = old["since"] if old and old["status"] == "failure" else None
     return {"path": c["path"], "status": status, "at": day, "commit": commit[:12], "log": c.get("log_url"),
             "since": (since or f"{day} at {commit[:12]}") if failing else None,
             "fix": c.get("fix_pr") if failing else None, "note": (c.get("note") or "")[:NOTE_LIMIT] if failing else None}
@@ -135,8 +135,8 @@ def render(rows: dict[str, dict], ignored: list[str], wanted: list[tuple[str, st
     lines += ["", "### Why it fails", *notes] if notes else []
     lines += ["", "### Actions", *_action_boxes(shown, missing)]
     if ignored:
-        lines += ["", "### Ignored", *[box(f"unignore {_cluster(k)} {_source(k)}", f"Port and verify {code(_source(k))} on "
-                                           f"{_cluster(k)} again") for k in sorted(ignored)]]
+        lines += ["", "### Ignored", *_boxes((("unignore", _cluster(k), _source(k)),
+                                              f"Port and verify {code(_source(k))} on {_cluster(k)} again") for k in sorted(ignored))]
     return "\n".join(lines + ["", _marker(rows, ignored)]) + "\n"
 
 
@@ -161,12 +161,17 @@ def _action_boxes(rows: dict[str, dict], missing: list[tuple[str, str]]) -> list
     """Port what is not ported, retry a failing cluster, recreate a cluster's ports, ignore a row."""
     failing = sorted({_cluster(k) for k, r in rows.items() if r["status"] == "failure"})
     clusters = sorted({_cluster(k) for k in rows})
-    boxes = [box(f"port {c} --from {s}", f"Port {code(s)} to {c}") for s, c in missing]
-    boxes += [box(f"verify {c}", f"Retry the verification on {c}") for c in failing]
-    boxes += [box(f"recreate {c}", f"Recreate the ports to {c} from the default branch, discarding edits on maple-ci's branch")
+    boxes = [(("port", c, "--from", s), f"Port {code(s)} to {c}") for s, c in missing]
+    boxes += [(("verify", c), f"Retry the verification on {c}") for c in failing]
+    boxes += [(("recreate", c), f"Recreate the ports to {c} from the default branch, discarding edits on maple-ci's branch")
               for c in clusters]
-    boxes += [box(f"ignore {_cluster(k)} {_source(k)}", f"Ignore {code(_source(k))} on {_cluster(k)}") for k in sorted(rows)]
-    return boxes or ["Nothing to do yet: the first nightly run fills this in."]
+    boxes += [(("ignore", _cluster(k), _source(k)), f"Ignore {code(_source(k))} on {_cluster(k)}") for k in sorted(rows)]
+    return _boxes(boxes) or ["Nothing to do yet: the first nightly run fills this in."]
+
+
+def _boxes(commands) -> list[str]:
+    """The boxes for (command words, label) pairs; a command a box cannot carry gets none (`/maple` still can)."""
+    return [b for b in (box(words, label) for words, label in commands) if b is not None]
 
 
 # --- the issue ---

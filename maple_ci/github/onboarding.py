@@ -16,7 +16,8 @@ from maple_ci.init_config import Proposal
 
 KEY = "configure"  # the branch maple/port-configure
 TITLE = "Configure maple-ci"
-EVENTS = ("push", "schedule", "workflow_dispatch")  # the bot's own runs; a comment is answered as asked
+# The bot's own runs (a dispatch without a command is the nightly's); a request is answered as asked.
+EVENTS = ("push", "schedule", "workflow_dispatch")
 
 
 def onboard(repo: Repository, base: str, proposal: Proposal) -> str:

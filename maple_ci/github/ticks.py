@@ -13,11 +13,15 @@ import re
 # The commands a box may carry: port (not yet ported), verify (retry), recreate, ignore, unignore.
 ALLOWED = ("port", "verify", "recreate", "ignore", "unignore")
 _BOX = re.compile(r"^- \[([ xX])\] <!-- maple: ([A-Za-z0-9 ./_=-]{1,400}) -->", re.M)
+_WORD = re.compile(r"[A-Za-z0-9./_=-]{1,200}")  # a box's word: no space, `>`, quote or markup
 
 
-def box(command: str, label: str) -> str:
-    """An unticked box carrying `command` (a `/maple` command without `/maple`)."""
-    return f"- [ ] <!-- maple: {command} --> {label}"
+def box(words: tuple[str, ...], label: str) -> str | None:
+    """An unticked box carrying the command `words` (a `/maple` command without `/maple`); None
+    when a word holds a character a box cannot carry (a file name from the repository may)."""
+    if not all(_WORD.fullmatch(w) for w in words):
+        return None
+    return f"- [ ] <!-- maple: {' '.join(words)} --> {label}"
 
 
 def ticked(before: str, after: str) -> list[str]:

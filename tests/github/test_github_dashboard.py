@@ -10,7 +10,7 @@ from maple_ci.github.config import Config, Schedule
 from maple_ci.github.dashboard import read_rows, render, row_key
 from maple_ci.github.events import plan_event
 from maple_ci.github.report import MARKER
-from maple_ci.github.ticks import ticked
+from maple_ci.github.ticks import box, ticked
 
 SETTINGS = Schedule(report_issue_title="Portability report", labels=["maple-ci"])
 
@@ -76,6 +76,9 @@ def test_only_newly_ticked_boxes_with_an_allowed_command_count():
     after = before.replace("[ ] <!-- maple: recreate", "[x] <!-- maple: recreate").replace("[ ] <!-- maple: approve", "[x] <!-- maple: approve")
     assert ticked(before, after) == ["recreate aurora"]  # verify was ticked already; approve is no box's command
     assert ticked("", "- [X] <!-- maple: verify aurora`; rm -rf --> x") == []  # text outside the allowlist is no box
+    # A file name that would end the hidden comment, or split into two words, gets no box.
+    assert box(("port", "aurora", "--from", "jobs/a-->b.sh"), "x") is None and box(("port", "aurora", "--from", "a b.sh"), "x") is None
+    assert box(("port", "aurora", "--from", "jobs/a_b.sh"), "x") == "- [ ] <!-- maple: port aurora --from jobs/a_b.sh --> x"
 
 
 def edited(webhook, issue, ticked_command, sender="Codertocat", sender_type="User"):

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from scenarios import comment_payload, run_result
 from test_github_action import action_env
+from test_github_dashboard import edited
 from test_github_end_to_end import NCCL_LOG
 
 from maple_ci.github.action import run_configured
@@ -143,6 +144,12 @@ def test_walkthrough_from_a_fresh_repository_to_a_recovered_nightly(fresh, webho
     [fix] = [p for p in fake.pulls if p["head"] == "maple/port-fix-perlmutter"]
     assert perlmutter["fix"].endswith(f"/pull/{fix['number']}") and "<!-- maple: verify perlmutter -->" in board["body"]
     assert len(fake.issues) == 1
+
+    # The maintainer ticks "retry" on the dashboard: verified again, still failing since the same night.
+    runs = len(center.runs)
+    bot_run(fake, monkeypatch, tmp_path, center, "issues", edited(webhook, board, "verify perlmutter"))
+    assert len(center.runs) > runs and "- [x]" not in board["body"] and fake.comments[-1]["issue"] == board["number"]
+    assert read_rows(board["body"])[0][row_key("jobs/train.pbs", "perlmutter")]["since"] == perlmutter["since"]
 
     # 5. The next night is green: the rows pass, the fix PR closes itself, the issue stays.
     center.good = True
