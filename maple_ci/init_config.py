@@ -23,6 +23,7 @@ _BATCH_SUFFIXES = (".sbatch", ".slurm", ".pbs", ".qsub")  # named as a launch sc
 _SKIPPED = {".git", ".github", "node_modules", ".venv", "venv", "__pycache__", ".tox", "build", "dist"}
 MAX_FILES = 20000  # files looked at before the walk stops: a monorepo's tail is not worth a minute
 MAX_READ = 65536  # bytes read of each candidate: directives sit at the top
+MAX_RECOGNISED = 50  # scripts whose cluster is recognised (a child process each); enough to propose targets
 # One proposed target per GPU vendor (a port to each exercises every vendor's stack), skipping the
 # scripts' own clusters; the maintainer edits the list in the PR or the file.
 PROPOSED = (("perlmutter", "polaris"), ("frontier", "lumi"), ("aurora",))
@@ -67,11 +68,14 @@ def source_globs(scripts: Iterable[str]) -> list[str]:
 
 
 def _written_for(root: Path, script: str) -> str | None:
-    """The cluster a script was written for, as the extractor recognises it; None when it cannot tell."""
-    from maple_ci.extract import extract
+    """The cluster a script was written for, as the extractor recognises it; None when it cannot tell.
+    Read as the bot reads any script (in a child process within extract.isolated's limits): the
+    onboarding PR runs this on whatever the default branch holds."""
+    from maple_ci.extract.isolated import extract_isolated
 
     try:
-        return extract((root / script).read_text(encoding="utf-8", errors="replace")[:MAX_READ], script).source_cluster
+        text = (root / script).read_text(encoding="utf-8", errors="replace")[:MAX_READ]
+        return extract_isolated(text, script, (root / script).parent).source_cluster
     except MapleError:
         return None
 
@@ -86,7 +90,8 @@ def propose_targets(own: Iterable[str], known: Iterable[str]) -> list[str]:
 def propose(root: Path, known: Iterable[str]) -> Proposal:
     """What `maple init` and the onboarding PR propose for the repository at `root`."""
     known = sorted(known)
-    scripts = {s: _written_for(root, s) for s in detect_scripts(root)}
+    found = detect_scripts(root)
+    scripts = {s: _written_for(root, s) if i < MAX_RECOGNISED else None for i, s in enumerate(found)}
     sources = source_globs(scripts)
     targets = propose_targets([c for c in scripts.values() if c], known)
     return Proposal(scripts, sources, targets, render_config(scripts, sources, targets, known))

@@ -91,7 +91,7 @@ def run_action(
     given when the repository has none: the bot's own runs open the onboarding PR with it."""
     env = os.environ
     name, payload = _event(env)
-    if onboarding is not None and name in ONBOARDING_EVENTS and not (payload.get("inputs") or {}).get("command"):
+    if onboarding is not None and _onboards(name, payload):
         print(f"maple: {onboard(_repo(env, pace), payload['repository']['default_branch'], onboarding())}", flush=True)
         return 0
     if config_error is not None and name != "issue_comment":
@@ -115,6 +115,14 @@ def _event(env) -> tuple[str, dict]:
         raise MapleError("GITHUB_EVENT_NAME and GITHUB_EVENT_PATH must be set (GitHub Actions sets both).")
     with open(path, encoding="utf-8") as f:
         return name, json.load(f)
+
+
+def _onboards(name: str, payload: dict) -> bool:
+    """Whether the event is one of the bot's own runs, which open the onboarding PR when there is no
+    configuration: a push to the default branch, the schedule, a dispatch without a command."""
+    if name == "push":
+        return payload.get("ref") == f"refs/heads/{payload['repository']['default_branch']}" and not payload.get("deleted")
+    return name in ONBOARDING_EVENTS and not (payload.get("inputs") or {}).get("command")
 
 
 def _repo(env, pace: bool):

@@ -161,6 +161,10 @@ def test_walkthrough_from_a_fresh_repository_to_a_recovered_nightly(fresh, webho
 
 def test_a_closed_onboarding_pr_is_not_opened_again(fresh, webhook, monkeypatch, tmp_path, capsys):
     center = Center()
+    other = push_payload(webhook, fresh, fresh.refs["heads/main"], ["jobs/train.pbs"])
+    other["ref"] = "refs/heads/feature"
+    bot_run(fresh, monkeypatch, tmp_path, center, "push", other)
+    assert fresh.pulls == []  # another branch's push is no run of the bot's: nothing is opened
     bot_run(fresh, monkeypatch, tmp_path, center, "schedule", NIGHT)
     [onboarding] = fresh.pulls
     onboarding["state"] = "closed"  # declined
