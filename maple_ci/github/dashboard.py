@@ -23,7 +23,7 @@ from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
 from maple_ci.github.delivery import SourceResult, open_pr
 from maple_ci.github.markdown import cell, code, plain
-from maple_ci.github.quota import held_back_text
+from maple_ci.github.quota import held_back_text, open_bot_prs
 from maple_ci.github.report import MARKER, open_report
 from maple_ci.github.state import pack, unpack
 from maple_ci.github.ticks import box
@@ -121,13 +121,15 @@ def close_green_fixes(repo: Repository, base: str, results: list[SourceResult], 
 # --- rendering ---
 
 def render(rows: dict[str, dict], ignored: list[str], wanted: list[tuple[str, str]], blob_url: str,
-           held_back: str | None = None) -> str:
-    """The issue body. `wanted`: the (script, cluster) pairs the configuration asks for;
-    `held_back`: why automatic PRs wait (quota.held_back_text)."""
+           prs: tuple[list[str], str | None] = ([], None)) -> str:
+    """The issue body. `wanted`: the (script, cluster) pairs the configuration asks for; `prs`: the
+    open maple-ci PRs as Markdown links, and why automatic PRs wait (quota.held_back_text) if they do."""
+    links, held_back = prs
     missing = [(s, c) for s, c in wanted if row_key(s, c) not in rows and row_key(s, c) not in ignored]
     shown = {k: r for k, r in rows.items() if k not in ignored}
     lines = [MARKER, "**maple-ci portability dashboard**: one row per tracked launch script and target cluster. "
              "Tick a box to ask for it; maple-ci answers in a comment here.", "",
+             *([f"**Open maple-ci PRs**: {', '.join(links)}", ""] if links else []),
              *([held_back, ""] if held_back else []), "| Script | Cluster | Ported | Last verified | Failing since | Fix PR |", "|---|---|---|---|---|---|"]
     lines += [_row_line(k, r, blob_url) for k, r in sorted(shown.items())]
     lines += [f"| {cell(code(s))} | {c} | not yet | — | — | — |" for s, c in missing]
@@ -208,8 +210,10 @@ def sync_dashboard(repo: Repository, config: Config, base: str, results: list[So
 
 
 def _drawn(repo: Repository, config: Config, base: str, rows: dict[str, dict], ignored: list[str]) -> str:
+    prs = open_bot_prs(repo)
+    links = [f"[#{pr.number}]({pr.html_url}) {plain(pr.title)}" for pr in prs]
     return render(rows, ignored, wanted_pairs(repo, config, base), f"{repo.html_url}/blob",
-                  held_back_text(repo, config.pull_requests))
+                  (links, held_back_text(len(prs), config.pull_requests)))
 
 
 def ignored_rows(repo: Repository, config: Config) -> list[str]:

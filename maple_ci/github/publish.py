@@ -188,6 +188,8 @@ def propose_fixes(repo: Repository, base: str, results: list[SourceResult], sett
         title = f"{settings.pull_requests.title_prefix} fix {', '.join(c['path'] for c in fixed)} on {cluster}".lstrip()
         delivered = deliver(repo, key, _fixed_files(fixed), base, title, _fix_body(cluster, fixed),
                             commit_title=f"{settings.pull_requests.commit_prefix} fix {cluster}".lstrip())
+        if delivered.opened:
+            _dress(delivered.pr, settings.pull_requests)
         _link_fix_pr(fixed, delivered.pr)
 
 

@@ -136,3 +136,20 @@ def test_an_ignored_row_is_not_verified_and_gets_no_fix_pr(fake, repo, webhook):
     assert "no longer verifies" in fake.comments[-1]["body"] and "### Ignored" in issue["body"]
     nightly(fake, repo, {"perlmutter": "passed", "aurora": "failed"}, SETTINGS)
     assert "❌" not in issue["body"] and [r["name"] for r in fake.check_runs[-1:]] == ["maple / perlmutter / scripts"]
+
+
+def test_a_nightly_fix_pr_gets_the_configured_labels_and_reviewers(fake, repo):
+    from test_github_maintainer import bot_pulls, fix_pipeline
+
+    from maple_ci.github.config import PullRequests
+
+    pipeline = fix_pipeline()
+    settings = pipeline.config.model_copy(update={"pull_requests": PullRequests(labels=["hpc"], reviewers=["mona"])})
+    broken = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"
+    fake.refs["heads/main"] = fake.commit_files({"scripts/perlmutter/train.sh": broken}, [fake.refs["heads/main"]], "ports")
+    plan = plan_event("schedule", {"repository": {"default_branch": "main"}}, KNOWN, targets=("perlmutter",))
+    collected = [{"source": "scripts/perlmutter/train.sh", "intent": {"framework": "pytorch"},
+                  "clusters": [cluster_result("perlmutter") | {"content": broken, "verification": "pending"}]}]
+    run_plan(repo, plan, lambda *args: collected, pipeline.verify, settings=settings)
+    [pr] = bot_pulls(fake)
+    assert (pr["head"], pr["labels"], pr["reviewers"]) == ("maple/port-fix-perlmutter", ["hpc"], ["mona"])

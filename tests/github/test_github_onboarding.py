@@ -78,6 +78,10 @@ def push_payload(webhook, fake, before, changed):
     return payload
 
 
+def port_url(pull):
+    return f"http://github.test/octo/ports/pull/{pull['number']}"
+
+
 NIGHT = {"repository": {"default_branch": "main"}, "schedule": "17 3 * * *"}
 
 
@@ -123,6 +127,7 @@ def test_walkthrough_from_a_fresh_repository_to_a_recovered_nightly(fresh, webho
     board = dashboard(fake)
     assert "| `jobs/train.pbs` | perlmutter | not yet |" in board["body"]  # nothing verified on main yet
     assert "<!-- maple: port aurora --from jobs/train.pbs -->" in board["body"]
+    assert f"**Open maple-ci PRs**: [#{port['number']}]({port_url(port)}) maple: port jobs/train.pbs to" in board["body"]
 
     # 3. A contributor's PR adds a script; a maintainer asks for a port in a comment.
     fake.refs["heads/feature"] = fake.commit_files({"jobs/eval.pbs": EXAMPLE.read_text()}, [fake.refs["heads/main"]], "eval")
@@ -177,12 +182,13 @@ def test_the_open_pr_limit_holds_back_push_and_nightly_but_not_a_person(fresh, w
     fresh.refs["heads/main"] = fresh.commit_files({".github/maple.yml": config}, [fresh.refs["heads/main"]], "config")
     fresh.refs["heads/other"] = fresh.commit_files({"x": "y"}, [fresh.refs["heads/main"]], "x")
     fresh.refs["heads/maple/port-pr-9"] = fresh.refs["heads/other"]
-    fresh.open_pull("maple/port-pr-9", "main", "an open maple-ci PR")  # the limit: reached
+    held = fresh.open_pull("maple/port-pr-9", "main", "an open maple-ci PR")  # the limit: reached
     before = fresh.refs["heads/main"]
     fresh.refs["heads/main"] = fresh.commit_files({"jobs/train.pbs": EXAMPLE.read_text() + "\n"}, [before], "edit")
     bot_run(fresh, monkeypatch, tmp_path, Center(), "push", push_payload(webhook, fresh, before, ["jobs/train.pbs"]))
     assert "heads/maple/port-branch-main" not in fresh.refs
-    assert "**Held back**: 1 maple-ci PRs are open (`pull_requests.limit`)" in dashboard(fresh)["body"]
+    assert "**Held back**: 1 maple-ci PRs are open, the limit (`pull_requests.limit`)" in dashboard(fresh)["body"]
+    assert f"**Open maple-ci PRs**: [#{held['number']}]({port_url(held)}) an open maple-ci PR" in dashboard(fresh)["body"]
 
     fresh.permissions["Codertocat"] = "write"
     source = fresh.open_pull("other", "main")
