@@ -14,7 +14,7 @@ from typing import Optional
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__, schedulers
+from . import __version__, cli_setup, schedulers
 from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
                          print_verified, progress)
 from .errors import MapleError
@@ -246,22 +246,15 @@ def action(args) -> int:
     """Run as the GitHub Action: answer the event this job was started for (comment, push, schedule)."""
     import os
 
-    from .github.action import apply_inputs, run_action
-    from .github.config import DEFAULT_PATH, Config, load_config
+    from .github.action import apply_inputs, run_configured
     from .github.pipeline import Pipeline, git_checkout
     from .llm import backend_from_setting
     from .profiles import load_profiles
 
     apply_inputs()
-    known = sorted(load_profiles())
-    # Read from the workspace, the default branch: a PR cannot change what the bot is allowed to do.
-    try:
-        config, config_error = load_config(os.environ.get("MAPLE_CONFIG") or DEFAULT_PATH, known, os.environ), None
-    except MapleError as error:  # answered where the request came from, then the job fails with it
-        config, config_error = Config(), str(error)
-    pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
-    return run_action(pipeline.port, known, config.sources, config.targets,
-                      verify=pipeline.verify, settings=config, config_error=config_error)
+    root = Path(os.environ.get("GITHUB_WORKSPACE", "."))
+    return run_configured(root, sorted(load_profiles()),
+                          lambda config: Pipeline(config, git_checkout(root), model=backend_from_setting()))
 
 
 def _at_least(minimum: int):
@@ -371,6 +364,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_trace(commands, _command)
     _command(commands, "action", action, "Run as the GitHub Action.")
+    cli_setup.register(commands, _command)
     parser.set_defaults(usage=parser)
     return parser
 
