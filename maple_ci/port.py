@@ -82,7 +82,7 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
     """(the profile with what this port adds to it: the user's Python environment, the source's own
     constraint on its own cluster; the intent with the header notes that depend on this target,
     among them what the program's code must change when it moves to another GPU vendor)."""
-    profile, env_note = with_python_env(profile, python_envs)
+    profile, env_note = with_python_env(profile, python_envs, intent.framework)
     profile, constraint_note = _own_constraint(intent, profile)
     # a source image runs only where the target allows it (containers.allowed); elsewhere the site's
     # set-up runs the program, and where that has no PyTorch the user's environment is needed
@@ -143,10 +143,15 @@ def write_results(results: list[PortResult], out_dir: Path) -> None:
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
-         python_envs: Mapping[str, str] = {}, **overrides) -> tuple[JobIntent, list[PortResult]]:
+         python_envs: Mapping[str, str] = {}, trace: bool = False, **overrides) -> tuple[JobIntent, list[PortResult]]:
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
     results = port_intent(intent, targets, name, out_dir, progress, python_envs, text)
+    if trace and Path(source).is_file():
+        from .trace.compare import gate
+
+        progress("tracing the source and each port")
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster)
     write_results(results, out_dir)
     return intent, results
