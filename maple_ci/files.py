@@ -12,6 +12,7 @@ stay under the checkout root as written (no `..` out, no absolute path elsewhere
 through `write_inside`, which follows no symlink (issue 26 item 5).
 """
 
+import errno
 import os
 import secrets
 import stat
@@ -114,9 +115,11 @@ def _into(fd: int, part: str, name: str) -> int:
         except FileExistsError:
             pass
         return os.open(part, _FOLDER, dir_fd=fd)
-    except OSError as exc:  # ELOOP or ENOTDIR: a symlink, or a file where a folder goes
-        raise MapleError(f"refused to write {name}: {part} is a symlink or not a folder ({exc.strerror}); "
-                         "maple-ci writes only into real folders") from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink, or a file where a folder goes
+            raise MapleError(f"refused to write {name}: {part} is a symlink or not a folder; "
+                             "maple-ci writes only into real folders") from None
+        raise MapleError(f"cannot write {name}: {part}: {exc.strerror}") from None
     finally:
         os.close(fd)
 

@@ -335,8 +335,8 @@ def test_values_come_from_context_and_are_quoted_when_not_plain():
 @pytest.mark.parametrize(
     "op, message",
     [
-        ({"op": "replace_flag", "flag": "--nnodes_per_rack", "value": "1"}, "passes no"),
-        ({"op": "add_flag", "launcher": "mpiexec", "flag": "--envall"}, "no mpiexec line"),
+        ({"op": "replace_flag", "flag": "--ppn", "value": "1"}, "passes no"),
+        ({"op": "add_flag", "launcher": "mpiexec", "flag": "--no-vni"}, "no mpiexec line"),
         ({"op": "set_directive", "name": "-l walltime", "value": "01:00:00"}, "not a #SBATCH option"),
     ],
 )

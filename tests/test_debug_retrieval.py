@@ -1,7 +1,8 @@
 """Retrieval beyond the knowledge base: the centers' known issues shipped with the package, and
 GitHub's issue search (--online). github.com is stood in for by a local HTTP server that answers
-with responses in the format GitHub's REST documentation publishes for search/issues and an
-issue's comments (tests/data/github_search)."""
+with a response in the format GitHub's REST documentation publishes for search/issues
+(tests/data/github_search): an issue of a listed repository (NVIDIA/nccl) and one of anyone's whose
+title carries a command."""
 
 import json
 import threading
@@ -33,7 +34,7 @@ def github():
             url = urlparse(self.path)
             seen.append((url.path, parse_qs(url.query), dict(self.headers)))
             api = f"http://127.0.0.1:{self.server.server_port}"
-            files = {"/search/issues": "search_issues.json", "/repos/example-org/trainer/issues/412/comments": "comments_412.json"}
+            files = {"/search/issues": "search_issues.json"}
             name = files.get(url.path)
             code = status["code"] if name else 404
             body = (RECORDED / name).read_text().replace("{api}", api) if name and code == 200 else '{"message": "no"}'
@@ -51,20 +52,23 @@ def github():
     server.shutdown()
 
 
-def test_online_search_sends_the_key_line_and_links_the_accepted_answer(github):
+def test_online_search_looks_in_the_listed_repositories_and_shows_links_only(github):
+    """Attack (issue 26 item 6, review P7): before, any public issue matching the key words was
+    shown with its title, and the comment most reacted to (anyone can react) as its "answer:". Now
+    the query names the frameworks' and centers' repositories, a result from any other is dropped,
+    and a listed one is its link only: repository#number, nothing its authors wrote."""
     api, seen, _ = github
     found = debug.diagnose(SCRIPT, SHM, None, online={"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"})
     path, query, headers = seen[0]
     assert path == "/search/issues" and headers["Authorization"] == "Bearer t0ken"
     q = query["q"][0]
-    assert q == "NCCL WARN Error failed to extend to bytes is:issue"
-    assert not any(part in q for part in ("nid001234", "/dev/shm", "9637888"))  # what differs per run
-    first, second = [r for r in found.references if r.source == "github"]
-    # The most reacted-to comment, not the maintainer's "Closing" nor the reporter's own.
-    assert first.url == "https://github.com/example-org/trainer/issues/412#issuecomment-5002"
-    assert "--shm-size=1g" in first.summary and first.title.endswith("(closed)")
-    assert second.url == "https://github.com/other/lib/issues/77" and "no answer yet" in second.summary
-    assert [p for p, _, _ in seen].count("/repos/other/lib/issues/77/comments") == 0  # no comments to fetch
+    assert q.startswith("NCCL WARN Error failed to extend to bytes is:issue repo:pytorch/pytorch repo:NVIDIA/nccl ")
+    assert len(q) <= 256 and not any(part in q for part in ("nid001234", "/dev/shm", "9637888"))  # what differs per run
+    [thread] = [r for r in found.references if r.source == "github"]
+    assert (thread.title, thread.url) == ("NVIDIA/nccl#77 (open)", "https://github.com/NVIDIA/nccl/issues/77")
+    shown = thread.model_dump_json()
+    assert "answer" not in shown and "shm error" not in shown and "evil.example" not in found.model_dump_json()
+    assert [p for p, _, _ in seen] == ["/search/issues"]  # no comments fetched: none is shown
 
 
 def test_offline_is_the_default_and_a_failed_search_leaves_the_diagnosis_whole(github):
@@ -98,7 +102,6 @@ def test_the_action_goes_online_when_it_holds_a_token_and_says_nothing_more_with
     failure = debug.locate(SHM)
     assert online_note(failure, {"GITHUB_API_URL": api}) == "" and not seen  # no token: offline
     note = online_note(failure, {"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"})
-    assert note.startswith(" Related GitHub threads:")
-    assert "https://github.com/example-org/trainer/issues/412#issuecomment-5002" in note
+    assert note == " Related GitHub threads: https://github.com/NVIDIA/nccl/issues/77."  # links only
     status["code"] = 403  # a failed search leaves the note as the offline one
     assert online_note(failure, {"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"}) == ""

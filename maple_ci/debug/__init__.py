@@ -11,7 +11,8 @@
     static checks; a model's edit is never run: the loop stops for a person to review it
 
 The knowledge base is data: templates/errors/*.yaml, one list of entries per topic (see KBEntry).
-logs.py reads logs, kb.py holds the known cases and the edits a fix may make, edits.py applies them.
+logs.py reads logs, kb.py holds the known cases and the edits a fix may make, policy.py says which
+edits may be made (for a known fix and a model alike), edits.py applies them.
 """
 
 from collections import Counter

@@ -1,7 +1,8 @@
 """Retrieval beyond the knowledge base, as Maple does: the centers' troubleshooting and known-issues
 pages shipped with the package (templates/errors/docs/*.yaml, searched with the same embeddings and
 LanceDB as the known errors), and, only when asked (--online), GitHub's issue search for the error's
-key line with the accepted answer of each top thread.
+key line in the frameworks' and centers' repositories (templates/search_repos.yaml), each thread
+shown as its link only: its text, and which comment people reacted to, are anyone's to write.
 """
 
 import hashlib
@@ -14,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import MapleError
-from ..paths import templates_dir
+from ..paths import bundled, templates_dir
 from .logs import Failure
 
 DOCS_LIMIT = 3
@@ -22,13 +23,14 @@ MAX_DOCS_DISTANCE = 0.42  # cosine distance past which a passage is about someth
 GITHUB_LIMIT = 3
 TIMEOUT = (5, 20)  # seconds: connect, read
 SUMMARY_CHARS = 300
+QUERY_CHARS = 256  # GitHub's search query limit (templates/search_repos.yaml)
 
 
 class Reference(BaseModel):
     source: Literal["docs", "github"]
     title: str
     url: str
-    summary: str  # the passage, or the thread's accepted answer, shortened
+    summary: str  # the passage shortened; for a GitHub thread, what the link is (never its text)
     score: float  # 1 - cosine distance for docs; GitHub's rank order otherwise (1.0 first)
 
 
@@ -99,7 +101,8 @@ def search_docs(failure: Failure, limit: int = DOCS_LIMIT) -> list[Reference]:
 # Parts of an error line that differ between runs and would only narrow the search to nothing.
 _VOLATILE = re.compile(r"0x[0-9a-fA-F]+|\b\d[\d.:-]*\b|/\S+|\[[^\]]*\]|\S+@\S+|\b(?:nid|x\d{4})\S*")
 _WORD = re.compile(r"[A-Za-z_][\w.-]+")
-_ANSWERERS = ("OWNER", "MEMBER", "COLLABORATOR")
+# An issue's address as a GitHub server writes it; the repository is checked against the list.
+_ISSUE_URL = re.compile(r"https://[\w.-]+(?::\d+)?/(?P<repo>[\w.-]+/[\w.-]+)/issues/(?P<number>\d+)")
 
 
 def key_line(failure: Failure) -> str:
@@ -127,39 +130,51 @@ def _get(url: str, token: Optional[str], params: Optional[dict] = None):
     return response.json()
 
 
-def accepted_answer(comments: list[dict]) -> Optional[dict]:
-    """The comment a thread settled on: the most reacted-to one, else the last one by the
-    repository's people (owner, member, collaborator), else none."""
-    liked = [c for c in comments if (c.get("reactions") or {}).get("total_count", 0) > 0]
-    if liked:
-        return max(liked, key=lambda c: c["reactions"]["total_count"])
-    maintainers = [c for c in comments if c.get("author_association") in _ANSWERERS]
-    return maintainers[-1] if maintainers else None
-
-
 def github_api(env: Mapping[str, str]) -> str:
     """GITHUB_API_URL as Actions sets it (GitHub Enterprise Server, a test server), else GitHub's
     documented REST root for a person running the CLI."""
     return env.get("GITHUB_API_URL") or "https://api.github.com"
 
 
+@lru_cache(maxsize=1)
+def search_repositories() -> tuple[str, ...]:
+    """The repositories the search looks in, in order: always the package's list (a custom template
+    library, MAPLE_TEMPLATES_DIR, does not widen it)."""
+    return tuple(yaml.safe_load((bundled("templates") / "search_repos.yaml").read_text())["repositories"])
+
+
+def _query(words: str) -> str:
+    """The key line, issues only, in as many of the listed repositories as the query length allows."""
+    query = f"{words} is:issue"
+    for repo in search_repositories():
+        if len(query) + len(repo) + 6 > QUERY_CHARS:
+            break
+        query += f" repo:{repo}"
+    return query
+
+
+def _thread(item: dict, rank: int, limit: int) -> Optional[Reference]:
+    """A search result as a link to its thread, or None when it is not an issue of a listed repository."""
+    found = _ISSUE_URL.fullmatch(str(item.get("html_url", "")))
+    listed = {repo.lower(): repo for repo in search_repositories()}
+    if not found or found["repo"].lower() not in listed:
+        return None
+    state = f" ({item['state']})" if item.get("state") in ("open", "closed") else ""
+    title = f"{listed[found['repo'].lower()]}#{found['number']}{state}"
+    return Reference(source="github", title=title, url=found[0], summary="a GitHub issue thread about this error",
+                     score=round(1.0 - rank / limit, 4))
+
+
 def search_github(failure: Failure, api_url: str, token: Optional[str], limit: int = GITHUB_LIMIT) -> list[Reference]:
-    """Issues whose text holds the error's key line, best first, each with its accepted answer
-    (or the issue's own text when no answer stands out) shortened and linked."""
-    query = key_line(failure)
-    if not query:
+    """Issues of the listed repositories whose text holds the error's key line, best first, each as
+    a link to its thread (title: repository#number): nothing the thread's authors wrote is shown."""
+    words = key_line(failure)
+    if not words:
         return []
     found = _get(f"{api_url.rstrip('/')}/search/issues", token,
-                 {"q": f"{query} is:issue", "per_page": limit})  # fmt: skip  # words, not a phrase: the volatile parts are gone
-    references = []
-    for rank, item in enumerate(found.get("items", [])[:limit]):
-        comments = _get(item["comments_url"], token) if item.get("comments") else []
-        answer = accepted_answer(comments)
-        summary = f"answer: {_short(answer['body'] or '')}" if answer else _short(item.get("body") or "")
-        url = answer["html_url"] if answer else item["html_url"]
-        references.append(Reference(source="github", title=f"{item['title']} ({item['state']})", url=url,
-                                    summary=summary, score=round(1.0 - rank / limit, 4)))  # fmt: skip
-    return references
+                 {"q": _query(words), "per_page": limit})  # fmt: skip  # words, not a phrase: the volatile parts are gone
+    threads = (_thread(item, rank, limit) for rank, item in enumerate(found.get("items", [])[:limit]))
+    return [thread for thread in threads if thread is not None]
 
 
 def online_note(failure: Optional[Failure], env: Mapping[str, str]) -> str:
@@ -172,5 +187,5 @@ def online_note(failure: Optional[Failure], env: Mapping[str, str]) -> str:
         found = search_github(failure, github_api(env), env["GITHUB_TOKEN"])
     except MapleError:
         return ""
-    threads = "; ".join(f"{r.title}: {r.url}" for r in found)
+    threads = ", ".join(r.url for r in found)  # links only: the caller's Markdown escapes them (markdown.plain)
     return f" Related GitHub threads: {threads}." if threads else ""
