@@ -1,9 +1,12 @@
-"""A venv inside the test run, as tests that start maple-ci from a center's or a user's venv need.
+"""A venv inside the test run, as tests that start maple-ci from a center's or a user's venv need,
+and as the user's environment (--python-env) that a port activates on the local test cluster.
 
 A link to this interpreter is not one: started through a link outside its own venv, Python finds no
 pyvenv.cfg and runs as the base interpreter, without the packages of the venv the tests run in
 (`make test` inside an activated virtualenv). A real venv that adds this interpreter's
-site-packages (with their .pth files: an editable maple-ci is one) sees what this one sees."""
+site-packages (with their .pth files: an editable maple-ci is one) sees what this one sees; one made
+with --system-site-packages would not when this interpreter is itself a venv's: it sees the base
+interpreter's packages (a system Python without torch), not the venv's."""
 
 import site
 import subprocess

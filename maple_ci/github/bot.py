@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Callable, NamedTuple, Optional
 
 import github_action_toolkit as gha
@@ -29,12 +30,14 @@ from maple_ci.github.delivery import SourceResult, log_annotations, open_pr, rea
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, log_safe
 from maple_ci.github.publish import propose_fixes, publish, set_ignored
-from maple_ci.github.report import sync_report
+from maple_ci.github.dashboard import ignored_rows, set_ignored_rows, sync_dashboard, without_ignored
 from maple_ci.github.runs import Approvals, held, held_note, listing, run_set
 from maple_ci.github.state import State, read_state
 from maple_ci.github.target import Target, commit_sha, target
 from maple_ci.github.thread import failed, reply
 
+# Runs after which the dashboard is drawn again (the nightly's also bring its results).
+DASHBOARD_TRIGGERS = ("push", "dashboard")
 PortFn = Callable[[BotCommand, tuple[str, ...], str], list[SourceResult]]
 # verify(command, results, commit, skip, progress): progress(result, cluster result) as each run starts and ends
 VerifyFn = Callable[[BotCommand, list[SourceResult], str, Optional[str], Optional[Callable]], list[SourceResult]]
@@ -85,6 +88,9 @@ def _left_alone(plan: Plan, settings: Config) -> bool:
     if plan.trigger == "push" and not settings.refresh_on_push:
         print("maple: refresh_on_push is off in .github/maple.yml; the push is left alone", flush=True)
         return True
+    if plan.trigger == "schedule" and not settings.schedule.due(datetime.now(timezone.utc).date()):
+        print(f"maple: not a day of the {settings.schedule.interval} schedule in .github/maple.yml", flush=True)
+        return True
     return False
 
 
@@ -122,6 +128,8 @@ def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortF
     if command.name == "approve":
         return _answered(repo, plan, comment, _approve(repo, plan, command, settings.output))
     found = target(repo, plan, command)
+    if command.name in ("ignore", "unignore") and plan.trigger == "dashboard":
+        return _answered(repo, plan, comment, set_ignored_rows(repo, settings, found.base, command))
     if command.name in ("ignore", "unignore"):
         return _answered(repo, plan, comment, set_ignored(repo, found.key, found.base, command))
     command, sources, left_out = _narrowed(repo, command, found, settings)
@@ -149,11 +157,14 @@ def _ported(repo: Repository, plan: Plan, command: BotCommand, found: Target, pi
             ) -> tuple[list[SourceResult], str, PullRequest | None]:
     """Port, verify what approvals let run and deliver; nightly, the report issue kept in step."""
     port, verify = pipeline
+    board = settings.model_copy(update={"schedule": report}) if report is not None else None
     results = port(command, sources, found.ref)
+    if plan.report and board is not None:
+        results = without_ignored(results, ignored_rows(repo, board))
     gated = _gate(repo, command, found, approvals, verify)
     results, message, pr = _deliver(repo, plan, command, found, results, gated, settings)
-    if plan.report and report is not None:
-        sync_report(repo, report, results, commit_sha(repo, found.ref))
+    if board is not None and (plan.report or plan.trigger in DASHBOARD_TRIGGERS):
+        sync_dashboard(repo, board, found.base, results if plan.report else None, commit_sha(repo, found.ref))
     return results, message, pr
 
 
