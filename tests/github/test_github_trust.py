@@ -13,6 +13,7 @@ from test_github_security import FORK, Passing, fork_pr, materialize
 from maple_ci.github.action import run_action
 from maple_ci.github.config import Config
 from maple_ci.github.pipeline import Pipeline
+from maple_ci.github.runs import named_files
 
 APPROVAL = {"state": "success", "context": "maple-ci/approval", "description": "approved by @Codertocat"}
 WRAPPED = EXAMPLE.read_text().replace("srun torchrun", "srun ./tools/bind.sh torchrun", 1)  # a per-node wrapper
@@ -99,3 +100,10 @@ def test_the_approval_reply_lists_what_will_run_with_blob_hashes(fake, webhook, 
     tree = fake.trees[fake.commits[head]["tree"]]
     for path in ("scripts/perlmutter/raw.sbatch", "tools/bind.sh"):
         assert f"- `{path}` blob `{tree[path]['sha']}`" in reply, reply
+
+
+def test_the_files_a_job_runs_are_every_file_of_the_commit_its_commands_name():
+    tree = {p: "0" * 40 for p in ("tools/bind.sh", "env/edf.toml", "setup.sh", "train.py", "notes.md")}
+    script = ("#!/bin/bash\n# see notes.md\n#SBATCH --environment=env/edf.toml\nsource ./setup.sh\n"
+              "srun bash -c 'source \"$PWD/tools/bind.sh\"; exec python train.py'\n")
+    assert named_files(script, tree, skip={"train.py"}) == ["env/edf.toml", "setup.sh", "tools/bind.sh"]
