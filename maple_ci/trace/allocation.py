@@ -82,5 +82,6 @@ def grammars() -> dict:
         data[name] = {"kind": entry.kind, "aliases": spec.aliases, "flags": sorted(spec.flags),
                       "values": sorted(spec.values), "pairs": sorted(spec.pairs), "value_default": spec.value_default,
                       "env_name_value": spec.env_name_value, "subcommands": sorted(spec.subcommands),
-                      "ranks": {which: [list(n) for n in alts] for which, alts in entry.ranks}, "trace": entry.trace}
+                      "ranks": {which: [list(n) for n in alts] for which, alts in entry.ranks}, "trace": entry.trace,
+                      "behaviour": {option: var for option, var in entry.behaviour if var}}
     return data

@@ -188,7 +188,8 @@ def dl_launch(name: str, argv: list) -> int:
     world = per_node * nodes
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
     master = settings.get("master_addr") or rendezvous_host(settings) or ALLOC["nodes"][0]
-    extra_env = {var: str(settings[option]) for option, var in g["trace"].get("option_env", {}).items() if option in settings}
+    variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
+    extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
     status = 0
     for local in range(min(per_node, MAX_RANKS)):
         rank = node_rank * per_node + local
