@@ -199,3 +199,15 @@ def test_untrusted_content_is_not_traced_without_the_sandbox(tmp_path, monkeypat
     with pytest.raises(MapleError, match="bubblewrap"):
         trace_script(path)
     assert trace_script(path, trusted=True).ranks
+
+
+def test_the_trace_supplies_the_program_static_reading_does_not_find(tmp_path):
+    """Issue 25 C: a site's own launcher wrapper hides the program from static reading."""
+    from maple_ci.port import port
+
+    (tmp_path / "tf_strategy.py").write_text("import tensorflow as tf\n")
+    path = script(tmp_path, "#!/bin/bash\n#PBS -l select=1:ngpus=4\n#PBS -l walltime=01:00:00\n"
+                  "cd ${PBS_O_WORKDIR:-.}\nMODE=mirrored\nsite-multinode-run.sh tf_strategy.py --mode $MODE\n", "job.pbs")
+    intent, results = port(str(path), ["perlmutter"], tmp_path / "out")
+    assert intent.entrypoint == "tf_strategy.py" and intent.script_args == ["--mode", "mirrored"]
+    assert any("found by tracing" in note for note in intent.notes)

@@ -150,3 +150,25 @@ def _collect(events: list, job_env: dict, trace: Trace) -> Trace:
             trace.not_run.append(event["argv"])
     return trace
 
+
+
+def traced_program(path: Path, cluster: Optional[str] = None, trusted: bool = False) -> Optional[list]:
+    """The program and arguments rank 0 runs, as the trace sees them (issue 25 C: where static reading
+    finds no program, the run shows it). Untrusted data like the script itself: the port quotes it
+    as it quotes anything read from a script. None when the trace cannot run here or sees none."""
+    if bwrap() is None and not trusted:
+        return None
+    try:
+        trace = trace_script(path, cluster=cluster, trusted=trusted)
+    except MapleError:
+        return None
+    launched = [r for r in trace.ranks if r.rank == 0] or trace.ranks[-1:]
+    if launched and launched[-1].program:
+        return launched[-1].program
+    # a command the trace does not know (a site's own launcher, `run-multinode.sh train.py`) handed a
+    # Python file: the file and what follows it are the program
+    for argv in reversed(trace.not_run):
+        start = next((i for i, word in enumerate(argv) if i and word.endswith(".py")), None)
+        if start is not None:
+            return argv[start:]
+    return None
