@@ -68,6 +68,7 @@ class Trace:
     stderr: str = ""
     seconds: float = 0.0
     sandboxed: bool = True
+    job_env: dict = field(default_factory=dict)  # the emulated scheduler's variables
 
     def world(self) -> Optional[int]:
         sizes = {r.world for r in self.ranks if r.world}
@@ -126,7 +127,7 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
         if alloc.node_file_var:
             (box.home / "nodefile").write_text("\n".join(alloc.nodes) + "\n")
         done = box.run(script, list(args), job_env, limits)
-        trace = _collect(box.events(), job_env, Trace(str(path), alloc, sandboxed=isolated))
+        trace = _collect(box.events(), job_env, Trace(str(path), alloc, sandboxed=isolated, job_env=job_env))
     finally:
         box.close()
     trace.exit_code, trace.stderr, trace.seconds = done.returncode, done.stderr.decode(errors="replace")[-4000:], \
