@@ -123,7 +123,8 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
         script = box.work / path.resolve().relative_to(root)
         script = script.with_name(f".maple-trace-{script.name}")
         script.write_text(text)
-        job_env = alloc.job_env(box.inside(box.work), path.name, box.inside(box.home))
+        # submitted from the script's own folder, as its port's header asks
+        job_env = alloc.job_env(box.inside(script.parent), path.name, box.inside(box.home))
         if alloc.node_file_var:
             (box.home / "nodefile").write_text("\n".join(alloc.nodes) + "\n")
         done = box.run(script, list(args), job_env, limits)

@@ -65,10 +65,10 @@ def run(argv: list, env: dict) -> int:
     except PermissionError:
         if shell_script(argv[0]):  # a checkout's wrapper that lost its execute bit: bash reads it as the job would
             return subprocess.run(["bash", *argv], env=env).returncode
-        record("program", argv, env=env, missing="not executable")
-    except OSError as exc:  # a path-named program the sandbox does not have: it is the program
-        record("program", argv, env=env, missing=exc.strerror)
-    return 0
+    except OSError:
+        pass
+    # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path)
+    return launched_program(argv[0], argv[1:])
 
 
 def shell_script(path: str) -> bool:
@@ -85,7 +85,7 @@ def launched_program(name: str, argv: list) -> int:
     Python file on (a site's affinity wrapper: `task_affinity python3 train.py`), that is the
     program and the wrapper is recorded; otherwise the command itself is the program."""
     start = next((i for i, word in enumerate(argv) if os.path.basename(word).startswith("python") or word.endswith(".py")), None)
-    if start is None or name.startswith("python"):
+    if start is None or os.path.basename(name).startswith("python"):
         record("program", [name, *argv], env=dict(os.environ))
         return 0
     record("wrapper", [name, *argv[:start]])
