@@ -25,18 +25,25 @@ def _debug():
     return load_debug_cases(), "failures", lambda cases, _out, step: run_debug(cases, step)
 
 
+def _trace():
+    from .bench_trace import run_trace
+
+    return load_real_cases(), "real scripts traced", run_trace
+
+
 # Suites shown with a progress bar: () -> (cases, what they are, run(cases, out_dir, step)).
 _WITH_BAR = {
     "golden": _golden,
     "debug": _debug,
     "real": lambda: (load_real_cases(), "real scripts", run_real),
+    "trace": _trace,
 }
 
 
 def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
     """The report of one suite: accuracy, real, golden, debug, latency or verified (on a Slurm cluster)."""
     if suite not in ("accuracy", "latency", "verified", *_WITH_BAR):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, latency, verified or debug")
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, trace, latency, verified or debug")
     if suite == "verified":
         return run_verified(load_cases(), subset or 8)
     if suite == "latency":
@@ -63,6 +70,10 @@ def print_report(suite: str, report: dict, out: Console) -> None:
         _print_real(report, out)
     elif suite == "golden":
         _print_golden(report, out)
+    elif suite == "trace":
+        from .bench_trace import print_trace
+
+        print_trace(report, out)
     elif suite == "debug":
         from .bench_debug import print_debug
 

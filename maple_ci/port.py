@@ -6,6 +6,7 @@ so a bad input or an unknown cluster changes nothing on disk.
 
 import re
 from dataclasses import replace
+import shlex
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
@@ -131,6 +132,20 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
     return results
 
 
+def _program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobIntent:
+    """Static reading found no program: the trace's rank 0 gives it (run in its sandbox, or anywhere
+    with --trace, which is the user's word that the script is theirs)."""
+    from .extract import program_line
+    from .trace import traced_program
+
+    words = traced_program(path, intent.source_cluster, trusted=trusted)
+    if not words:
+        return intent
+    entrypoint, args = program_line(shlex.join(words), None)
+    note = f"the program was found by tracing the script (static reading found none): {shlex.join(words)[:200]}"
+    return replace(intent, entrypoint=entrypoint, script_args=args or [], notes=[*intent.notes, note])
+
+
 def write_results(results: list[PortResult], out_dir: Path) -> None:
     """Each port (executable) and its read-back record under `out_dir`, through no symlink
     (files.write_inside): a checkout's planted link cannot redirect them outside it."""
@@ -147,6 +162,8 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
+    if intent.entrypoint is None and Path(source).is_file():
+        intent = _program_from_trace(intent, Path(source), trusted=trace)
     results = port_intent(intent, targets, name, out_dir, progress, python_envs, text)
     if trace and Path(source).is_file():
         from .trace.compare import gate

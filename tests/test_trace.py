@@ -199,3 +199,31 @@ def test_untrusted_content_is_not_traced_without_the_sandbox(tmp_path, monkeypat
     with pytest.raises(MapleError, match="bubblewrap"):
         trace_script(path)
     assert trace_script(path, trusted=True).ranks
+
+
+def test_the_trace_supplies_the_program_static_reading_does_not_find(tmp_path):
+    """Issue 25 C: a site's own launcher wrapper hides the program from static reading."""
+    from maple_ci.port import port
+
+    (tmp_path / "tf_strategy.py").write_text("import tensorflow as tf\n")
+    path = script(tmp_path, "#!/bin/bash\n#PBS -l select=1:ngpus=4\n#PBS -l walltime=01:00:00\n"
+                  "cd ${PBS_O_WORKDIR:-.}\nMODE=mirrored\nsite-multinode-run.sh tf_strategy.py --mode $MODE\n", "job.pbs")
+    intent, results = port(str(path), ["perlmutter"], tmp_path / "out")
+    assert intent.entrypoint == "tf_strategy.py" and intent.script_args == ["--mode", "mirrored"]
+    assert any("found by tracing" in note for note in intent.notes)
+
+
+def test_a_submitted_script_is_traced_with_its_exports(tmp_path):
+    script(tmp_path, "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --ntasks-per-node=2\nsrun python train.py --lr $LR\n", "inner.sbatch")
+    path = script(tmp_path, "#!/bin/bash\nfor lr in 0.1 0.01; do sbatch --export=ALL,LR=$lr inner.sbatch; done\n", "submit.sh")
+    trace = trace_script(path)
+    assert {tuple(r.program) for r in trace.ranks} == {("train.py", "--lr", "0.1"), ("train.py", "--lr", "0.01")}
+    assert len(trace.submitted) == 2
+
+
+def test_ssh_per_node_and_a_site_wrapper(tmp_path):
+    path = script(tmp_path, SLURM + 'for h in $(scontrol show hostnames "$SLURM_JOB_NODELIST"); do\n'
+                  '  ssh $h "cd $PWD; site_affinity python3 train.py --node $h" &\ndone\nwait\n')
+    trace = trace_script(path)
+    assert sorted((r.node, r.program) for r in trace.ranks) == [("n001", ["train.py", "--node", "n001"]),
+                                                          ("n002", ["train.py", "--node", "n002"])]

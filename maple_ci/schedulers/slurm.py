@@ -93,6 +93,7 @@ class Slurm(Scheduler):
         "node_list": ("SLURM_JOB_NODELIST", "SLURM_NODELIST"),
         "rank": ("SLURM_PROCID",),
         "local_rank": ("SLURM_LOCALID",),
+        "cpus_per_task": ("SLURM_CPUS_PER_TASK",),
     }
     # sbatch(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/sbatch.html, read 2026-11-25
     job_environment = frozenset({"SLURMD_NODENAME", *(f"SLURM_{name}" for name in (

@@ -68,6 +68,7 @@ class Trace:
     stderr: str = ""
     seconds: float = 0.0
     sandboxed: bool = True
+    job_env: dict = field(default_factory=dict)  # the emulated scheduler's variables
 
     def world(self) -> Optional[int]:
         sizes = {r.world for r in self.ranks if r.world}
@@ -122,11 +123,12 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
         script = box.work / path.resolve().relative_to(root)
         script = script.with_name(f".maple-trace-{script.name}")
         script.write_text(text)
-        job_env = alloc.job_env(box.inside(box.work), path.name, box.inside(box.home))
+        # submitted from the script's own folder, as its port's header asks
+        job_env = alloc.job_env(box.inside(script.parent), path.name, box.inside(box.home))
         if alloc.node_file_var:
             (box.home / "nodefile").write_text("\n".join(alloc.nodes) + "\n")
         done = box.run(script, list(args), job_env, limits)
-        trace = _collect(box.events(), job_env, Trace(str(path), alloc, sandboxed=isolated))
+        trace = _collect(box.events(), job_env, Trace(str(path), alloc, sandboxed=isolated, job_env=job_env))
     finally:
         box.close()
     trace.exit_code, trace.stderr, trace.seconds = done.returncode, done.stderr.decode(errors="replace")[-4000:], \
@@ -150,3 +152,25 @@ def _collect(events: list, job_env: dict, trace: Trace) -> Trace:
             trace.not_run.append(event["argv"])
     return trace
 
+
+
+def traced_program(path: Path, cluster: Optional[str] = None, trusted: bool = False) -> Optional[list]:
+    """The program and arguments rank 0 runs, as the trace sees them (issue 25 C: where static reading
+    finds no program, the run shows it). Untrusted data like the script itself: the port quotes it
+    as it quotes anything read from a script. None when the trace cannot run here or sees none."""
+    if bwrap() is None and not trusted:
+        return None
+    try:
+        trace = trace_script(path, cluster=cluster, trusted=trusted)
+    except MapleError:
+        return None
+    launched = [r for r in trace.ranks if r.rank == 0] or trace.ranks[-1:]
+    if launched and launched[-1].program:
+        return launched[-1].program
+    # a command the trace does not know (a site's own launcher, `run-multinode.sh train.py`) handed a
+    # Python file: the file and what follows it are the program
+    for argv in reversed(trace.not_run):
+        start = next((i for i, word in enumerate(argv) if i and word.endswith(".py")), None)
+        if start is not None:
+            return argv[start:]
+    return None

@@ -30,6 +30,7 @@ class Allocation:
     cpus_per_node: int
     ntasks: Optional[int] = None
     ntasks_per_node: Optional[int] = None
+    cpus_per_task: Optional[int] = None
     node_file_var: Optional[str] = None
     tasks_per_node_var: Optional[str] = None
     array: bool = False
@@ -46,7 +47,7 @@ class Allocation:
         values = {"submit_dir": submit_dir, "job_id": "424242", "job_name": job_name,
                   "nodes": str(len(self.nodes)), "node_list": ",".join(self.nodes), "node_file": f"{home}/nodefile",
                   "ranks": self.ntasks and str(self.ntasks), "ranks_per_node": self.ntasks_per_node and str(self.ntasks_per_node),
-                  "array_index": "0" if self.array else None}
+                  "array_index": "0" if self.array else None, "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task)}
         env = {name: values[concept] for concept, names in unit.job_vars.items()
                for name in names if values.get(concept)}
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
@@ -67,7 +68,7 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int]) -> A
     names = [f"n{i + 1:03d}" for i in range(count)]
     job_vars = unit.job_vars if unit else {}
     return Allocation(scheduler=unit.name if unit else "none", nodes=names, gpus_per_node=gpus, cpus_per_node=cpus,
-                      ntasks=d.tasks(), ntasks_per_node=d.ntasks_per_node,
+                      ntasks=d.tasks(), ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
                       array="array" in str(d.dropped))
@@ -82,5 +83,6 @@ def grammars() -> dict:
         data[name] = {"kind": entry.kind, "aliases": spec.aliases, "flags": sorted(spec.flags),
                       "values": sorted(spec.values), "pairs": sorted(spec.pairs), "value_default": spec.value_default,
                       "env_name_value": spec.env_name_value, "subcommands": sorted(spec.subcommands),
-                      "ranks": {which: [list(n) for n in alts] for which, alts in entry.ranks}, "trace": entry.trace}
+                      "ranks": {which: [list(n) for n in alts] for which, alts in entry.ranks}, "trace": entry.trace,
+                      "behaviour": {option: var for option, var in entry.behaviour if var}}
     return data

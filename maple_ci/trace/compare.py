@@ -149,7 +149,7 @@ def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
         if p_src and p_dst and not _same_model(source, port, p_src, p_dst):
             found.append(Difference("processes", (
                 f"the source starts {p_src} processes per node of {source.allocation.gpus_per_node} devices, "
-                f"the port {p_dst} of {port.allocation.gpus_per_node}"), ("processes per node",)))
+                f"the port {p_dst} of {port.allocation.gpus_per_node}"), ("process", "per node")))
         if p_src and p_dst and not _devices_kept(source, port, src[-1], dst[-1]):
             found.append(Difference("devices", f"the source's rank sees {_device_count(src[-1], source.allocation.gpus_per_node)} "
                                     f"of its node's {source.allocation.gpus_per_node} devices, the port's "

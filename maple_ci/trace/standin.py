@@ -59,11 +59,37 @@ def run(argv: list, env: dict) -> int:
     if depth > MAX_DEPTH:
         record("refused", argv, reason="launches nested deeper than the trace follows")
         return 0
+    env = {**env, "MAPLE_TRACE_DEPTH": str(depth)}
     try:
-        return subprocess.run(argv, env={**env, "MAPLE_TRACE_DEPTH": str(depth)}).returncode
-    except OSError as exc:  # a path-named program the sandbox does not have: it is the program
-        record("program", argv, env=env, missing=exc.strerror)
+        return subprocess.run(argv, env=env).returncode
+    except PermissionError:
+        if shell_script(argv[0]):  # a checkout's wrapper that lost its execute bit: bash reads it as the job would
+            return subprocess.run(["bash", *argv], env=env).returncode
+    except OSError:
+        pass
+    # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path)
+    return launched_program(argv[0], argv[1:])
+
+
+def shell_script(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and first.rstrip().endswith((b"sh", b"bash"))
+
+
+def launched_program(name: str, argv: list) -> int:
+    """A command the sandbox has no program for, inside a launch. When it hands an interpreter or a
+    Python file on (a site's affinity wrapper: `task_affinity python3 train.py`), that is the
+    program and the wrapper is recorded; otherwise the command itself is the program."""
+    start = next((i for i, word in enumerate(argv) if os.path.basename(word).startswith("python") or word.endswith(".py")), None)
+    if start is None or os.path.basename(name).startswith("python"):
+        record("program", [name, *argv], env=dict(os.environ))
         return 0
+    record("wrapper", [name, *argv[:start]])
+    return run(argv[start:] if not argv[start].endswith(".py") else ["python", *argv[start:]], dict(os.environ))
 
 
 # --- the allocation ------------------------------------------------------------------------------
@@ -188,7 +214,8 @@ def dl_launch(name: str, argv: list) -> int:
     world = per_node * nodes
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
     master = settings.get("master_addr") or rendezvous_host(settings) or ALLOC["nodes"][0]
-    extra_env = {var: str(settings[option]) for option, var in g["trace"].get("option_env", {}).items() if option in settings}
+    variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
+    extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
     status = 0
     for local in range(min(per_node, MAX_RANKS)):
         rank = node_rank * per_node + local
@@ -324,9 +351,21 @@ def flux(argv: list) -> int:
 
 
 def submit(name: str, argv: list) -> int:
+    """sbatch/qsub of another script of the checkout: that script is traced as the job it submits,
+    with the variables the submit line exports (sbatch --export=ALL,A=1; qsub -v A=1,B=2)."""
+    grammar = SUBMIT_GRAMMARS.get(name)
+    opts, rest = parse_options(argv, spec(grammar)) if grammar else ({}, [])
     record("submit", [name, *argv])
     print("Submitted batch job 424243" if name == "sbatch" else "424243.trace")
-    return 0
+    if not rest or not os.path.isfile(rest[0]):
+        return 0
+    exported = [item for value in opts.get("export", []) + opts.get("v", []) for item in value.split(",") if "=" in item]
+    env = {k: v for k, v in os.environ.items() if k != "MAPLE_TRACE_VIA"}
+    env.update(item.split("=", 1) for item in exported)
+    return run(["bash", *rest], env)
+
+
+SUBMIT_GRAMMARS = {"sbatch": "srun", "qsub": "qsub"}
 
 
 MODULE_LAUNCHERS = {"torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
@@ -349,6 +388,8 @@ def dispatch(name: str, argv: list) -> int:
         return submit(name, argv)
     if name in WRAPPERS:
         return wrapper(name, argv)
+    if name in RUNNERS:
+        return runner(name, argv)
     if name in ("apptainer", "singularity"):
         return container(name, argv)
     handler = COMMANDS.get(name)
@@ -356,7 +397,14 @@ def dispatch(name: str, argv: list) -> int:
         return handler(argv)
     if name.startswith("python"):
         return python(name, argv)
-    record("program" if os.environ.get("MAPLE_TRACE_VIA") else "not_run", [name, *argv], env=dict(os.environ))
+    if os.environ.get("MAPLE_TRACE_VIA"):
+        return launched_program(name, argv)
+    record("not_run", [name, *argv])
+    return 0
+
+
+def not_run(name: str, argv: list) -> int:
+    record("not_run", [name, *argv])
     return 0
 
 
@@ -383,13 +431,45 @@ def container(name: str, argv: list) -> int:
     return run(argv[i + 1:], dict(os.environ)) if argv[i + 1:] else 0
 
 
+def runner(name: str, argv: list) -> int:
+    """Commands that run a command: `uv run`, `conda run -n ENV`, `shifter --image=X`, `podman-hpc run
+    IMAGE`, `stdbuf -oL`, `nohup`, `enroot start IMAGE`: their own options, then the command."""
+    words = argv[1:] if name in SUBCOMMAND_RUNNERS and argv[:1] == [SUBCOMMAND_RUNNERS[name]] else argv
+    if name in SUBCOMMAND_RUNNERS and words is argv:
+        record("not_run", [name, *argv])
+        return 0
+    takes_value = RUNNER_VALUES.get(name, ())
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in takes_value else 1
+    if name in IMAGE_FIRST and i < len(words):
+        record("container", [name, *argv], image=words[i])
+        i += 1
+    return run(words[i:], dict(os.environ)) if words[i:] else 0
+
+
+SUBCOMMAND_RUNNERS = {"uv": "run", "conda": "run", "mamba": "run", "micromamba": "run", "podman-hpc": "run",
+                      "enroot": "start"}
+IMAGE_FIRST = ("podman-hpc", "enroot")
+RUNNER_VALUES = {"conda": ("-n", "--name", "-p", "--prefix", "--cwd"), "mamba": ("-n", "--name", "-p", "--prefix"),
+                 "micromamba": ("-n", "--name", "-p", "--prefix"),
+                 "uv": ("--python", "-p", "--with", "--project", "--directory", "--env-file", "--group", "--extra"),
+                 "shifter": ("-V", "--volume", "-E", "-e", "--env", "--image", "--module", "-m", "--workdir", "-w"),
+                 "podman-hpc": ("-v", "--volume", "-e", "--env", "-w", "--workdir", "--name", "--entrypoint",
+                                "--userns", "--security-opt", "--network", "--cap-drop", "--cap-add", "--shm-size",
+                                "--ipc", "--user", "-u", "--mount", "--device", "--env-file"),
+                 "enroot": ("--mount", "-m", "--env", "-e", "--conf", "-c"), "stdbuf": ("-i", "-o", "-e")}
+
+
 WRAPPER_VALUES = {"numactl": ("-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred"),
                   "nsys": ("-o", "-t", "--trace", "--output", "-s", "--sample"), "ncu": ("-o", "--set", "-k")}
 CONTAINER_FLAGS = {"--nv", "--rocm", "--cleanenv", "-e", "--containall", "-c", "--writable-tmpfs", "--fakeroot",
                    "--no-home", "--nvccli"}
-COMMANDS = {"scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
+COMMANDS = {"module": lambda argv: not_run("module", argv), "ml": lambda argv: not_run("ml", argv),
+            "source": lambda argv: not_run("source", argv), "scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
             "flux": flux, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
 WRAPPERS = ("numactl", "taskset", "nsys", "ncu")
+RUNNERS = ("uv", "conda", "mamba", "micromamba", "shifter", "podman-hpc", "enroot", "stdbuf", "nohup")
 ALIASES = {"torchrun_jsc": "torchrun", "mpiexec.hydra": "mpiexec"}
 
 

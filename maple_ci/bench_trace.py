@@ -1,0 +1,66 @@
+"""`maple bench --suite trace`: the traced program of rank 0 against each real-corpus label (issue 25:
+the trace is the oracle only if it reads the corpus as a careful reader does), and what a trace costs.
+
+The label writes the outside world's variables as written (`$SCRATCH/data`, `$USER`); they are put in
+from the trace's own allocation (the site stand-ins, the job's variables), an unknown one as empty,
+as bash would. `--local_rank=N` (deepspeed's, per worker) is not the script's word and is left out.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Callable
+
+from .errors import MapleError
+from .trace import trace_script
+from .trace.compare import first_rank
+
+_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+_PER_RANK = re.compile(r"^--local[_-]rank=\d+$")
+
+
+def expected_words(expect: dict, env: dict) -> list:
+    def put_in(word) -> str:
+        return _VARIABLE.sub(lambda m: env.get(m.group(1), ""), str(word))
+
+    entry = expect.get("entrypoint") or ""
+    words = entry.split(" ", 1) if entry.startswith("-m ") else [entry]
+    return [put_in(w) for w in [*words, *(expect.get("script_args") or [])]]
+
+
+def traced_words(case: dict) -> tuple[list, dict]:
+    trace = trace_script(case["path"], cluster=case["expect"].get("source_cluster"), checkout=case["group"], trusted=True)
+    ranks = first_rank(trace)
+    env = {"USER": "user", "HOME": "/tmp/home", **trace.job_env, **(ranks[-1].env if ranks else {})}
+    words = [w for w in (ranks[-1].program if ranks else []) if not _PER_RANK.match(w)]
+    return words, {"env": env, "seconds": trace.seconds}
+
+
+def run_trace(cases: list[dict], _out_dir, progress: Callable[[int, int], None] = lambda done, total: None) -> dict:
+    matched, failures, seconds = 0, [], []
+    for number, case in enumerate(cases, 1):
+        progress(number, len(cases))
+        name = str(case["path"].relative_to(case["group"].parent))
+        try:
+            got, info = traced_words(case)
+        except MapleError as exc:
+            failures.append({"case": name, "got": str(exc)[:200], "expected": ""})
+            continue
+        seconds.append(info["seconds"])
+        want = expected_words(case["expect"], info["env"])
+        if got == want:
+            matched += 1
+        else:
+            failures.append({"case": name, "got": " ".join(got)[:200], "expected": " ".join(want)[:200]})
+    return {"cases": len(cases), "matched": matched, "accuracy": matched / len(cases) if cases else 0.0,
+            "trace_seconds_median": statistics.median(seconds) if seconds else None,
+            "trace_seconds_max": max(seconds) if seconds else None, "failures": failures}
+
+
+def print_trace(report: dict, out) -> None:
+    out.print(f"rank 0's traced program matches the label: {report['matched']}/{report['cases']} "
+              f"({report['accuracy']:.1%}); a trace takes {report['trace_seconds_median'] or 0:.2f} s "
+              f"(median), {report['trace_seconds_max'] or 0:.2f} s at most", highlight=False)
+    for failure in report["failures"]:
+        out.print(f"- {failure['case']}: traced `{failure['got']}`, label `{failure['expected']}`", highlight=False, markup=False)
