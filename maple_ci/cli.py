@@ -168,7 +168,7 @@ def verify(args) -> int:
     record = load_record(script, text)  # a port maple wrote is read back against its source first
     if record and record.legacy:
         err.print(f"read-back record: {record.legacy} (the old file beside the port; `maple port` now keeps the record "
-                  "in the script's header, so the file can go once the script is ported again)", highlight=False)
+                  "in the script's header, so the file can go once the script is ported again)", highlight=False, markup=False)
     if record and (gate := gate_failures(text, record)):
         err.print("[red]failed[/] (read-back gate, no job run): " + "; ".join(gate), highlight=False, markup=True)
         return 1

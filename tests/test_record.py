@@ -4,6 +4,7 @@ maple port did not write is refused with a message that names the problem. Real 
 retrieval, templates and gate throughout."""
 
 import json
+import subprocess
 import re
 import time
 from dataclasses import asdict, replace
@@ -192,3 +193,18 @@ def test_an_old_record_file_is_read_as_strictly_as_a_block(tmp_path):
     (tmp_path / "elsewhere.json").write_text(json.dumps(data))
     with pytest.raises(MapleError):
         load_record(path, path.read_text())
+
+
+def test_on_every_cluster_the_block_ends_the_header_before_any_command(tmp_path):
+    """Every scheduler's template: the block comes after the directives and before the first command
+    (a directive after a command is ignored by Slurm and PBS), and bash still parses the script."""
+    from maple_ci.profiles import load_profiles
+
+    results = port_intent(extract_script(SOURCE), sorted(load_profiles()), "job.sh", tmp_path, source_text=SOURCE)
+    for result in (r for r in results if r.script):
+        lines = result.script.splitlines()
+        last = max(i for i, line in enumerate(lines) if line.startswith(PREFIX))
+        assert all(line.startswith("#") for line in lines[:last + 1]), result.cluster
+        assert lines[last + 1] == "" and parse_block(result.script).cluster == result.cluster
+        assert subprocess.run(["bash", "-n"], input=result.script, text=True).returncode == 0, result.cluster
+    assert len([r for r in results if r.script]) >= 20

@@ -198,7 +198,7 @@ def _legacy(path: Path) -> Optional[Record]:
     if type(data) is not dict or set(data) - _LEGACY_KEYS or not {"intent", "cluster", "template"} <= set(data):
         raise MapleError(f"{what} is not a maple record (keys allowed: {', '.join(sorted(_LEGACY_KEYS))})")
     text = data.get("source_text")
-    if text is not None and type(text) is not str or type(data["cluster"]) is not str or type(data["template"]) is not str:
+    if (text is not None and type(text) is not str) or type(data["cluster"]) is not str or type(data["template"]) is not str:
         raise MapleError(f"{what}: cluster, template and source_text must be strings")
     intent = _built(JobIntent, data["intent"], f"{what}'s intent")
     record = make_record(intent, _name(data["cluster"], "cluster", what), _name(data["template"], "template", what), text)
