@@ -94,6 +94,12 @@ def with_record(script: str, record: Record) -> str:
     return f"{head}\n{block(record)}\n{rest}"
 
 
+def without_record(script: str) -> str:
+    """`script` without its record's lines: what its header says to people (the trace gate takes a
+    difference for named when the header's notes name it; the record's variable names must not)."""
+    return "".join(line for line in script.splitlines(keepends=True) if not line.startswith(PREFIX.rstrip()))
+
+
 # Reading: strict, from untrusted text.
 
 def _fits(value, hint) -> bool:
