@@ -20,6 +20,7 @@ from .paths import bundled
 from .port import port_intent
 from .profiles import get_profile
 from .schedulers.jobvars import translate
+from .verify.record import without_record
 
 FIELDS = ("scheduler", "source_cluster", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
           "world_size", "entrypoint", "script_args", "walltime", "account", "queue")
@@ -75,7 +76,7 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
 
 def _size_problems(result, back, nodes: Optional[int]) -> list[str]:
     if nodes is None:
-        if not any(name in result.script for name in _READS_ALLOCATION):
+        if not any(name in without_record(result.script) for name in _READS_ALLOCATION):
             return [f"{result.cluster}: size chosen at submit time, but the port does not read the allocation"]
         return []
     if back.nodes != nodes and "model-parallel ranks need a world size" not in result.script:

@@ -159,13 +159,17 @@ def verify(args) -> int:
     from .llm import backend_from_setting
     from .pipeline import script_runner, verify_and_debug
     from .verify import miniapp_for
-    from .verify.readback import gate_failures
+    from .verify.record import gate_failures, load_record
 
     model = backend_from_setting(args.llm) if args.fix else None  # a bad setting fails before any run
     script = args.script
     text = _read_script(script)
     intent = extract_script(text, base_dir=script.parent, name=str(script))
-    if gate := gate_failures(script, text):  # a port maple wrote, read back against its source first
+    record = load_record(script, text)  # a port maple wrote is read back against its source first
+    if record and record.legacy:
+        err.print(f"read-back record: {record.legacy} (the old file beside the port; `maple port` now keeps the record "
+                  "in the script's header, so the file can go once the script is ported again)", highlight=False, markup=False)
+    if record and (gate := gate_failures(text, record)):
         err.print("[red]failed[/] (read-back gate, no job run): " + "; ".join(gate), highlight=False, markup=True)
         return 1
     backend = _verify_backend(args.backend, intent.scheduler)

@@ -24,7 +24,7 @@ from .retrieve import best_template
 from .schedulers.jobvars import on_scheduler
 from .synthesize import output_path, render, require_port_facts, resolve_job
 from .vendors import vendor_note
-from .verify.readback import RECORD_SUFFIX, record
+from .verify.record import make_record, with_record
 from .verify.static import Check, checks_ok, static_checks
 
 
@@ -36,7 +36,6 @@ class PortResult(BaseModel):
     reason: str = ""
     checks: list[Check] = Field(default_factory=list)
     script: str = Field(default="", exclude=True)  # the generated text; the bot commits it
-    record: str = Field(default="", exclude=True)  # the read-back gate's inputs, for `maple verify` (readback.record)
 
 
 _SIZE = ("nodes", "gpus_per_node")
@@ -118,7 +117,9 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
         target_intent = on_scheduler(target_intent, profile.scheduler,
                                      resolve_job(target_intent, profile, template, source_name).gpus_per_node)
         progress(f"{profile.name}: rendering {template.id} and checking it")
-        script = render(target_intent, profile, template, source_name, out_dir)
+        # the read-back gate's inputs, for `maple verify`, in the port's own header (verify/record.py)
+        script = with_record(render(target_intent, profile, template, source_name, out_dir),
+                             make_record(target_intent, profile.name, template.id, source_text))
         checks = static_checks(script, target_intent, profile, template, source_text)
         results.append(PortResult(
             cluster=profile.name,
@@ -127,7 +128,6 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
             path=str(output_path(out_dir, profile, source_name)),
             checks=checks,
             script=script,
-            record=record(target_intent, profile.name, template.id, source_text),
         ))
     return results
 
@@ -147,14 +147,12 @@ def _program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobInte
 
 
 def write_results(results: list[PortResult], out_dir: Path) -> None:
-    """Each port (executable) and its read-back record under `out_dir`, through no symlink
-    (files.write_inside): a checkout's planted link cannot redirect them outside it."""
+    """Each port (executable, its read-back record in its header) under `out_dir`, through no
+    symlink (files.write_inside): a checkout's planted link cannot redirect it outside it."""
     for result in results:
         if result.path:
             relative = Path(result.path).relative_to(out_dir)  # <cluster>/<name>, as output_path made it
             write_inside(out_dir, relative, result.script, 0o755)
-            if result.record:
-                write_inside(out_dir, relative.with_name(relative.name + RECORD_SUFFIX), result.record)
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,

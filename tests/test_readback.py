@@ -152,18 +152,20 @@ def test_the_deepspeed_config_a_port_adds_is_said_and_accepted_and_nothing_else(
 
 def test_maple_verify_reruns_the_gate_from_the_record_the_port_wrote(tmp_path):
     """`maple port` writes the gate's inputs (the source's intent with the user's options, target,
-    template) beside the port; `maple verify` on an edited port that runs another program fails
-    with the gate's difference and exit 1, before any job; the untouched port passes the gate."""
+    template) into the port's header, and no file beside it; `maple verify` on an edited port that
+    runs another program fails with the gate's difference and exit 1, before any job; the
+    untouched port passes the gate."""
     from maple_ci.port import write_results
-    from maple_ci.verify.readback import RECORD_SUFFIX, gate_failures
+    from maple_ci.verify.record import gate_failures, load_record
 
     intent, result = _port(SOURCE, "perlmutter", tmp_path)
-    write_results([result])
+    write_results([result], tmp_path)
     port = Path(result.path)
-    assert (port.parent / (port.name + RECORD_SUFFIX)).is_file()
-    assert gate_failures(port, port.read_text()) == []
+    assert [p.name for p in port.parent.iterdir()] == [port.name]
+    record = load_record(port, port.read_text())
+    assert record.legacy is None and gate_failures(port.read_text(), record) == []
     port.write_text(port.read_text().replace("python train.py", "python eval.py"))
-    [failure] = gate_failures(port, port.read_text())
+    [failure] = gate_failures(port.read_text(), load_record(port, port.read_text()))
     assert failure.startswith("readback:program") and "'eval.py'" in failure
     env = {**os.environ, "MAPLE_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"}
     run = subprocess.run([sys.executable, "-m", "maple_ci", "verify", str(port), "--backend", "local"],

@@ -102,7 +102,7 @@ def test_maple_port_writes_a_real_file_by_a_rename(tmp_path, monkeypatch):
     _, [result] = port(str(source), ["polaris"], Path("scripts"))
     written = repo / "scripts" / "polaris" / "train.pbs"
     assert written.read_text() == result.script and written.stat().st_mode & 0o777 == 0o755
-    assert sorted(p.name for p in written.parent.iterdir()) == ["train.pbs", "train.pbs.maple.json"]  # no temporary left
+    assert sorted(p.name for p in written.parent.iterdir()) == ["train.pbs"]  # no temporary, no record file
 
 
 @pytest.mark.parametrize("words, gone", [

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
+from ..verify.record import without_record
 from . import Rank, Trace
 from .allocation import grammars
 
@@ -41,9 +42,9 @@ class Difference:
 
 
 def header_of(script: str) -> str:
-    """The port's own notes: the comment lines before its first command."""
+    """The port's own notes: the comment lines before its first command, its record aside."""
     lines = []
-    for line in script.splitlines()[1:]:
+    for line in without_record(script).splitlines()[1:]:
         if line.startswith("#"):
             lines.append(line)
         elif line.strip():

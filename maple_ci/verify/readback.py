@@ -15,19 +15,16 @@ process) and the template it used. What is compared:
 Any other difference is a failing check that names it: a port never says "ok" while its launch
 line runs something else. A port whose size cannot be read back gets a warning, not a pass.
 
-`maple port` writes the gate's inputs beside each port (NAME.maple.json: the source's intent with
-the user's options, the target, the template, the source's text), so `maple verify` runs the same
-gate on the port as it stands, edits included, before any job.
+`maple port` writes the gate's inputs into each port's header (record.py: the source's intent with
+the user's options, the target, the template, the source's rendezvous variables), so `maple verify`
+runs the same gate on the port as it stands, edits included, before any job.
 """
 
-import json
 import re
-from dataclasses import asdict
-from pathlib import Path
 from typing import Optional
 
 from ..extract import RENDEZVOUS_VARS, extract_script
-from ..intent import Container, JobIntent
+from ..intent import JobIntent
 from ..library import TemplateMeta
 from ..process_model import (ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, model_given, process_model, same_model,
                              template_model)
@@ -132,19 +129,21 @@ def _size(back: JobIntent, intent: JobIntent, per_node: int, world: Optional[int
     return checks
 
 
-def _environment(script: str, back: JobIntent, source_text: Optional[str], intent: JobIntent) -> Optional[Check]:
-    if source_text is None:
+def _environment(script: str, back: JobIntent, given) -> Optional[Check]:
+    """given: the rendezvous variables the source gives its program, None when not known."""
+    if given is None:
         return None
-    missing = sorted(rendezvous_given(source_text, intent) - rendezvous_given(script, back))
+    missing = sorted(set(given) - rendezvous_given(script, back))
     problem = (f"the source gives its program {', '.join(missing)}; the port does not set "
                f"{'it' if len(missing) == 1 else 'them'}") if missing else None
     return _check("environment", problem, "the program gets the rendezvous variables the source gave it")
 
 
 def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, template: TemplateMeta,
-                    source_text: Optional[str] = None) -> list[Check]:
+                    source_text: Optional[str] = None, rendezvous: Optional[frozenset[str]] = None) -> list[Check]:
     """The gate's checks of `script`, ported from `intent` with `template`; source_text (the source
-    script, when there is one) adds the environment check."""
+    script, when there is one) adds the environment check, and so does `rendezvous`, the variables
+    the source gives its program, where a port's record holds them instead of the source."""
     back = extract_script(script)
     job = resolve_job(intent, profile, template)
     # A one-process template starts one process whatever nodes the job holds.
@@ -152,32 +151,7 @@ def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, tem
     want = port_arguments(intent, None if job.from_allocation else job.nodes, job.gpus_per_node)[0]
     checks = [_program(back, intent), _arguments(back, intent, template, want), _model(back, intent, template),
               *_size(back, intent, job.gpus_per_node, world)]
-    if env := _environment(script, back, source_text, intent):
+    given = rendezvous_given(source_text, intent) if source_text is not None else rendezvous
+    if env := _environment(script, back, given):
         checks.append(env)
     return checks
-
-
-RECORD_SUFFIX = ".maple.json"
-
-
-def record(intent: JobIntent, cluster: str, template: str, source_text: Optional[str]) -> str:
-    """The gate's inputs for a port, to be written beside it (RECORD_SUFFIX)."""
-    return json.dumps({"intent": asdict(intent), "cluster": cluster, "template": template,
-                       "source_text": source_text}, indent=1)
-
-
-def gate_failures(path: Path, script: str) -> list[str]:
-    """The gate's failing checks for the port at `path` as it stands, from the record beside it; none
-    when there is no record (a script maple did not write)."""
-    from ..library import get_template
-    from ..profiles import get_profile
-
-    recorded = Path(str(path) + RECORD_SUFFIX)
-    if not recorded.is_file():
-        return []
-    data = json.loads(recorded.read_text())
-    container = data["intent"].pop("container", None)
-    intent = JobIntent(**data["intent"], container=Container(**container) if container else None)
-    checks = readback_checks(script, intent, get_profile(data["cluster"]), get_template(data["template"]),
-                             data.get("source_text"))
-    return [f"{c.name}: {c.message}" for c in checks if not c.ok and c.severity == "error"]
