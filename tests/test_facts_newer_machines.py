@@ -166,7 +166,7 @@ def test_daint_edf_names_the_ofi_nccl_plugin_variant_cscs_recommends():
     com.hooks.aws_ofi_nccl.variant annotation is used to specify a plugin variant suitable for a given
     container image"; cuda-dl "is the generally recommended choice"."""
     script = port_in_image("daint", PYXIS, source_cluster="isambard-ai")
-    edf = script[script.index('cat > "$PWD/maple-environment.toml" <<EOF\n'):].split("\n", 1)[1].split("\nEOF\n")[0]
+    edf = re.search(r'^cat > "[^"]*\.toml" <<EOF\n(.*?)\nEOF$', script, re.M | re.S).group(1)  # the EDF the job writes
     hook = tomllib.loads(edf.replace("$PWD", "/scratch/job"))["annotations"]["com"]["hooks"]["aws_ofi_nccl"]
     assert hook == {"enabled": "true", "variant": "cuda-dl"}
 

@@ -41,7 +41,7 @@ def _port(intent: JobIntent, cluster: str, tmp_path):
 def _launch_form(script: str) -> str:
     """"torchrun" when the script starts one torchrun per node, "per-device" when the scheduler's
     launcher starts every rank with torchrun's environment."""
-    if re.search(r"^\s*torchrun --nnodes=", script, re.M):
+    if re.search(r"^\s*(torchrun|bash -c 'exec torchrun [^\n]*' maple-node) --nnodes=", script, re.M):  # JSC: is_host inside the task
         return "torchrun"
     assert re.search(r"bash -c 'export RANK=\S+ LOCAL_RANK=.+ WORLD_SIZE=.+ LOCAL_WORLD_SIZE=\d+ GROUP_RANK=", script)
     return "per-device"

@@ -433,7 +433,8 @@ def test_every_row_renders_its_shape(profiles, name):
 SHAPE_LINE = {
     "ranks": re.compile(r"export RANK=\S+ LOCAL_RANK=\S+ WORLD_SIZE=[^;]+; exec"),
     "generic": re.compile(r"LOCAL_WORLD_SIZE=\d+ GROUP_RANK="),
-    "torchrun": re.compile(r"torchrun --nnodes=\"\$NNODES\""),
+    # JSC names the c10d host inside the task: torchrun --rdzv_conf=is_host=... "$@"' maple-node --nnodes=
+    "torchrun": re.compile(r"torchrun (?:--rdzv_conf=is_host=[^\n]*' maple-node )?--nnodes=\"\$NNODES\""),
     "accelerate": re.compile(r"accelerate launch --machine_rank="),
     "deepspeed": re.compile(r"deepspeed --hostfile=maple-hostfile"),
     "single": re.compile(r"^(?![^\n]*NNODES)[^\n]*\bpython train\.py", re.M),  # one process, not one per node
