@@ -92,7 +92,7 @@ def test_a_home_prefix_on_the_launch_line_is_not_a_job_wide_export(tmp_path):
     assert "HOME is not carried over: the target's login and scheduler set it" in script
 
 
-@pytest.mark.parametrize("target, threads", [("polaris", "8"), ("frontier", "7"), ("aurora", "8")])
+@pytest.mark.parametrize("target, threads", [("polaris", "8"), ("frontier", "7"), ("aurora", "4")])
 def test_thread_counts_follow_the_targets_cores_per_rank(tmp_path, target, threads):
     script = _port(tmp_path, "export OMP_NUM_THREADS=16\nexport MKL_NUM_THREADS=$SLURM_CPUS_PER_TASK", target)
     assert _exports(script)["OMP_NUM_THREADS"] == threads and _exports(script)["MKL_NUM_THREADS"] == threads
