@@ -127,6 +127,8 @@ def _intent_lines(intent: dict) -> list[str]:
 
 # Per cluster in the reply to a request: a mark and what happened.
 REPLY_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️", "pending": "⏳"}
+CHECK_MESSAGE_LIMIT = 120  # characters of a check's message in the reply (the check run has all of it)
+CHECKS_SHOWN = 3  # checks named in the reply per script and cluster
 
 
 def reply_for(url: str, results: list[SourceResult]) -> str:
@@ -145,7 +147,17 @@ def _failures_first(results: list[SourceResult]) -> list[tuple]:
 
 def _outcome(result: SourceResult, c) -> str:
     what = _verification_text(c) + _suggestion_text(c) + _failed_checks_text(c)
-    return f"{REPLY_MARKS.get(c['verification'], '')} {c['cluster']} ({code(c['path'])}): {what}"
+    return f"{_reply_mark(c)} {c['cluster']} ({code(c['path'])}): {what}"
+
+
+def _reply_mark(c) -> str:
+    """The verification's mark, except that a failed static check is ❌ and a warning ⚠️: a script
+    that needs editing before use is never shown as ✅."""
+    if any(check_failed(k) for k in c["checks"]):
+        return "❌"
+    if c["verification"] not in ("failed", "error") and not all(k["ok"] for k in c["checks"]):
+        return "⚠️"
+    return REPLY_MARKS.get(c["verification"], "")
 
 
 def _verification_text(c) -> str:
@@ -162,8 +174,23 @@ def _suggestion_text(c) -> str:
 
 
 def _failed_checks_text(c) -> str:
-    failing = [k["name"] for k in c["checks"] if check_failed(k)]
-    return f"; static checks failed: {plain(', '.join(failing))}" if failing else ""
+    """The static checks that failed, then those that warn, each with its message (short)."""
+    failing = [k for k in c["checks"] if check_failed(k)]
+    warning = [k for k in c["checks"] if not k["ok"] and not check_failed(k)]
+    return (f"; static checks failed: {_checks_said(failing)}" if failing else "") + \
+        (f"; to do before use: {_checks_said(warning)}" if warning else "")
+
+
+def _checks_said(checks: list[dict]) -> str:
+    """The first few checks with their messages; how many more the check run lists."""
+    more = len(checks) - CHECKS_SHOWN
+    return "; ".join(map(_check_said, checks[:CHECKS_SHOWN])) + (f" and {more} more (see the check run)" if more > 0 else "")
+
+
+def _check_said(k: dict) -> str:
+    message = " ".join(k.get("message", "").split())
+    shown = message if len(message) <= CHECK_MESSAGE_LIMIT else message[:CHECK_MESSAGE_LIMIT - 1] + "…"
+    return plain(f"{k['name']} ({shown})" if shown else k["name"])
 
 
 def link(label: str, url: str) -> str:

@@ -132,9 +132,10 @@ def open_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest
     return found[0] if found else None
 
 
-def deliver(repo: Repository, request_key: str, files: dict[str, str], base_branch: str, title: str, body: str,
+def deliver(repo: Repository, request_key: str, files: dict[str, str | None], base_branch: str, title: str, body: str,
             trailers: str = "", commit_title: str | None = None, recreate: bool = False) -> Delivered:
-    """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR.
+    """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR (a
+    file whose content is None is deleted).
     `trailers` end the commit message (where the port came from, approval.trailers); `commit_title`
     is its first line (default: the title).
 
@@ -181,9 +182,11 @@ def _parent_sha(repo: Repository, kept_ref, base_branch: str) -> str:
     return base_ref.object.sha
 
 
-def _tree_elements(repo: Repository, files: dict[str, str]) -> list[InputGitTreeElement]:
-    """One blob per file, in path order; a script with a `#!` line is executable."""
-    return [InputGitTreeElement(path, _file_mode(content), "blob", sha=repo.create_git_blob(content, "utf-8").sha)
+def _tree_elements(repo: Repository, files: dict[str, str | None]) -> list[InputGitTreeElement]:
+    """One blob per file, in path order; a script with a `#!` line is executable. None deletes the
+    file (GitHub's tree API: `sha: null`)."""
+    return [InputGitTreeElement(path, "100644", "blob", sha=None) if content is None else
+            InputGitTreeElement(path, _file_mode(content), "blob", sha=repo.create_git_blob(content, "utf-8").sha)
             for path, content in sorted(files.items())]
 
 
@@ -248,10 +251,15 @@ def _bots_commit(commit, request_key: str) -> bool:
 def closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
     """The bot branch's newest PR when someone closed it without merging (a merged one is done
     with: later changes deserve a new PR)."""
+    newest = newest_closed_pr(repo, request_key, base_branch)
+    return newest if newest is not None and not newest.merged else None
+
+
+def newest_closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
+    """The bot branch's newest closed PR, merged or not."""
     found = repo.get_pulls(state="closed", head=f"{repo.owner.login}:{BRANCH_PREFIX}{request_key}", base=base_branch,
                            sort="created", direction="desc")
-    newest = next(iter(found), None)
-    return newest if newest is not None and not newest.merged else None
+    return next(iter(found), None)
 
 
 def _one_line(text: str) -> str:

@@ -1,12 +1,11 @@
 """A port on the bot's PR, as maintainers expect of Dependabot and Renovate: a person's commit on
-the branch stops the bot (never overwritten), a PR closed without merging stays closed for push
-and nightly runs, a fix whose re-run passed is committed (`fixes: commit`), one review per PR,
-and `/maple ignore` remembered in the PR's state (state.py)."""
+the branch stops the bot (never overwritten), a PR closed without merging declines its scripts on
+push and nightly runs (ignoring.py), a fix whose re-run passed is committed (`fixes: commit`), one
+review per PR."""
 
 from __future__ import annotations
 
-import re
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from github.PullRequest import PullRequest
 from github.Repository import Repository
@@ -18,13 +17,19 @@ from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config, PullRequests
 from maple_ci.github.delivery import SourceResult, closed_pr, deliver, edit_pr, open_pr, post_review
 from maple_ci.github.events import Plan
+from maple_ci.github.ignoring import earlier_state
 from maple_ci.github.markdown import code, plain
-from maple_ci.github.state import State, apply_edits, digest, read_state, with_fix, write_state
+from maple_ci.github.state import State, apply_edits, digest, with_fix
 
 AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
-_STATE = re.compile(r"<!-- maple-ci state [A-Za-z0-9_=-]+ -->")
 
-Published = tuple[list[SourceResult], str, PullRequest | None]
+
+
+class Published(NamedTuple):
+    results: list[SourceResult]
+    message: str  # the reply
+    pr: PullRequest | None
+    refused: bool = False  # nothing done as asked (left closed, others' commits): reacted 😕, not 🚀
 
 
 def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[SourceResult], base: str,
@@ -34,21 +39,16 @@ def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[Sou
     `verify(results, commit)` verifies with check runs on `commit`."""
     assert plan.key is not None
     _stamp_provenance(results, source, from_fork)
-    existing = open_pr(repo, plan.key, base)
-    closed = _left_closed(repo, plan, base, existing)
-    if closed is not None:
-        return results, (f"maple-ci leaves #{closed.number} closed: it was closed without merging. "
-                         "Reopen it to let maple-ci refresh it again."), None
-    state = _earlier_state(existing, command, results)
+    state = _earlier_state(earlier_state(repo, plan.key, base, plan.trigger in AUTOMATIC), command, results)
     title = title_for(list(state.results), results, settings.pull_requests.title_prefix)
     delivered = deliver(repo, plan.key, _ported_files(results), base, title, describe(state, results), trailers(source),
                         title_for(list(state.results), results, settings.pull_requests.commit_prefix), command.recreate)
     stopped = _stopped_early(repo, delivered, state, base, settings)
     if stopped is not None:
-        return results, stopped, delivered.pr
+        return Published(results, stopped, delivered.pr, refused=bool(delivered.foreign))
     results = verify(results, delivered.sha)
     _review(repo, (plan.key, delivered.pr), base, results, state, (delivered.sha, title), settings)
-    return results, _verified_reply(repo, plan, results, delivered.pr, (base, source, from_fork)), delivered.pr
+    return Published(results, _verified_reply(repo, plan, results, delivered.pr, (base, source, from_fork)), delivered.pr)
 
 
 def _ported_files(results: list[SourceResult]) -> dict[str, str]:
@@ -91,17 +91,9 @@ def _stamp_provenance(results: list[SourceResult], source: Provenance, from_fork
                 c["content"] = stamp(c["content"], source)
 
 
-def _left_closed(repo: Repository, plan: Plan, base: str, existing: PullRequest | None) -> PullRequest | None:
-    """With no open PR, the one a person closed without merging, which an automatic refresh leaves closed."""
-    if existing is not None or plan.trigger not in AUTOMATIC:
-        return None
-    return closed_pr(repo, plan.key, base)
-
-
-def _earlier_state(existing: PullRequest | None, command: BotCommand, results: list[SourceResult]) -> State:
-    """The open PR's state; each script generated as before gets its committed fix again (the branch
-    keeps it, and it is what runs)."""
-    state = read_state(existing.body) if existing else State()
+def _earlier_state(state: State, command: BotCommand, results: list[SourceResult]) -> State:
+    """The PR's state (ignoring.earlier_state); each script generated as before gets its committed fix
+    again (the branch keeps it, and it is what runs)."""
     if command.recreate:
         state = state._replace(fixes={})
     for r in results:
@@ -241,30 +233,3 @@ def _dress(pr: PullRequest, settings: PullRequests) -> None:
         pr.create_review_request(reviewers=settings.reviewers)
     if settings.assignees:
         pr.add_to_assignees(*settings.assignees)
-
-
-def set_ignored(repo: Repository, key: str, base: str, command: BotCommand) -> str:
-    """`/maple ignore` / `/maple unignore`: the ignored clusters and files, kept in the PR's state; the reply."""
-    pr = open_pr(repo, key, base)
-    names = command.clusters + command.files
-    if pr is None:
-        return "There is no open maple-ci PR for this request: nothing to ignore or unignore yet."
-    state = read_state(pr.body)
-    if command.name == "ignore":
-        ignore = tuple(dict.fromkeys(state.ignore + names))
-        reply = (f"Ignored {', '.join(map(code, names))} in {pr.html_url}: maple-ci does not port them there any more. "
-                 f"{code('/maple unignore ' + ' '.join(names))} undoes it.")
-    else:
-        ignore = _unignored(state.ignore, names)
-        reply = f"maple-ci ports {_named(names)} again in {pr.html_url}."
-    pr.edit(body=_STATE.sub("", pr.body or "").rstrip() + "\n" + write_state(state._replace(ignore=ignore)) + "\n")
-    return reply
-
-
-def _unignored(ignored: tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
-    """What stays ignored after `/maple unignore names` (no names: nothing)."""
-    return tuple(n for n in ignored if names and n not in names)
-
-
-def _named(names: tuple[str, ...]) -> str:
-    return ", ".join(map(code, names)) if names else "everything"

@@ -172,6 +172,9 @@ class FakeGitHub:
     def create_tree(self, body, query):
         entries = dict(self.trees[body["base_tree"]]) if body.get("base_tree") else {}
         for e in body["tree"]:
+            if e["type"] == "blob" and e["sha"] is None and "content" not in e:  # GitHub: `sha: null` deletes the path
+                entries.pop(e["path"], None)
+                continue
             if e["type"] != "blob" or e["sha"] not in self.blobs:
                 return 422, {"message": f"bad tree entry {e}"}
             entries[e["path"]] = {"mode": e["mode"], "sha": e["sha"]}

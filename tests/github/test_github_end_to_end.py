@@ -110,7 +110,8 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
     assert fake.comments[-1]["body"] == (
         f"Ported in http://github.test/octo/ports/pull/{pr['number']}\n"
         "- ❌ perlmutter (`scripts/perlmutter/train.sbatch`): failed ([log](https://ci.example/perlmutter/1)); "
-        "a fix is suggested in the PR's review\n- ⏭️ aurora (`scripts/aurora/train.pbs`): skipped\n\n"
+        "a fix is suggested in the PR's review\n- ⚠️ aurora (`scripts/aurora/train.pbs`): skipped; to do before use: "
+            "account \\(fill in your allocation \\(for example MyProject\\)\\)\n\n"  # a warning is never ✅ (issue 28)
         "It targets `feature`, this PR's branch: merging it adds the ported scripts to this PR.")
 
     # The same comment again: nothing more (no commit, PR, review, check run, verification).
