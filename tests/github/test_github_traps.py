@@ -1,0 +1,96 @@
+"""Issue 28 D: the traps a maintainer hit in the second review (shared/research/bot-ux-2026-11-29.md),
+driven against the fake GitHub (a stand-in for github.com) from GitHub's recorded webhook payloads
+(@octokit/webhooks-examples). One test per trap."""
+
+import pytest
+from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan
+from test_github_maintainer import bot_pulls
+
+from maple_ci.github.bot import run_plan
+from maple_ci.github.config import Config
+from maple_ci.github.events import plan_event
+
+TRACKED = ("jobs/*.sh",)
+
+
+def ported(command, sources, ref, version="1"):
+    """Each asked script ported to the command's clusters (what the pipeline would return)."""
+    found = []
+    for source in sources or ("jobs/train.sh",):
+        clusters = [cluster_result(c) | {"path": f"scripts/{c}/{source.split('/')[-1]}"} for c in command.clusters]
+        for c in clusters:
+            c["content"] += f"# {source} v{version}\n"
+        found.append({"source": source, "intent": {"entrypoint": "train.py"}, "clusters": clusters})
+    return found
+
+
+def push(webhook, fake, files, targets=("perlmutter",)):
+    """GitHub's recorded push payload, moved onto a new commit of main that writes `files`."""
+    payload = webhook("push", ref="refs/heads/master")
+    before = fake.files_at("heads/main")
+    fake.refs["heads/main"] = fake.commit_files(files, [fake.refs["heads/main"]], "edit")
+    payload["repository"]["default_branch"] = "main"
+    payload.update(ref="refs/heads/main", after=fake.refs["heads/main"])
+    payload["commits"] = [{**payload["commits"][0], "added": [p for p in files if p not in before], "removed": [],
+                           "modified": [p for p in files if p in before]}]
+    return plan_event("push", payload, KNOWN, TRACKED, targets)
+
+
+def comments_on(fake, number):
+    return [c["body"] for c in fake.comments if c["issue"] == number]
+
+
+def test_closing_a_bot_pr_declines_its_script_only_and_says_how_to_undo_it(fake, repo, webhook):
+    run_plan(repo, push(webhook, fake, {"jobs/train.sh": SCRIPT}), ported)
+    [first] = bot_pulls(fake)
+    first["state"] = "closed"  # the maintainer closed it without merging
+    run_plan(repo, push(webhook, fake, {"jobs/train.sh": SCRIPT + "# 2\n"}), ported)
+    assert bot_pulls(fake) == [first]  # train.sh is declined: no PR for it
+    [told] = comments_on(fake, first["number"])
+    assert "pushes and nightly runs no longer port `jobs/train.sh`" in told
+    assert "reopen this PR" in told and "`/maple unignore jobs/train.sh`" in told and told in first["body"]
+    run_plan(repo, push(webhook, fake, {"jobs/train.sh": SCRIPT + "# 3\n"}), ported)
+    assert len(comments_on(fake, first["number"])) == 1  # said once
+
+    # A newly added tracked script is not muted by the closed PR: it gets a PR of its own.
+    run_plan(repo, push(webhook, fake, {"jobs/eval.sh": SCRIPT}), ported)
+    [_, second] = bot_pulls(fake)
+    assert second["state"] == "open"
+    assert [p for p in fake.files_at("heads/maple/port-branch-main") if p.startswith("scripts/")] == ["scripts/perlmutter/eval.sh"]
+    # ...and train.sh stays declined in it: a later push of train.sh does not reach the new PR.
+    run_plan(repo, push(webhook, fake, {"jobs/train.sh": SCRIPT + "# 4\n"}), ported)
+    assert "scripts/perlmutter/train.sh" not in fake.files_at("heads/maple/port-branch-main")
+
+
+@pytest.mark.parametrize("line, said", [
+    ("/maple ignore auroa", "`auroa` is not ported in http://github.test/octo/ports/pull/2: did you mean `aurora`?"),
+    ("/maple ignore polaris", "`polaris` is not ported in http://github.test/octo/ports/pull/2"),
+    ("/maple ignore jobs/nothere.sh", "`jobs/nothere.sh` is not ported in"),
+])
+def test_ignoring_what_the_pr_does_not_hold_is_refused_with_did_you_mean(fake, repo, webhook, source_pr, line, said):
+    run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple port perlmutter aurora")[0], ported)
+    body = bot_pulls(fake)[0]["body"]
+    run_plan(repo, comment_plan(webhook, source_pr["number"], line)[0], ported)
+    assert said in fake.comments[-1]["body"]
+    assert fake.reactions[-1]["content"] == "confused"  # not 🚀: nothing was done
+    assert bot_pulls(fake)[0]["body"] == body
+
+
+def test_unignore_of_a_cluster_the_settings_ignore_says_where_it_is_set(fake, repo, webhook, source_pr):
+    settings = Config(ignore=["polaris"])
+    run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple port perlmutter polaris")[0], ported,
+             settings=settings)
+    assert "`polaris` is ignored in `.github/maple.yml` (`ignore:`): remove it there" in fake.comments[-1]["body"]
+    assert "/maple unignore polaris" not in fake.comments[-1]["body"]  # the bot no longer suggests what cannot work
+    run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple unignore polaris")[0], ported, settings=settings)
+    assert fake.comments[-1]["body"].startswith("Not changed: `polaris` is ignored in `.github/maple.yml`")
+    assert fake.reactions[-1]["content"] == "confused"
+
+
+def test_a_refusal_is_answered_confused_not_with_a_rocket(fake, repo, webhook, source_pr):
+    run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple port perlmutter")[0], ported)
+    branch = "heads/maple/port-pr-1"
+    fake.refs[branch] = fake.commit_files({"notes.txt": "mine\n"}, [fake.refs[branch]], "wip")
+    run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple port aurora")[0], ported)
+    assert "has commits by others" in fake.comments[-1]["body"]
+    assert fake.reactions[-1]["content"] == "confused"
