@@ -302,7 +302,7 @@ def _advice(report: DebugReport, why: str, rerun: bool) -> str:
         return f"the run passed with the suggested fix ({why})."
     if not rerun:
         return f"suggested a fix ({why}), not re-run: this backend runs committed scripts only."
-    return f"suggested fix(es) ({why}); then: {report.message}."
+    return f"suggested fix(es) ({why}); then: {report.message.rstrip('.')}."
 
 
 def _cluster(cluster: str, path: str, content: str, template: str, checks: list[Check]) -> ClusterResult:

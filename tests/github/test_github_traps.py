@@ -2,13 +2,19 @@
 driven against the fake GitHub (a stand-in for github.com) from GitHub's recorded webhook payloads
 (@octokit/webhooks-examples). One test per trap."""
 
+import re
+from contextlib import nullcontext
+from pathlib import Path
+
 import pytest
-from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan
+from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan, run_result
 from test_github_maintainer import bot_pulls
 
 from maple_ci.github.bot import run_plan
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config
 from maple_ci.github.events import plan_event
+from maple_ci.github.pipeline import Pipeline
 
 TRACKED = ("jobs/*.sh",)
 
@@ -94,3 +100,22 @@ def test_a_refusal_is_answered_confused_not_with_a_rocket(fake, repo, webhook, s
     run_plan(repo, comment_plan(webhook, source_pr["number"], "/maple port aurora")[0], ported)
     assert "has commits by others" in fake.comments[-1]["body"]
     assert fake.reactions[-1]["content"] == "confused"
+
+
+def test_no_pattern_of_the_knowledge_base_reaches_the_note(tmp_path):
+    """The real debug agent on an srun gres refusal whose known fixes need script lines this script
+    lacks (the research's nightly note): the note explains the error, without rule ids or regexes."""
+    log = "srun: error: Unable to allocate resources: Invalid generic resource (gres) specification\n"
+
+    def backend(name, **run):  # the stand-in for the cluster: the job is refused as Slurm refuses it
+        return run_result(False, log, "https://ci.example/perlmutter/1", "job FAILED (exit 1)")
+
+    pipeline = Pipeline(Config(verification={"default": "slurm"}), lambda ref: nullcontext(tmp_path), env={},
+                        backend=backend)
+    script = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:a100:4\nsrun python train.py\n"
+    results = [{"source": "jobs/train.sh", "intent": {"framework": "pytorch"},
+                "clusters": [cluster_result("perlmutter") | {"content": script, "verification": "pending"}]}]
+    [c] = pipeline.verify(BotCommand("port", ("perlmutter",)), results, "c0")[0]["clusters"]
+    assert "Invalid generic resource" in c["note"] and "request GPUs the way the cluster documents" in c["note"]
+    assert not re.search(r"\\[bsn]|\[\^|\(\?P<|slurm-invalid-gres|nothing matching", c["note"]), c["note"]
+    assert ".." not in c["note"]
