@@ -21,6 +21,9 @@ from maple_ci.github.config import Config, Schedule
 from maple_ci.github.checks import conclusion, failing
 from maple_ci.github.delivery import connect
 from maple_ci.github.events import Plan, plan_event
+from maple_ci.github.markdown import block_fence
+from maple_ci.github.report import report_error
+from maple_ci.github.thread import run_url
 
 # Worst first: a cluster's status is the worst of its scripts'.
 SEVERITY = ("failure", "neutral", "success")
@@ -65,6 +68,8 @@ def run_action(
     it instead of being run, then it is raised (a comment with no /maple command is left alone)."""
     env = os.environ
     name, payload = _event(env)
+    if config_error is not None and _own_run_on_default(name, payload):
+        _report_config_error(env, name, config_error, pace)
     plan = _config_refused(plan_event(name, payload, known_clusters, tracked, targets), name, config_error)
     if plan.idle:
         print(f"maple: {plan.reason}", flush=True)
@@ -84,6 +89,27 @@ def _event(env) -> tuple[str, dict]:
         raise MapleError("GITHUB_EVENT_NAME and GITHUB_EVENT_PATH must be set (GitHub Actions sets both).")
     with open(path, encoding="utf-8") as f:
         return name, json.load(f)
+
+
+def _own_run_on_default(event_name: str, payload: dict) -> bool:
+    """A nightly run, or a push to the default branch: the bot's own runs, which no thread asked for."""
+    if event_name == "schedule":
+        return True
+    default = (payload.get("repository") or {}).get("default_branch")
+    return event_name == "push" and payload.get("ref") == f"refs/heads/{default}" and not payload.get("deleted")
+
+
+def _report_config_error(env, event_name: str, config_error: str, pace: bool) -> None:
+    """The invalid configuration on the report issue, where push and nightly failures go (the
+    settings' own report title cannot be read: the default one), then the job fails with it."""
+    repo = connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
+    fence = block_fence(config_error)
+    run = run_url()
+    report_error(repo, Config().schedule,
+                 f"maple-ci could not run on {event_name}: its configuration is invalid.\n\n{fence}text\n{config_error}\n"
+                 f"{fence}\n\nFix it on the default branch; the next push or nightly run reads it again."
+                 + (f"\n\nLog: {run}" if run else ""))
+    raise MapleError(config_error)
 
 
 def _config_refused(plan: Plan, event_name: str, config_error: str | None) -> Plan:
