@@ -11,7 +11,7 @@ from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan, run_result
 from test_github_maintainer import bot_pulls
 
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import BotCommand
+from maple_ci.github.commands import BotCommand, CommandError, parse_comment
 from maple_ci.github.config import Config
 from maple_ci.github.events import plan_event
 from maple_ci.github.pipeline import Pipeline
@@ -119,3 +119,11 @@ def test_no_pattern_of_the_knowledge_base_reaches_the_note(tmp_path):
     assert "Invalid generic resource" in c["note"] and "request GPUs the way the cluster documents" in c["note"]
     assert not re.search(r"\\[bsn]|\[\^|\(\?P<|slurm-invalid-gres|nothing matching", c["note"]), c["note"]
     assert ".." not in c["note"]
+
+
+def test_a_misspelt_command_and_cluster_are_both_named_in_one_reply():
+    with pytest.raises(CommandError) as error:
+        parse_comment("/maple prot perlmuter aurora", KNOWN)
+    said = str(error.value)
+    assert "did you mean `port`?" in said and "Unknown cluster `perlmuter`: did you mean `perlmutter`?" in said
+    assert "`aurora`" not in said  # a known cluster is not flagged
