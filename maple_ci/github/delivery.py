@@ -133,14 +133,16 @@ def open_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest
 
 
 def deliver(repo: Repository, request_key: str, files: dict[str, str | None], base_branch: str, title: str, body: str,
-            trailers: str = "", commit_title: str | None = None, recreate: bool = False) -> Delivered:
+            trailers: str = "", commit_title: str | None = None, recreate: bool = False,
+            adopted: tuple[str, ...] = ()) -> Delivered:
     """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR (a
     file whose content is None is deleted).
     `trailers` end the commit message (where the port came from, approval.trailers); `commit_title`
     is its first line (default: the title).
 
     A commit by anyone else on the open PR's branch stops it: nothing is committed and the
-    commits are returned in `foreign`, unless `recreate`, which starts the branch again from the base.
+    commits are returned in `foreign`, unless `recreate`, which starts the branch again from the base;
+    `adopted` commits are the bot's own content (applied.adopt_applied) and built on.
 
     Idempotent: the same request again finds the open PR, builds the same tree, and makes no
     commit, no new PR and no edit (the PR already describes that tree). A branch this call
@@ -149,7 +151,7 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str | None], ba
     pr = open_pr(repo, request_key, base_branch)
     ref = _find_ref(repo, f"heads/{branch}")
     keep = _builds_on_branch(pr, ref, recreate)
-    foreign = foreign_commits(repo, ref.object.sha, request_key) if keep else ()
+    foreign = tuple(c for c in foreign_commits(repo, ref.object.sha, request_key) if c not in adopted) if keep else ()
     if foreign:
         return Delivered(pr, ref.object.sha, False, foreign)
     parent_sha = _parent_sha(repo, ref if keep else None, base_branch)
@@ -288,15 +290,16 @@ def react(comment, content: str) -> None:
     comment.create_reaction(content)
 
 
-def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, Any]]):
+def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, Any]], again: bool = False):
     """All suggestions as ONE review (one notification, one "apply batch") that only comments.
 
-    One review per PR: a refresh with the same suggestions posts nothing; new ones replace the
-    bot's earlier reviews, whose text then says they are superseded (GitHub cannot dismiss a comment review)."""
+    One review per PR: a refresh with the same suggestions posts nothing (unless `again`: the branch
+    was started again, so the earlier review is on a commit no longer in the PR); new ones replace
+    the bot's earlier reviews, whose text then says they are superseded (GitHub cannot dismiss a comment review)."""
     comments = [review_comment(s) for s in suggestions]
     marker = f"{REVIEW_PREFIX}{hashlib.sha256(json.dumps(comments, sort_keys=True).encode()).hexdigest()[:16]} -->"
     earlier = _bot_reviews(pr)
-    if any(marker in r.body for r in earlier):
+    if not again and any(marker in r.body for r in earlier):
         return None
     _supersede(earlier)
     if not comments:

@@ -10,6 +10,7 @@ from typing import Callable, NamedTuple
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
+from maple_ci.github.applied import adopt_applied
 from maple_ci.github.approval import Provenance, stamp, trailers
 from maple_ci.github.body import STOPPED, describe, link, reply_for, title_for
 from maple_ci.github.checks import check_runs, verified
@@ -39,15 +40,17 @@ def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[Sou
     `verify(results, commit)` verifies with check runs on `commit`."""
     assert plan.key is not None
     _stamp_provenance(results, source, from_fork)
-    state = _earlier_state(earlier_state(repo, plan.key, base, plan.trigger in AUTOMATIC), command, results)
+    state, adopted = adopt_applied(repo, plan.key, base, earlier_state(repo, plan.key, base, plan.trigger in AUTOMATIC))
+    state = _earlier_state(state, command, results)
     title = title_for(list(state.results), results, settings.pull_requests.title_prefix)
     delivered = deliver(repo, plan.key, _ported_files(results), base, title, describe(state, results), trailers(source),
-                        title_for(list(state.results), results, settings.pull_requests.commit_prefix), command.recreate)
+                        title_for(list(state.results), results, settings.pull_requests.commit_prefix), command.recreate,
+                        adopted)
     stopped = _stopped_early(repo, delivered, state, base, settings)
     if stopped is not None:
         return Published(results, stopped, delivered.pr, refused=bool(delivered.foreign))
     results = verify(results, delivered.sha)
-    _review(repo, (plan.key, delivered.pr), base, results, state, (delivered.sha, title), settings)
+    _review(repo, (plan.key, delivered.pr), base, results, state, (delivered.sha, title), settings, command.recreate)
     return Published(results, _verified_reply(repo, plan, results, delivered.pr, (base, source, from_fork)), delivered.pr)
 
 
@@ -68,19 +71,28 @@ def _verified_reply(repo: Repository, plan: Plan, results: list[SourceResult], p
 
 
 def _review(repo: Repository, where: tuple[str, PullRequest], base: str, results: list[SourceResult], state: State,
-            head: tuple[str, str],
-            settings: Config) -> None:
-    """After verification: the passing fixes committed (when configured), the PR body, the review;
+            head: tuple[str, str], settings: Config, recreate: bool = False) -> None:
+    """After verification: the passing fixes committed (when configured), the PR body with what the
+    review suggests, the review (posted again on `recreate`: the earlier one is on a discarded commit);
     `where` is the request key and its PR."""
     (key, pr), (sha, title) = where, head
     if settings.fixes == "commit":
         sha, state = _commit_fixes(repo, key, base, results, state, settings.pull_requests.commit_prefix, head)
-    edit_pr(pr, title, describe(state, results))
-    post_review(pr, sha, _suggestions(results))
+    edit_pr(pr, title, describe(state._replace(suggested=_suggested(results)), results))
+    post_review(pr, sha, _suggestions(results), again=recreate)
 
 
 def _suggestions(results: list[SourceResult]) -> list[dict]:
     return [s for r in results for c in r["clusters"] for s in c["suggestions"]]
+
+
+def _suggested(results: list[SourceResult]) -> dict[str, list]:
+    """What the review suggests, as the state keeps it: {path: [digest of the script, its edits]}."""
+    return {c["path"]: [digest(c["content"]), _edits(c)] for r in results for c in r["clusters"] if c["suggestions"]}
+
+
+def _edits(c) -> list:
+    return [[s["start_line"], s["line"], s["body"]] for s in c["suggestions"]]
 
 
 def _stamp_provenance(results: list[SourceResult], source: Provenance, from_fork: bool) -> None:
@@ -92,10 +104,8 @@ def _stamp_provenance(results: list[SourceResult], source: Provenance, from_fork
 
 
 def _earlier_state(state: State, command: BotCommand, results: list[SourceResult]) -> State:
-    """The PR's state (ignoring.earlier_state); each script generated as before gets its committed fix
-    again (the branch keeps it, and it is what runs)."""
-    if command.recreate:
-        state = state._replace(fixes={})
+    """The PR's state (ignoring.earlier_state); each script generated as before gets its committed (or
+    applied) fix again, also on `/maple recreate`: the fix is the bot's own, and it is what runs."""
     for r in results:
         for c in r["clusters"]:
             c["content"] = with_fix(c["content"], state.fixes.get(c["path"]))
@@ -159,7 +169,7 @@ def _fixed_files(fixed: list) -> dict[str, str]:
 
 def _keep_fix(fixes: dict[str, list], c) -> None:
     """Remember the fix as its edits when they give the fixed script (the next refresh reapplies them)."""
-    edits = [[s["start_line"], s["line"], s["body"]] for s in c["suggestions"]]
+    edits = _edits(c)
     if apply_edits(c["content"], edits) == c["fixed"]:
         fixes[c["path"]] = [digest(c["content"]), edits]
 

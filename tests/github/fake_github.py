@@ -53,7 +53,7 @@ class FakeGitHub:
         base = dict(self.trees[self.commits[parents[0]]["tree"]]) if parents else {}
         for path, content in files.items():
             self.blobs[blob := _sha("blob", content)] = content
-            base[path] = {"mode": "100644", "sha": blob}
+            base[path] = {"mode": base.get(path, {}).get("mode", "100644"), "sha": blob}  # an edit keeps the mode, as git does
         tree = self._store_tree(base)
         commit = {"tree": tree, "parents": parents, "message": message, "date": date, "author": author}
         self.commits[sha := _sha("commit", commit)] = commit

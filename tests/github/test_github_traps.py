@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from scenarios import KNOWN, SCRIPT, cluster_result, comment_plan, run_result
-from test_github_maintainer import bot_pulls
+from test_github_maintainer import bot_pulls, fix_pipeline
 
 from maple_ci.github.bot import run_plan
 from maple_ci.github.commands import BotCommand, CommandError, parse_comment
@@ -127,3 +127,65 @@ def test_a_misspelt_command_and_cluster_are_both_named_in_one_reply():
     said = str(error.value)
     assert "did you mean `port`?" in said and "Unknown cluster `perlmuter`: did you mean `perlmutter`?" in said
     assert "`aurora`" not in said  # a known cluster is not flagged
+
+
+BROKEN = "#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n"  # fails on the NCCL stand-in until NCCL_DEBUG=INFO
+
+
+def broken_port(*args):
+    return [{"source": "jobs/train.sh", "intent": {"framework": "pytorch"},
+             "clusters": [cluster_result("perlmutter") | {"content": BROKEN, "verification": "pending"}]}]
+
+
+def commit_suggestion(fake, branch, review_comment):
+    """What GitHub's "Commit suggestion" button does: the person commits the suggested lines."""
+    body = review_comment["body"].split("```suggestion\n", 1)[1].rsplit("```", 1)[0]
+    lines = fake.files_at(branch)[review_comment["path"]].splitlines(keepends=True)
+    lines[review_comment.get("start_line", review_comment["line"]) - 1:review_comment["line"]] = [body]
+    fake.refs[branch] = fake.commit_files({review_comment["path"]: "".join(lines)}, [fake.refs[branch]],
+                                          "Apply suggestions from code review")
+    return fake.refs[branch]
+
+
+def test_committing_the_bots_own_suggestion_does_not_stop_it_and_recreate_keeps_the_fix(fake, repo, webhook, source_pr):
+    pipeline = fix_pipeline("suggest", runs := [])
+    ask = lambda line: run_plan(repo, comment_plan(webhook, source_pr["number"], line)[0], broken_port,  # noqa: E731
+                                pipeline.verify, settings=pipeline.config)
+    ask("/maple port perlmutter")
+    branch = "heads/maple/port-pr-1"
+    [review] = fake.reviews
+    applied = commit_suggestion(fake, branch, review["comments"][0])
+    del runs[:]
+    ask("/maple port perlmutter")  # the same port again, after the maintainer applied the suggestion
+    [pr] = bot_pulls(fake)
+    assert "stopped updating" not in pr["body"] and "commits by others" not in fake.comments[-1]["body"]
+    assert fake.refs[branch] == applied  # built on: the fix is already there, nothing to commit
+    assert runs == [("scripts/perlmutter/train.sh", True, True)]  # verified with the fix: it passes
+    assert "✅ perlmutter" in fake.comments[-1]["body"]
+
+    ask("/maple recreate")  # starts from the PR's branch again and keeps the bot's fix
+    assert fake.commits[fake.refs[branch]]["parents"] == [fake.refs["heads/feature"]]
+    assert "export NCCL_DEBUG=INFO" in fake.files_at(branch)["scripts/perlmutter/train.sh"]
+    assert runs[-1] == ("scripts/perlmutter/train.sh", True, True)
+
+
+def test_a_persons_other_edit_still_stops_the_bot(fake, repo, webhook, source_pr):
+    pipeline = fix_pipeline("suggest")
+    plan = comment_plan(webhook, source_pr["number"], "/maple port perlmutter")[0]
+    run_plan(repo, plan, broken_port, pipeline.verify, settings=pipeline.config)
+    branch = "heads/maple/port-pr-1"
+    commit_suggestion(fake, branch, fake.reviews[0]["comments"][0])
+    fake.refs[branch] = mine = fake.commit_files({"scripts/perlmutter/train.sh": "#!/bin/bash\n# mine\n"},
+                                                 [fake.refs[branch]], "my own edit")
+    run_plan(repo, plan, broken_port, pipeline.verify, settings=pipeline.config)
+    assert fake.refs[branch] == mine and "commits by others" in fake.comments[-1]["body"]
+
+
+def test_recreate_posts_a_pending_suggestion_again(fake, repo, webhook, source_pr):
+    pipeline = fix_pipeline("suggest")
+    for line in ("/maple port perlmutter", "/maple recreate"):
+        run_plan(repo, comment_plan(webhook, source_pr["number"], line)[0], broken_port, pipeline.verify,
+                 settings=pipeline.config)
+    first, second = fake.reviews
+    assert second["commit_id"] == fake.refs["heads/maple/port-pr-1"]  # on the branch as recreated
+    assert "superseded" in first["body"] and "a fix is suggested in the PR's review" in fake.comments[-1]["body"]
