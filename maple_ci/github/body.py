@@ -133,9 +133,20 @@ CHECKS_SHOWN = 3  # checks named in the reply per script and cluster
 
 def reply_for(url: str, results: list[SourceResult]) -> str:
     """The reply in the thread: the PR, then per script and cluster what happened, failures first."""
-    lines = [f"Ported in {url}"] + [f"- {_outcome(r, c)}" for r, c in _failures_first(results)]
-    lines += [f"- {plain(note)}" for r in results for note in r.get("notes", [])]
-    return "\n".join(lines)
+    return "\n".join([f"Ported in {url}"] + _outcome_lines(results))
+
+
+def verified_reply(results: list[SourceResult]) -> str:
+    """The reply to `/maple verify`: a line per ported script, failures first (the check runs and the
+    PR body hold the rest)."""
+    if not results:
+        return "There are no ported scripts to verify here."
+    return "\n".join(["Verified the ported scripts:"] + _outcome_lines(results))
+
+
+def _outcome_lines(results: list[SourceResult]) -> list[str]:
+    lines = [f"- {_outcome(r, c)}" for r, c in _failures_first(results)]
+    return lines + [f"- {plain(note)}" for r in results for note in r.get("notes", [])]
 
 
 def _failures_first(results: list[SourceResult]) -> list[tuple]:

@@ -21,7 +21,7 @@ from github.Repository import Repository
 
 from maple_ci.errors import MapleError
 from maple_ci.github.approval import Provenance, approve, approver, fork_source, permission, stamp, stamped, waiting_note
-from maple_ci.github.body import render_pr_body
+from maple_ci.github.body import render_pr_body, verified_reply
 from maple_ci.github.checks import failing, verify_with_check_runs
 from maple_ci.github.commands import BotCommand, authorize, refusal
 from maple_ci.github.config import Config, Schedule
@@ -182,7 +182,7 @@ def _deliver(repo: Repository, plan: Plan, command: BotCommand, found: Target, r
     results = gated(results, commit_sha(repo, found.ref))
     if plan.report:
         propose_fixes(repo, found.base, results, settings)
-    return Published(results, render_pr_body(results), None)
+    return Published(results, verified_reply(results), None)
 
 
 def _afterword(approvals: dict[str, str | None], left_out: tuple[str, ...], settings: Config) -> str:

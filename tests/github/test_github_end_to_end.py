@@ -148,3 +148,31 @@ def test_a_passing_fix_lands_as_a_commit(fake, webhook, checkout, tmp_path, monk
     run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config)
     assert fake.refs["heads/maple/port-pr-1"] == fixed and len(cluster.runs) == runs
     assert fake.comments[-1]["body"].endswith("(unchanged)")
+
+
+def test_verify_replies_in_a_few_lines_under_the_ports_check_run_names(fake, webhook, checkout, tmp_path, monkeypatch):
+    """Issue 28: `/maple verify` on the bot's PR answers one line per script, not the PR body, and its
+    check runs carry the port's names (`maple / <cluster> / <source script>`), so a required check
+    set up on the port's name is the one verify reports."""
+    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sbatch": EXAMPLE.read_text()},
+                                                   [fake.refs["heads/main"]], "add train.sbatch")
+    fake.permissions["Codertocat"] = "write"
+    source_pr = fake.open_pull("feature", "main")
+    config = Config(targets=["perlmutter"], verification={"default": "slurm"})
+    ported = tmp_path / "ported"  # the bot PR's head as a checkout, for verify
+    pipeline = Pipeline(config, lambda ref: nullcontext(checkout if ref == fake.refs["heads/feature"] else ported),
+                        env={}, backend=Cluster())
+    action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port perlmutter"))
+    assert run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config) == 0
+    head = fake.refs["heads/maple/port-pr-1"]
+    for path, text in fake.files_at(head).items():
+        (ported / path).parent.mkdir(parents=True, exist_ok=True)
+        (ported / path).write_text(text)
+
+    bot_pr = fake.pulls[-1]
+    action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, bot_pr["number"], "/maple verify"))
+    assert run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config) == 0
+    reply = fake.comments[-1]["body"]
+    assert reply == "Verified the ported scripts:\n- ✅ perlmutter (`scripts/perlmutter/train.sbatch`): passed"
+    names = [run["name"] for run in fake.check_runs if run["head_sha"] == head]
+    assert names == ["maple / perlmutter / jobs/train.sbatch"] * 2  # the port's run, then verify's, same name
