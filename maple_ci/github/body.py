@@ -25,10 +25,10 @@ FOOTER = """---
 - `/maple verify` runs verification of the ported scripts again; `/maple port <cluster>...` adds clusters.
 - **On push** of a tracked launch script to the default branch, maple-ci regenerates these files and updates
   this PR; **nightly** it verifies the merged ports and keeps one "Portability report" issue.
-- **Close** this PR and maple-ci leaves it closed: a push does not reopen or recreate it. Reopen it to resume.
-- `/maple ignore <cluster|file>` stops porting that cluster or script here; `/maple unignore` undoes it.
-- A commit of yours on this branch stops maple-ci from updating it, so your work is never overwritten;
-  `/maple recreate` discards those commits and ports again."""
+- **Close** this PR and push and nightly runs stop porting its scripts (other scripts still get a PR); reopen the closed PR to resume.
+- `/maple ignore <cluster|file>` takes that port out of this PR and stops porting it here; `/maple unignore` undoes it.
+- A commit of yours on this branch stops maple-ci from updating it, so your work is never overwritten (applying its
+  own suggestion does not); `/maple recreate` discards those commits and ports again, keeping its fixes."""
 
 
 def merged(earlier: list[SourceResult], results: list[SourceResult]) -> list[SourceResult]:
