@@ -60,6 +60,12 @@ class JobIntent:
     env: dict[str, str] = field(default_factory=dict)
     python_env: Optional[str] = None
     configs: dict[str, str] = field(default_factory=dict)
+    # The per-node launcher's own options (torchrun, deepspeed, accelerate), by the registry's names,
+    # each with its last value as written ("" for a flag); launch_options.py carries or names each one.
+    launcher_options: dict[str, str] = field(default_factory=dict)
+    # What the accelerate config file the launch names sets that the launcher hands its workers
+    # (mixed_precision, fsdp_config's fsdp_*...), by the same names: carried where no accelerate launch reads the file.
+    config_options: dict[str, str] = field(default_factory=dict)
     container: Optional[Container] = None
     # A per-rank wrapper kept in front of the program (`srun ./wrap.sh python train.py`, `nsys
     # profile -o x`), words as written; known site affinity wrappers are not kept (the target binds).

@@ -9,6 +9,7 @@ source's model, e.g. OLCF's srun per GCD for PyTorch on Frontier), and a Lightni
 runs one rank per device (retrieval's rule: Lightning's SLURM/MPI environments expect it).
 """
 
+import re
 from functools import lru_cache
 from typing import Optional
 
@@ -81,3 +82,61 @@ def model_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:
     return [f"the source starts {process_model(intent)} ({intent.launcher}); {why}, so the port does: the program gets "
             "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as before; check it reads nothing else "
             "of its old launcher's (torchrun's LOCAL_WORLD_SIZE, MPI's rank variables)"]
+
+
+# Variables an MPI-kind launcher or the scheduler sets in each task it starts (Slurm's srun, PALS,
+# Hydra, Open MPI, MVAPICH, Flux, jsrun, pbsdsh): a node rank read from one comes from a launch that
+# starts every node of the job itself.
+_TASK_VARIABLE = re.compile(r"\$\{?(?:SLURM_NODEID|SLURM_PROCID|SLURM_LOCALID|PMI_RANK|PMIX_RANK|PALS_NODEID|PALS_RANKID|"
+                            r"OMPI_COMM_WORLD_RANK|OMPI_COMM_WORLD_NODE_RANK|MV2_COMM_WORLD_RANK|FLUX_TASK_RANK|"
+                            r"JSM_NAMESPACE_RANK|PBS_VNODENUM|PBS_TASKNUM)\b")
+_GIVEN_FROM_OUTSIDE = re.compile(r"\d+|\$\{?[A-Za-z_]\w*\}?")  # a number, or a variable the job is handed
+_NODE_RANK = ("node_rank", "machine_rank")  # torchrun's and deepspeed's, accelerate's
+_NODE_COUNT = ("nnodes", "num_nodes", "num_machines")
+
+
+def start_notes(intent: JobIntent, template: TemplateMeta, ranks_per_node: int, nodes: Optional[int]) -> list[str]:
+    """The header's word on how the source starts its processes where the port starts them
+    otherwise: fewer processes than devices per node, a node that joins a rendezvous of separately
+    started nodes, and DeepSpeed's --local_rank argument."""
+    return [note for note in (_fewer_than_devices(intent, ranks_per_node), _separate_nodes(intent, nodes),
+                              _local_rank_argument(intent, template)) if note]
+
+
+def _fewer_than_devices(intent: JobIntent, ranks_per_node: int) -> Optional[str]:
+    """One process per node (or a few) on nodes of several GPUs: each drives several devices itself."""
+    nodes, world, devices = intent.nodes, intent.world_size, intent.gpus_per_node
+    if not (nodes and world and devices) or world % nodes or world // nodes >= devices or intent.launcher == "python":
+        return None
+    started = world // nodes
+    why = (" (torchrun's default: the source gives no --nproc_per_node)"
+           if intent.launcher == "torchrun" and "nproc_per_node" not in intent.launcher_options else "")
+    return (f"the source starts {started} process(es) per node{why} on nodes of {devices} GPUs, so each drives "
+            f"several devices (or leaves some idle); the port starts one per device, {ranks_per_node} per node: a "
+            "program that uses several GPUs per process (DataParallel, device_map, its own workers) must be changed "
+            "for that, or ported with its own launcher line (--entrypoint)")
+
+
+def _separate_nodes(intent: JobIntent, nodes: Optional[int]) -> Optional[str]:
+    """A per-node launcher told its node's rank from outside the job (`qsub -v NODE_RANK=1`, ssh per
+    node, by hand): the source is one node of a rendezvous whose other nodes start separately."""
+    options = intent.launcher_options
+    option = next((name for name in _NODE_RANK if name in options), None)
+    if option is None or intent.launcher not in PER_NODE_LAUNCHERS:
+        return None
+    rank, count = options[option], next((options[name] for name in _NODE_COUNT if name in options), None)
+    if _TASK_VARIABLE.search(rank) or not _GIVEN_FROM_OUTSIDE.fullmatch(rank) or count == "1":
+        return None
+    size = f"{nodes} node(s)" if nodes else "the allocation's nodes"
+    return (f"the source's {intent.launcher} is one node of a rendezvous of {count or 'several'} node(s), told its "
+            f"rank from outside the job (--{option}={rank}): its other nodes start separately (another job, ssh, "
+            f"or by hand); the port is one job that starts every node itself ({size}): submit it once, not per node")
+
+
+def _local_rank_argument(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
+    """DeepSpeed's launcher passes each worker --local_rank=N unless --no_local_rank; others do not."""
+    if intent.launcher != "deepspeed" or template.launcher == "deepspeed" or "no_local_rank" in intent.launcher_options:
+        return None
+    return (f"the source's deepspeed launcher passes each worker --local_rank=N; the port's {template.launcher} "
+            "ranks get LOCAL_RANK in their environment only: a program whose argument parser requires "
+            "--local_rank must read LOCAL_RANK instead (deepspeed.init_distributed and HF Trainer do)")

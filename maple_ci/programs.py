@@ -5,8 +5,12 @@ pipeline (x context) parallel ranks; the rest of the world is data parallel. A p
 world size and keeps those flags, so the world size must stay a multiple of the model-parallel
 group, and the global batch size a multiple of data-parallel size x micro batch size.
 Lightning's Trainer(devices=, num_nodes=) must equal the ranks per node and the node count.
-The port rewrites none of these arguments: it checks them and says what to change (the source
-scheduler's job variables in them are translated before, by schedulers/jobvars.py).
+The port checks these and says what to change (the source scheduler's job variables in them are
+translated before, by schedulers/jobvars.py). It rewrites only arguments whose meaning is documented:
+Lightning's Trainer devices and num_nodes in Hydra's spelling (NeMo: `trainer.devices=8`, also with
+`+`/`++`) and LightningCLI's (`--trainer.devices 8`), which must equal the port's ranks per node and
+nodes. Other arguments that hold the source's node shape (`--devices 4`, `--num_gpus 4`, `--nproc 4`,
+`--num-nodes 16`) are the program's to define: the header names them (shape_arguments).
 """
 
 import math
@@ -100,3 +104,62 @@ def _lightning_note(args: list[str], nodes: Optional[int], ranks_per_node: int) 
     if wrong:
         note += f"; the script's arguments give {' and '.join(wrong)}, left as written: change them"
     return note
+
+
+# Lightning's Trainer arguments in Hydra's (+trainer.devices=8) and LightningCLI's (--trainer.devices 8)
+# spellings: `gpus` is Lightning 1.x's name for devices.
+_TRAINER = re.compile(r"(?:\+{0,2}|--)trainer\.(devices|gpus|num_nodes)")
+_TRAINER_KIND = {"devices": "per_node", "gpus": "per_node", "num_nodes": "nodes"}
+# Names (normalised as _sizes does) that usually hold the node shape, whose meaning is the program's.
+_SHAPE_NAMES = {"per_node": ("devices", "gpus", "ngpus", "num-gpus", "n-gpus", "gpus-per-node", "nproc",
+                             "nproc-per-node", "num-devices", "devices-per-node"),
+                "nodes": ("num-nodes", "nnodes", "nodes", "n-nodes"), "world": ("world-size",)}
+_SHAPE_KIND = {name: kind for kind, names in _SHAPE_NAMES.items() for name in names}
+_KIND_TEXT = {"per_node": "ranks per node", "nodes": "nodes", "world": "ranks in all"}
+
+
+def _shape(nodes: Optional[int], per_node: Optional[int]) -> dict[str, Optional[int]]:
+    world = nodes * per_node if nodes and per_node else None
+    return {"per_node": per_node, "nodes": nodes, "world": world}
+
+
+def _shape_words(args: list[str]):
+    """(index of the value's word, the option as written, normalised name, value) of each sizing argument."""
+    for i, word in enumerate(args):
+        name, equals, value = word.partition("=")
+        if not equals:
+            if not word.startswith("--") or i + 1 >= len(args):
+                continue
+            value, at = args[i + 1], i + 1
+        else:
+            at = i
+        match = _OPTION.fullmatch(name.lstrip("+"))  # Hydra's +key= adds, ++key= forces
+        if match and value.isdigit():
+            yield at, name, match.group(1).replace("_", "-"), int(value)
+
+
+def shape_arguments(args: list[str], source: tuple, port: tuple) -> tuple[list[str], list[str]]:
+    """(the program's arguments for the port, header notes): Lightning's Trainer sizes set to the
+    port's shape; other arguments equal to the source's shape that the port changes, named.
+    `source` and `port` are (nodes, ranks per node); a port's nodes is None when chosen at submit time."""
+    want, had = _shape(*port), _shape(*source)
+    out, notes = list(args), []
+    for at, written, name, value in _shape_words(args):
+        trainer = _TRAINER.fullmatch(written)
+        kind = _TRAINER_KIND[trainer.group(1)] if trainer else _SHAPE_KIND.get(name)
+        if kind is None or want[kind] in (None, value):
+            continue
+        if trainer:
+            out[at] = f"{written}={want[kind]}" if "=" in out[at] else str(want[kind])
+            notes.append(f"Lightning's {written} is set to the port's {_KIND_TEXT[kind]}: {value} -> {want[kind]}")
+        elif value == had[kind]:
+            notes.append(f"the program's argument {written} {value} is the source's {_KIND_TEXT[kind]}; the port has "
+                         f"{want[kind]}: change it to {want[kind]} if it sizes the job (left as written)")
+    return out, notes
+
+
+def port_arguments(intent, nodes: Optional[int], ranks_per_node: int) -> tuple[list[str], list[str]]:
+    """shape_arguments for a port of `intent` to `nodes` (None: chosen at submit time) x ranks_per_node."""
+    per_node = intent.world_size // intent.nodes if intent.world_size and intent.nodes and \
+        intent.world_size % intent.nodes == 0 else intent.gpus_per_node
+    return shape_arguments(intent.script_args, (intent.nodes, per_node), (nodes, ranks_per_node))

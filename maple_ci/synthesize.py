@@ -39,8 +39,9 @@ from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
-from .programs import describe, model_parallel, nodes_that_fit, program_notes
-from .process_model import model_notes
+from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
+from .process_model import model_notes, start_notes
+from .launch_options import carry
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -100,8 +101,13 @@ def require_port_facts(intent: JobIntent, source_name: str = "<text>") -> None:
 
 def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Queue, str]:
     """(default nodes, queue, note) for a source that leaves its size to submit time: the source's
-    queue when the target has it, else the default one, and the fewest nodes that queue takes."""
-    queue = next((q for q in profile.queues if q.name == intent.queue), profile.default_queue())
+    queue when the target has it, else the first that takes the walltime (the default one when it
+    does), and the fewest nodes that queue takes. Choosing by walltime here keeps a 2 h job at 2 h
+    in a queue that allows it, not at the longest queue's limit (_walltime)."""
+    queue = next((q for q in profile.queues if q.name == intent.queue), None)
+    if queue is None:
+        default = profile.default_queue()
+        queue = pick_queue(profile, default.min_nodes, intent.walltime)
     nodes = queue.min_nodes
     why = f" (queue {queue.name} takes at least {nodes})" if nodes > 1 else ""
     return nodes, queue, (f"the source leaves the node count to submit time: the launch lines take it from the "
@@ -184,12 +190,16 @@ def _note_world_change(intent: JobIntent, profile: ClusterProfile, shape: tuple[
     """Say when ranks per node or the world size change with the target's node shape."""
     nodes, gpus = shape
     unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
-    note = _per_node_change(intent, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
+    note = _per_node_change(intent, nodes, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
     notes += [note] if note else []
 
 
-def _per_node_change(intent: JobIntent, gpus: int, unit: str) -> Optional[str]:
-    """A size chosen at submit time: only the ranks per node can change."""
+def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
+    """A size chosen at submit time: the ranks per node change, or a world size the source fixed
+    (`#SBATCH -n 2`) does, with the default node count."""
+    if intent.world_size and intent.world_size != nodes * gpus:
+        return (f"world size changes from {intent.world_size} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
+                f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
     if not intent.gpus_per_node or intent.gpus_per_node == gpus:
         return None
     return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
@@ -234,13 +244,20 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     )
 
 
+def _cores_per_rank(profile: ClusterProfile, job: Job) -> int:
+    """The cores each rank runs on: the launch line's binding where the profile gives it (one rank
+    per device, the whole node), else the node's cores over its ranks."""
+    if profile.cores_per_rank and job.tasks_per_node == profile.devices_per_node:
+        return profile.cores_per_rank
+    return max(1, profile.cores_per_node // job.gpus_per_node)
+
+
 def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str], job: Job
                 ) -> tuple[dict[str, str], dict[str, str]]:
     """(the target's settings, the source's variables templates/values.yaml lets through, with
     notes for the rest). Kept apart: the target's values are literal and the user's may expand."""
     site = {**profile.env, **framework_env}
-    target = Target(profile.name, profile.gpu_vendor, intent.source_cluster == profile.name,
-                    max(1, profile.cores_per_node // job.gpus_per_node))
+    target = Target(profile.name, profile.gpu_vendor, intent.source_cluster == profile.name, _cores_per_rank(profile, job))
     user, notes = port_env(intent.env, target, set(site))
     job.notes += notes
     return site, user
@@ -349,8 +366,9 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     CLI's and the bot's default shown; see the module docstring); MapleError if it cannot be made."""
     _require_usable(template, profile)
     job = resolve_job(intent, profile, template, source_name)
-    job.notes += program_notes(intent.script_args, intent.framework, None if job.from_allocation else job.nodes,
-                               job.gpus_per_node)
+    nodes = None if job.from_allocation else job.nodes
+    args, shape_notes = port_arguments(intent, nodes, job.gpus_per_node)
+    job.notes += shape_notes + program_notes(args, intent.framework, nodes, job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += _literal_argument_notes(intent.script_args)
@@ -362,7 +380,10 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
+    job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
     job.notes += deepspeed_notes(intent, template)
+    carried = carry(intent, template)
+    job.notes += carried.notes
     job.notes += [template.reason] if template.reason else []
     return _environment().get_template(template.path).render(
         meta=template,
@@ -370,12 +391,13 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         setup=setup,
         site_env=site_env,
         user_env=user_env,
-        exported=[*site_env, *user_env],
+        exported=[*site_env, *user_env, *carried.env],
+        carried=carried,
         job=job,
         module=module,
         entrypoint=program,
         executable=not module and not program.endswith(".py"),
-        args=intent.script_args,
+        args=args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,

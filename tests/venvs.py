@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+
 
 def nested_venv(path: Path) -> Path:
     """A venv at `path` that imports what this interpreter imports; its bin folder."""
@@ -20,4 +22,6 @@ def nested_venv(path: Path) -> Path:
     [site_packages] = path.glob("lib/python*/site-packages")
     dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
     (site_packages / "outer.pth").write_text("import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
+    # The maple-ci these tests come from first, whichever checkout an editable install points at.
+    (site_packages / "zz-checkout.pth").write_text(f"import sys; sys.path.insert(0, {str(CHECKOUT)!r})\n")
     return path / "bin"

@@ -16,6 +16,7 @@ from .diagnosis import Advice, Candidate
 from .edits import apply_fix, fields_of, fields_of_text, resolve
 from .kb import Fix, Match
 from .logs import Failure
+from .policy import log_value_refusal
 
 # Why a known fix was not offered, with its rule id and the knowledge base's patterns, goes to this log;
 # a user reads only the reason in words (an escaped regex is no text for a person: issue 28).
@@ -94,6 +95,13 @@ def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dic
     return values | {n: f"<{n}>" for n in find}, find, unknown
 
 
+def _log_values_refusal(fix: Fix, logged: dict[str, str], from_script: dict[str, str]) -> Optional[str]:
+    """Why a value the log gave may not fill one of the fix's fields (policy.log_value_refusal); the
+    script's own values (from_script) win over the log's, so only the log's that are used are checked."""
+    used = {name for op in fix.ops for name in fields_of(op)} & (logged.keys() - from_script.keys())
+    return next((why for name in sorted(used) if (why := log_value_refusal(name, logged[name]))), None)
+
+
 _TARGETS = ("name", "flag", "launcher")  # what an op edits: a placeholder there is no edit yet
 
 
@@ -108,6 +116,8 @@ def _offer(m: Match, fix: Fix, script: str, log: str, context: dict, scheduler: 
     groups, why = _precondition(fix, script, log, m.groups)
     if groups is None:
         return _declined(m.entry.id, why)
+    if why := _log_values_refusal(fix, m.groups, groups):
+        return _declined(m.entry.id, f"{why}; it is not put into the script")
     values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)
     if unknown:
         return _declined(m.entry.id, f"the fix needs {', '.join(unknown)}, which neither the log nor "

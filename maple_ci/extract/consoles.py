@@ -81,7 +81,8 @@ def _composer(argv, shell, stages, ctx):
     opts, rest = parse_options(argv[1:], grammar("composer"))
     if not rest:
         return None
-    torchrun = {"nproc_per_node": opts["nproc"]} if "nproc" in opts else {}
+    # without -n composer starts one rank per visible device (its docs; unconfirmed): torchrun's `--nproc_per_node gpu`
+    torchrun = {"nproc_per_node": opts.get("nproc", ["gpu"])}
     if "world_size" in opts and "nproc" in opts:  # composer's world size counts ranks, torchrun's nnodes nodes
         torchrun["nnodes"] = [f"$(({last(opts, 'world_size')} / {last(opts, 'nproc')}))"]
     if "module_mode" in opts:
@@ -95,7 +96,9 @@ def _llamafactory(argv, shell, stages, ctx):
     env = {**{k: v for k, v in shell.vars.items() if isinstance(v, str)}, **ctx.env}
     if argv[1:2] != ["train"] or env.get("FORCE_TORCHRUN", "").lower() not in ("1", "true"):
         return None
-    torchrun = {option: [env[name]] for name, option in _LLAMAFACTORY_ENV.items() if env.get(name)}
+    # without NPROC_PER_NODE LLaMA-Factory starts one worker per device (its src/llamafactory/cli.py, read
+    # 2026-11-29: get_device_count()): torchrun's `--nproc_per_node gpu`
+    torchrun = {"nproc_per_node": ["gpu"], **{option: [env[name]] for name, option in _LLAMAFACTORY_ENV.items() if env.get(name)}}
     for name in ("FORCE_TORCHRUN", *_LLAMAFACTORY_ENV):  # torchrun's options now, not the program's variables
         ctx.env.pop(name, None)
     return finish([*stages, ("torchrun", torchrun)], "-m llamafactory.launcher", argv[2:], shell, ctx)

@@ -101,7 +101,9 @@ def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> 
 
 def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
     nodes = _fixed_nnodes(value(opts, "nnodes")) if "nnodes" in opts else 1  # torchrun's default
-    return Counts(nodes, count(value(opts, "nproc_per_node")))
+    # without --nproc_per_node torchrun starts its default (one worker), not one per device
+    per_node = value(opts, "nproc_per_node") if "nproc_per_node" in opts else launcher("torchrun").default("nproc_per_node")
+    return Counts(nodes, count(per_node))
 
 
 def _fixed_nnodes(nnodes: Optional[str]) -> Optional[int]:

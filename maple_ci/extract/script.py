@@ -20,6 +20,7 @@ from .counts import Counts, launch_counts
 from .directives import Directives, parse_directives, runtime_vars
 from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
+from .launcher_options import config_options, launcher_options
 from .options import last
 from .shell import bash_syntax_error, parse
 from .submit import submitted
@@ -110,6 +111,8 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         env=_env(shell, launch),
         python_env=shell.python_env,
         configs=cfg.paths(),
+        launcher_options=launcher_options(launch),
+        config_options=config_options(cfg.accelerate),
         container=_container(launch, d),
         wrapper=launch.wrapper if launch else [],
         notes=_notes(notes, d, shell, launch),

@@ -32,6 +32,7 @@ from ..library import TemplateMeta
 from ..process_model import (ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, model_given, process_model, same_model,
                              template_model)
 from ..profiles import ClusterProfile
+from ..programs import port_arguments
 from ..synthesize import deepspeed_notes, resolve_job
 from .static import Check
 
@@ -83,10 +84,11 @@ def _as_port_reads(word: str, env: dict[str, str]) -> str:
     return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
 
 
-def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta) -> Check:
-    """The source's arguments word for word, and the --deepspeed_config the port adds (and says so)
-    where a DeepSpeed program's arguments name none (synthesize.deepspeed_notes)."""
-    want, got = intent.script_args, back.script_args
+def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta, want: list[str]) -> Check:
+    """The source's arguments word for word (`want`: with the Trainer sizes the port sets and says so,
+    programs.port_arguments), and the --deepspeed_config the port adds (and says so) where a DeepSpeed
+    program's arguments name none (synthesize.deepspeed_notes)."""
+    got = back.script_args
     if deepspeed_notes(intent, template) and got[len(want):len(want) + 1] == ["--deepspeed_config"]:
         got = got[:len(want)] + got[len(want) + 2:]
     problem = None
@@ -147,7 +149,8 @@ def readback_checks(script: str, intent: JobIntent, profile: ClusterProfile, tem
     job = resolve_job(intent, profile, template)
     # A one-process template starts one process whatever nodes the job holds.
     world = 1 if template_model(template) == ONE_PROCESS else None if job.from_allocation else job.world_size
-    checks = [_program(back, intent), _arguments(back, intent, template), _model(back, intent, template),
+    want = port_arguments(intent, None if job.from_allocation else job.nodes, job.gpus_per_node)[0]
+    checks = [_program(back, intent), _arguments(back, intent, template, want), _model(back, intent, template),
               *_size(back, intent, job.gpus_per_node, world)]
     if env := _environment(script, back, source_text, intent):
         checks.append(env)
