@@ -86,11 +86,6 @@ def test_maple_action_command_reads_the_config_and_stops_on_an_invalid_one(fake,
     (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nverification: {perlmutter: ssh}\n")
     code, output = maple_action(capsys)
     assert code == 2 and "`verification.perlmutter`" in output
-    # ...and says so where push and nightly failures go (issue 28): a red run alone is read by nobody.
-    [issue] = fake.issues
-    [said] = [c["body"] for c in fake.comments if c["issue"] == issue["number"]]
-    assert issue["title"] == "Portability report" and "configuration is invalid" in said
-    assert "`verification.perlmutter`" in said and "Fix it on the default branch" in said
 
 
 def test_an_invalid_config_is_answered_in_the_thread_and_nothing_runs(fake, source_pr, webhook, tmp_path, monkeypatch,
