@@ -149,7 +149,7 @@ class Pipeline:
 
         text, intent = self._read(root, path)
         checks = static_checks(text, intent, get_profile(cluster))
-        source, template = _generated_from(text) or (path, "")
+        source, template = generated_from(text) or (path, "")
         return SourceResult(source=source, intent=asdict(intent), clusters=[_cluster(cluster, path, text, template, checks)])
 
     def _read(self, root: Path, name: str):
@@ -252,7 +252,7 @@ def _generated(ported) -> tuple[list[str], list[ClusterResult]]:
     return notes, clusters
 
 
-def _generated_from(text: str) -> tuple[str, str] | None:
+def generated_from(text: str) -> tuple[str, str] | None:
     """The source script and template a ported script's header names (templates/launch/_base.sh.j2),
     so that verifying it names its check runs as its port did; None when the header is not there or
     names something that is no plain repository path (the file is text anyone may have edited)."""
