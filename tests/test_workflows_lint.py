@@ -63,7 +63,8 @@ def test_every_third_party_action_is_pinned_by_full_sha_with_its_version():
 def test_jobs_use_the_protected_environment_and_keep_no_token_in_git_config(workflow):
     for job in yaml.safe_load(workflow.read_text())["jobs"].values():
         if not any(step.get("uses", "").startswith("maple-ci/maple-ci@") for step in job["steps"]):
-            assert "environment" not in job and job["permissions"] == {}  # no secret, no write token
+            # No secret, no write token; the refusal reply (issue 28) may comment and nothing else.
+            assert "environment" not in job and job["permissions"] in ({}, {"issues": "write", "pull-requests": "write"})
             continue
         assert job["environment"] == "maple"  # the MAPLE_GITLAB_* secrets live only there
         checkout = [step for step in job["steps"] if step.get("uses", "").startswith("actions/checkout@")]
@@ -84,6 +85,13 @@ def test_comment_requests_from_outsiders_start_nothing_and_only_writers_join_the
     assert "concurrency" not in jobs["authorize"]  # tests/github/test_github_security.py runs its step
     assert jobs["maple"]["needs"] == "authorize" and jobs["maple"]["if"] == "needs.authorize.outputs.write == 'true'"
     assert jobs["maple"]["concurrency"] == {"group": "maple-pr-${{ github.event.issue.number }}", "cancel-in-progress": False}
+    # Issue 28: whoever asked without write access is answered (the `refuse` job), not skipped in silence;
+    # that job may only comment, and waits in no queue a maintainer's request waits in.
+    refuse = jobs["refuse"]
+    assert refuse["needs"] == "authorize" and "needs.authorize.result == 'skipped'" in refuse["if"]
+    assert "needs.authorize.outputs.write != 'true'" in refuse["if"] and refuse["if"].startswith("!cancelled()")
+    assert refuse["permissions"] == {"issues": "write", "pull-requests": "write"} and "concurrency" not in refuse
+    assert "secrets." not in yaml.safe_dump(refuse) and "environment" not in refuse
 
 
 def test_push_and_nightly_wait_in_queues_of_their_own():

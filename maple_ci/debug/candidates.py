@@ -6,6 +6,7 @@ cluster's facts. A value neither gives, if it is a site value a person can look 
 partition's limit, the GPU flag), becomes a <name> placeholder with the command that finds it.
 """
 
+import logging
 import re
 from typing import NamedTuple, Optional
 
@@ -16,6 +17,10 @@ from .edits import apply_fix, fields_of, fields_of_text, resolve
 from .kb import Fix, Match
 from .logs import Failure
 from .policy import log_value_refusal
+
+# Why a known fix was not offered, with its rule id and the knowledge base's patterns, goes to this log;
+# a user reads only the reason in words (an escaped regex is no text for a person: issue 28).
+_log = logging.getLogger(__name__)
 
 # Site values a fix may need and how to find them: each scheduler unit lists its own commands
 # (Scheduler.site_queries); these are the ones that are the same under every scheduler.
@@ -67,11 +72,13 @@ def _precondition(fix: Fix, script: str, log: str, found: dict[str, str]) -> tup
         filled = _with_log_values(pattern, found)
         m = re.search(filled, script, re.MULTILINE) if filled else None
         if not m:
-            return None, f"the script has nothing matching {pattern!r}"
+            _log.info("the script has nothing matching %r", pattern)
+            return None, "the script has no line it edits"
         groups |= _captured(m)
     for pattern in fix.unless:
         if re.search(pattern, script, re.MULTILINE):
-            return None, f"the script already has {pattern!r}"
+            _log.info("the script already has %r", pattern)
+            return None, "the script already has what it adds"
     if not all(re.search(p, log, re.MULTILINE) for p in fix.log_requires):
         return None, "the message is not the one it fixes"
     if any(re.search(p, log, re.MULTILINE) for p in fix.log_unless):
@@ -108,29 +115,35 @@ def _offer(m: Match, fix: Fix, script: str, log: str, context: dict, scheduler: 
     """One alternative of a known case as a candidate, or why it is not one."""
     groups, why = _precondition(fix, script, log, m.groups)
     if groups is None:
-        return _Offer(reason=f"{m.entry.id}: {why}")
+        return _declined(m.entry.id, why)
     if why := _log_values_refusal(fix, m.groups, groups):
-        return _Offer(reason=f"{m.entry.id}: {why}; it is not put into the script")
+        return _declined(m.entry.id, f"{why}; it is not put into the script")
     values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)
     if unknown:
-        return _Offer(reason=f"{m.entry.id}: the fix needs {', '.join(unknown)}, which neither the log nor "
-                             "the cluster profile gives")  # fmt: skip
+        return _declined(m.entry.id, f"the fix needs {', '.join(unknown)}, which neither the log nor "
+                                     "the cluster profile gives")  # fmt: skip
     if any(n in find for op in fix.ops for k, v in op if k in _TARGETS for n in fields_of_text(v)):
         return _Offer(lookups=find)  # which option to write is itself the site's: say how to find it
     try:
         patched = apply_fix(script, fix.ops, values)
     except MapleError as exc:
-        return _Offer(reason=f"{m.entry.id}: {exc}")
+        return _declined(m.entry.id, str(exc))
     explanation = " ".join(filter(None, [m.entry.explanation, fix.explanation]))
     ops = [resolve(op, values) for op in fix.ops]
     return _Offer(Candidate(entry_id=m.entry.id, explanation=explanation, ops=ops, find=find, script=patched,
                             workaround=fix.workaround, cause=fix.cause))  # fmt: skip
 
 
+def _declined(entry_id: str, why: str) -> _Offer:
+    """A fix not offered: why, in words; the rule's id in the log."""
+    _log.info("%s: %s", entry_id, why)
+    return _Offer(reason=why)
+
+
 def _offers(m: Match, script: str, log: str, context: dict, scheduler: str) -> list[_Offer]:
     """Every alternative of one known case, offered or with the reason it is not."""
     if m.entry.scheduler and m.entry.scheduler != scheduler:
-        return [_Offer(reason=f"{m.entry.id}: its fix is for {m.entry.scheduler} clusters")]
+        return [_declined(m.entry.id, f"its fix is for {m.entry.scheduler} clusters")]
     return [_offer(m, fix, script, log, context, scheduler) for fix in m.entry.alternatives]
 
 
@@ -144,7 +157,7 @@ def candidates(script: str, log: str, exact: list[Match], context: dict) -> tupl
         lookups |= offer.lookups or {}
         new = offer.candidate
         if new and new.script in seen:  # the script as it is, or another candidate's
-            offer = _Offer(reason=f"{new.entry_id}: its fix changes nothing (already applied or not relevant)")
+            offer = _declined(new.entry_id, "its fix changes nothing (already applied or not relevant)")
         reasons += [offer.reason] if offer.reason else []
         if offer.candidate:
             seen.add(new.script)
@@ -243,5 +256,5 @@ def _no_fix(failure: Failure, first, reasons: list[str]) -> str:
     where = f"line {failure.line_no}: {failure.line.strip()}"
     if not first:
         return f"{where} — no known case matches this error"
-    why = "; ".join(reasons) or "it has no edit of the script"
+    why = "; ".join(dict.fromkeys(reasons)) or "it has no edit of the script"
     return f"{where} — {first.explanation} No known edit applies here ({why})."

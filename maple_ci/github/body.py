@@ -25,10 +25,10 @@ FOOTER = """---
 - `/maple verify` runs verification of the ported scripts again; `/maple port <cluster>...` adds clusters.
 - **On push** of a tracked launch script to the default branch, maple-ci regenerates these files and updates
   this PR; **nightly** it verifies the merged ports and keeps one dashboard issue up to date.
-- **Close** this PR and maple-ci leaves it closed: a push does not reopen or recreate it. Reopen it to resume.
-- `/maple ignore <cluster|file>` stops porting that cluster or script here; `/maple unignore` undoes it.
-- A commit of yours on this branch stops maple-ci from updating it, so your work is never overwritten;
-  `/maple recreate` discards those commits and ports again."""
+- **Close** this PR and push and nightly runs stop porting its scripts (other scripts still get a PR); reopen the closed PR to resume.
+- `/maple ignore <cluster|file>` takes that port out of this PR and stops porting it here; `/maple unignore` undoes it.
+- A commit of yours on this branch stops maple-ci from updating it, so your work is never overwritten (applying its
+  own suggestion does not); `/maple recreate` discards those commits and ports again, keeping its fixes."""
 
 
 def merged(earlier: list[SourceResult], results: list[SourceResult]) -> list[SourceResult]:
@@ -127,13 +127,26 @@ def _intent_lines(intent: dict) -> list[str]:
 
 # Per cluster in the reply to a request: a mark and what happened.
 REPLY_MARKS = {"passed": "✅", "failed": "❌", "error": "❌", "skipped": "⏭️", "pending": "⏳"}
+CHECK_MESSAGE_LIMIT = 120  # characters of a check's message in the reply (the check run has all of it)
+CHECKS_SHOWN = 3  # checks named in the reply per script and cluster
 
 
 def reply_for(url: str, results: list[SourceResult]) -> str:
     """The reply in the thread: the PR, then per script and cluster what happened, failures first."""
-    lines = [f"Ported in {url}"] + [f"- {_outcome(r, c)}" for r, c in _failures_first(results)]
-    lines += [f"- {plain(note)}" for r in results for note in r.get("notes", [])]
-    return "\n".join(lines)
+    return "\n".join([f"Ported in {url}"] + _outcome_lines(results))
+
+
+def verified_reply(results: list[SourceResult]) -> str:
+    """The reply to `/maple verify`: a line per ported script, failures first (the check runs and the
+    PR body hold the rest)."""
+    if not results:
+        return "There are no ported scripts to verify here."
+    return "\n".join(["Verified the ported scripts:"] + _outcome_lines(results))
+
+
+def _outcome_lines(results: list[SourceResult]) -> list[str]:
+    lines = [f"- {_outcome(r, c)}" for r, c in _failures_first(results)]
+    return lines + [f"- {plain(note)}" for r in results for note in r.get("notes", [])]
 
 
 def _failures_first(results: list[SourceResult]) -> list[tuple]:
@@ -145,7 +158,17 @@ def _failures_first(results: list[SourceResult]) -> list[tuple]:
 
 def _outcome(result: SourceResult, c) -> str:
     what = _verification_text(c) + _suggestion_text(c) + _failed_checks_text(c)
-    return f"{REPLY_MARKS.get(c['verification'], '')} {c['cluster']} ({code(c['path'])}): {what}"
+    return f"{_reply_mark(c)} {c['cluster']} ({code(c['path'])}): {what}"
+
+
+def _reply_mark(c) -> str:
+    """The verification's mark, except that a failed static check is ❌ and a warning ⚠️: a script
+    that needs editing before use is never shown as ✅."""
+    if any(check_failed(k) for k in c["checks"]):
+        return "❌"
+    if c["verification"] not in ("failed", "error") and not all(k["ok"] for k in c["checks"]):
+        return "⚠️"
+    return REPLY_MARKS.get(c["verification"], "")
 
 
 def _verification_text(c) -> str:
@@ -162,8 +185,23 @@ def _suggestion_text(c) -> str:
 
 
 def _failed_checks_text(c) -> str:
-    failing = [k["name"] for k in c["checks"] if check_failed(k)]
-    return f"; static checks failed: {plain(', '.join(failing))}" if failing else ""
+    """The static checks that failed, then those that warn, each with its message (short)."""
+    failing = [k for k in c["checks"] if check_failed(k)]
+    warning = [k for k in c["checks"] if not k["ok"] and not check_failed(k)]
+    return (f"; static checks failed: {_checks_said(failing)}" if failing else "") + \
+        (f"; to do before use: {_checks_said(warning)}" if warning else "")
+
+
+def _checks_said(checks: list[dict]) -> str:
+    """The first few checks with their messages; how many more the check run lists."""
+    more = len(checks) - CHECKS_SHOWN
+    return "; ".join(map(_check_said, checks[:CHECKS_SHOWN])) + (f" and {more} more (see the check run)" if more > 0 else "")
+
+
+def _check_said(k: dict) -> str:
+    message = " ".join(k.get("message", "").split())
+    shown = message if len(message) <= CHECK_MESSAGE_LIMIT else message[:CHECK_MESSAGE_LIMIT - 1] + "…"
+    return plain(f"{k['name']} ({shown})" if shown else k["name"])
 
 
 def link(label: str, url: str) -> str:

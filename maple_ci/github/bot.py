@@ -22,17 +22,18 @@ from github.Repository import Repository
 
 from maple_ci.errors import MapleError
 from maple_ci.github.approval import Provenance, approve, fork_source, permission, stamp, waiting_note
-from maple_ci.github.body import render_pr_body
+from maple_ci.github.body import render_pr_body, verified_reply
 from maple_ci.github.checks import failing, verify_with_check_runs
 from maple_ci.github.commands import BotCommand, authorize, refusal
 from maple_ci.github.config import Config, Schedule
-from maple_ci.github.delivery import SourceResult, log_annotations, open_pr, react, write_job_summary
+from maple_ci.github.delivery import SourceResult, log_annotations, react, write_job_summary
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, log_safe
-from maple_ci.github.publish import propose_fixes, publish, set_ignored
+from maple_ci.github.ignoring import earlier_state, set_ignored, undo
+from maple_ci.github.publish import AUTOMATIC, Published, propose_fixes, publish
 from maple_ci.github.dashboard import ignored_rows, set_ignored_rows, sync_dashboard, without_ignored
 from maple_ci.github.runs import Approvals, held, held_note, listing, run_set
-from maple_ci.github.state import State, read_state
+from maple_ci.github.state import State
 from maple_ci.github.target import Target, commit_sha, target
 from maple_ci.github.thread import failed, reply
 
@@ -131,17 +132,20 @@ def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortF
     if command.name in ("ignore", "unignore") and plan.trigger == "dashboard":
         return _answered(repo, plan, comment, set_ignored_rows(repo, settings, found.base, command))
     if command.name in ("ignore", "unignore"):
-        return _answered(repo, plan, comment, set_ignored(repo, found.key, found.base, command))
-    command, sources, left_out = _narrowed(repo, command, found, settings)
+        return _answered(repo, plan, comment, *set_ignored(repo, found.key, found.base, command, settings))
+    narrowed = _narrowed(repo, plan, command, found, settings)
+    if narrowed is None:
+        print("maple: everything this run would port is ignored here; nothing to do", flush=True)
+        return Done([])
+    command, sources, left_out = narrowed
     approvals: dict[str, str | None] = {}
     gha.start_group(f"maple {command.name} {' '.join(command.clusters)}".rstrip())
     try:
-        results, message, pr = _ported(repo, plan, command, found, (port, verify), sources, approvals, report, settings)
+        done = _ported(repo, plan, command, found, (port, verify), sources, approvals, report, settings)
     finally:
         gha.end_group()  # also on failure: the error must not be folded away in the log
-    message += _afterword(approvals, left_out)
-    _conclude(repo, plan, comment, results, message)
-    return Done(results, pr)
+    _conclude(repo, plan, comment, done._replace(message=done.message + _afterword(approvals, left_out, settings)))
+    return Done(done.results, done.pr)
 
 
 def _approve(repo: Repository, plan: Plan, command: BotCommand, output: str) -> str:
@@ -154,7 +158,7 @@ def _approve(repo: Repository, plan: Plan, command: BotCommand, output: str) -> 
 
 def _ported(repo: Repository, plan: Plan, command: BotCommand, found: Target, pipeline: tuple[PortFn, VerifyFn],
             sources: tuple[str, ...], approvals: dict[str, str | None], report: Schedule | None, settings: Config,
-            ) -> tuple[list[SourceResult], str, PullRequest | None]:
+            ) -> Published:
     """Port, verify what approvals let run and deliver; nightly, the report issue kept in step."""
     port, verify = pipeline
     board = settings.model_copy(update={"schedule": report}) if report is not None else None
@@ -162,10 +166,10 @@ def _ported(repo: Repository, plan: Plan, command: BotCommand, found: Target, pi
     if plan.report and board is not None:
         results = without_ignored(results, ignored_rows(repo, board))
     gated = _gate(repo, command, found, approvals, verify)
-    results, message, pr = _deliver(repo, plan, command, found, results, gated, settings)
+    done = _deliver(repo, plan, command, found, results, gated, settings)
     if board is not None and (plan.report or plan.trigger in DASHBOARD_TRIGGERS):
-        sync_dashboard(repo, board, found.base, results if plan.report else None, commit_sha(repo, found.ref))
-    return results, message, pr
+        sync_dashboard(repo, board, found.base, done.results if plan.report else None, commit_sha(repo, found.ref))
+    return done
 
 
 def _gate(repo: Repository, command: BotCommand, found: Target, approvals: dict[str, str | None], verify: VerifyFn):
@@ -181,7 +185,7 @@ def _gate(repo: Repository, command: BotCommand, found: Target, approvals: dict[
 
 
 def _deliver(repo: Repository, plan: Plan, command: BotCommand, found: Target, results: list[SourceResult],
-             gated, settings: Config) -> tuple[list[SourceResult], str, PullRequest | None]:
+             gated, settings: Config) -> Published:
     """A port: published as a PR. A verify: the scripts at the ref verified in place (nightly: the
     passing fixes proposed). The results, the reply and the PR."""
     if command.name == "port":
@@ -193,12 +197,12 @@ def _deliver(repo: Repository, plan: Plan, command: BotCommand, found: Target, r
     results = gated(results, commit_sha(repo, found.ref))
     if plan.report:
         propose_fixes(repo, found.base, results, settings)
-    return results, render_pr_body(results), None
+    return Published(results, verified_reply(results), None)
 
 
-def _afterword(approvals: dict[str, str | None], left_out: tuple[str, ...]) -> str:
-    """What the reply adds: fork commits waiting for an approval, scripts ignored here."""
-    return _waiting_text(approvals) + _ignored_text(left_out)
+def _afterword(approvals: dict[str, str | None], left_out: tuple[str, ...], settings: Config) -> str:
+    """What the reply adds: fork commits waiting for an approval, clusters ignored here."""
+    return _waiting_text(approvals) + _ignored_text(left_out, settings)
 
 
 def _waiting_text(approvals: dict[str, str | None]) -> str:
@@ -213,20 +217,21 @@ def _waiting(approvals: dict[str, str | None]) -> list[str]:
     return sorted({sha for sha, who in approvals.items() if who is None})
 
 
-def _ignored_text(left_out: tuple[str, ...]) -> str:
+def _ignored_text(left_out: tuple[str, ...], settings: Config) -> str:
     if not left_out:
         return ""
-    return f"\n\nNot ported, ignored here: {', '.join(map(code, left_out))} ({code('/maple unignore ' + ' '.join(left_out))} undoes it)."
+    return f"\n\nNot ported, ignored here: {', '.join(map(code, left_out))} ({undo(left_out, settings)})."
 
 
-def _conclude(repo: Repository, plan: Plan, comment, results: list[SourceResult], message: str) -> None:
-    """Annotations, the comment's reaction, the reply and the job summary."""
-    log_annotations(results)
+def _conclude(repo: Repository, plan: Plan, comment, done: Published) -> None:
+    """Annotations, the comment's reaction (🚀 only when done as asked and nothing failed), the reply
+    and the job summary."""
+    log_annotations(done.results)
     if comment is not None:
-        react(comment, "confused" if failing(results) else "rocket")
+        react(comment, "confused" if done.refused or failing(done.results) else "rocket")
     if plan.issue_number is not None:
-        reply(repo, plan, message)
-    write_job_summary(render_pr_body(results))
+        reply(repo, plan, done.message)
+    write_job_summary(render_pr_body(done.results))
 
 
 def _stamp_fork_content(repo: Repository, results: list[SourceResult], ref: str, request: str) -> None:
@@ -238,10 +243,10 @@ def _stamp_fork_content(repo: Repository, results: list[SourceResult], ref: str,
             c["content"] = stamp(c["content"], merged)
 
 
-def _answered(repo: Repository, plan: Plan, comment, message: str) -> Done:
-    """A request done without porting (approve, ignore): rocket, and the reply."""
+def _answered(repo: Repository, plan: Plan, comment, message: str, ok: bool = True) -> Done:
+    """A request done without porting (approve, ignore): rocket (confused when refused), and the reply."""
     if comment is not None:
-        react(comment, "rocket")
+        react(comment, "rocket" if ok else "confused")
     reply(repo, plan, message)
     return Done([])
 
@@ -263,15 +268,18 @@ def _state_clusters(state: State) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c["cluster"] for r in state.results for c in r["clusters"]))
 
 
-def _not_ignored(command: BotCommand, clusters: tuple[str, ...], sources: tuple[str, ...], skip: set[str]) -> tuple[str, ...]:
-    """The sources not ignored; refused when everything asked for is."""
+def _not_ignored(command: BotCommand, asked: tuple[tuple[str, ...], tuple[str, ...]], skip: set[str],
+                 settings: Config) -> tuple[str, ...]:
+    """The sources not ignored; refused when everything asked for (`asked`: clusters, sources) is."""
+    clusters, sources = asked
     if command.source in skip or not set(clusters) - skip:
-        raise MapleError(f"Everything asked for is ignored here ({', '.join(map(code, sorted(skip)))}): "
-                         "`/maple unignore` undoes it.", exit_code=2)
+        ignored = tuple(sorted(skip & ({command.source} | set(clusters))))
+        raise MapleError(f"Everything asked for is ignored here ({', '.join(map(code, ignored))}): "
+                         f"{undo(ignored, settings)}.", exit_code=2)
     kept = _outside(sources, skip)
     if sources and not kept:  # no sources would mean every tracked script
         raise MapleError(f"Every script asked for is ignored here ({', '.join(map(code, sources))}): "
-                         "`/maple unignore` undoes it.", exit_code=2)
+                         f"{undo(sources, settings)}.", exit_code=2)
     return kept
 
 
@@ -280,23 +288,24 @@ def _outside(names: tuple[str, ...], skip: set[str]) -> tuple[str, ...]:
     return tuple(n for n in names if n not in skip)
 
 
-def _narrowed(repo: Repository, command: BotCommand, found: Target, settings: Config,
-              ) -> tuple[BotCommand, tuple[str, ...], tuple[str, ...]]:
-    """The command and sources without what is ignored (settings, `/maple ignore`), and what was
-    left out; `/maple recreate` without clusters takes the PR's, and its scripts when none is named."""
+def _narrowed(repo: Repository, plan: Plan, command: BotCommand, found: Target, settings: Config,
+              ) -> tuple[BotCommand, tuple[str, ...], tuple[str, ...]] | None:
+    """The command and sources without what is ignored (settings, `/maple ignore`, a closed PR's
+    scripts on push), and what was left out; `/maple recreate` without clusters takes the PR's, and
+    its scripts when none is named. None: a push or nightly that finds everything ignored."""
     if command.name != "port":
         return command, found.sources, ()
-    state = _bot_pr_state(repo, found)
+    automatic = plan.trigger in AUTOMATIC
+    state = earlier_state(repo, found.key, found.base, automatic)
     clusters, sources = _recreated(command, found, state)
     skip = set(settings.ignore) | set(state.ignore)
-    kept = _not_ignored(command, clusters, sources, skip)
+    try:
+        kept = _not_ignored(command, (clusters, sources), skip, settings)
+    except MapleError:
+        if automatic:  # nobody asked: nothing to say
+            return None
+        raise
     return replace(command, clusters=_outside(clusters, skip)), kept, tuple(c for c in clusters if c in skip)
-
-
-def _bot_pr_state(repo: Repository, found: Target) -> State:
-    """The state the bot's open PR for the request keeps in its body (none open: the empty state)."""
-    existing = open_pr(repo, found.key, found.base)
-    return read_state(existing.body if existing else None)
 
 
 def _verify_approved(repo: Repository, results: list[SourceResult], skip: str | None,

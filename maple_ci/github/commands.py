@@ -164,8 +164,16 @@ def parse_comment(body: str, known_clusters: Iterable[str]) -> BotCommand | None
     name = words[0].lower()
     parse = _PARSERS.get(name)
     if parse is None:
-        raise CommandError(f"Unknown command {code(words[0])}{did_you_mean(name, COMMANDS)}", known)
+        raise CommandError(f"Unknown command {code(words[0])}{did_you_mean(name, COMMANDS)}"
+                           + _cluster_typos(words[1:], known), known)
     return parse(name, words[1:], known)
+
+
+def _cluster_typos(args: list[str], known: tuple[str, ...]) -> str:
+    """Each word that looks like a misspelt cluster, with the nearest one: one reply fixes the whole line."""
+    typos = [w for w in args if not w.startswith(("-", "@")) and w.lower() not in known
+             and difflib.get_close_matches(w.lower(), known, n=1, cutoff=0.6)]
+    return "".join(f" Unknown cluster {code(w)}{did_you_mean(w.lower(), known)}" for w in typos)
 
 
 def _help(name: str, args: list[str], known: tuple[str, ...]) -> BotCommand:

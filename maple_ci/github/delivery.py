@@ -132,14 +132,17 @@ def open_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest
     return found[0] if found else None
 
 
-def deliver(repo: Repository, request_key: str, files: dict[str, str], base_branch: str, title: str, body: str,
-            trailers: str = "", commit_title: str | None = None, recreate: bool = False) -> Delivered:
-    """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR.
+def deliver(repo: Repository, request_key: str, files: dict[str, str | None], base_branch: str, title: str, body: str,
+            trailers: str = "", commit_title: str | None = None, recreate: bool = False,
+            adopted: tuple[str, ...] = ()) -> Delivered:
+    """Put `files` on branch maple/port-<request_key> as one commit and open or update its PR (a
+    file whose content is None is deleted).
     `trailers` end the commit message (where the port came from, approval.trailers); `commit_title`
     is its first line (default: the title).
 
     A commit by anyone else on the open PR's branch stops it: nothing is committed and the
-    commits are returned in `foreign`, unless `recreate`, which starts the branch again from the base.
+    commits are returned in `foreign`, unless `recreate`, which starts the branch again from the base;
+    `adopted` commits are the bot's own content (applied.adopt_applied) and built on.
 
     Idempotent: the same request again finds the open PR, builds the same tree, and makes no
     commit, no new PR and no edit (the PR already describes that tree). A branch this call
@@ -148,7 +151,7 @@ def deliver(repo: Repository, request_key: str, files: dict[str, str], base_bran
     pr = open_pr(repo, request_key, base_branch)
     ref = _find_ref(repo, f"heads/{branch}")
     keep = _builds_on_branch(pr, ref, recreate)
-    foreign = foreign_commits(repo, ref.object.sha, request_key) if keep else ()
+    foreign = tuple(c for c in foreign_commits(repo, ref.object.sha, request_key) if c not in adopted) if keep else ()
     if foreign:
         return Delivered(pr, ref.object.sha, False, foreign)
     parent_sha = _parent_sha(repo, ref if keep else None, base_branch)
@@ -181,9 +184,11 @@ def _parent_sha(repo: Repository, kept_ref, base_branch: str) -> str:
     return base_ref.object.sha
 
 
-def _tree_elements(repo: Repository, files: dict[str, str]) -> list[InputGitTreeElement]:
-    """One blob per file, in path order; a script with a `#!` line is executable."""
-    return [InputGitTreeElement(path, _file_mode(content), "blob", sha=repo.create_git_blob(content, "utf-8").sha)
+def _tree_elements(repo: Repository, files: dict[str, str | None]) -> list[InputGitTreeElement]:
+    """One blob per file, in path order; a script with a `#!` line is executable. None deletes the
+    file (GitHub's tree API: `sha: null`)."""
+    return [InputGitTreeElement(path, "100644", "blob", sha=None) if content is None else
+            InputGitTreeElement(path, _file_mode(content), "blob", sha=repo.create_git_blob(content, "utf-8").sha)
             for path, content in sorted(files.items())]
 
 
@@ -248,10 +253,15 @@ def _bots_commit(commit, request_key: str) -> bool:
 def closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
     """The bot branch's newest PR when someone closed it without merging (a merged one is done
     with: later changes deserve a new PR)."""
+    newest = newest_closed_pr(repo, request_key, base_branch)
+    return newest if newest is not None and not newest.merged else None
+
+
+def newest_closed_pr(repo: Repository, request_key: str, base_branch: str) -> PullRequest | None:
+    """The bot branch's newest closed PR, merged or not."""
     found = repo.get_pulls(state="closed", head=f"{repo.owner.login}:{BRANCH_PREFIX}{request_key}", base=base_branch,
                            sort="created", direction="desc")
-    newest = next(iter(found), None)
-    return newest if newest is not None and not newest.merged else None
+    return next(iter(found), None)
 
 
 def _one_line(text: str) -> str:
@@ -280,15 +290,16 @@ def react(comment, content: str) -> None:
     comment.create_reaction(content)
 
 
-def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, Any]]):
+def post_review(pr: PullRequest, commit_sha: str, suggestions: list[dict[str, Any]], again: bool = False):
     """All suggestions as ONE review (one notification, one "apply batch") that only comments.
 
-    One review per PR: a refresh with the same suggestions posts nothing; new ones replace the
-    bot's earlier reviews, whose text then says they are superseded (GitHub cannot dismiss a comment review)."""
+    One review per PR: a refresh with the same suggestions posts nothing (unless `again`: the branch
+    was started again, so the earlier review is on a commit no longer in the PR); new ones replace
+    the bot's earlier reviews, whose text then says they are superseded (GitHub cannot dismiss a comment review)."""
     comments = [review_comment(s) for s in suggestions]
     marker = f"{REVIEW_PREFIX}{hashlib.sha256(json.dumps(comments, sort_keys=True).encode()).hexdigest()[:16]} -->"
     earlier = _bot_reviews(pr)
-    if any(marker in r.body for r in earlier):
+    if not again and any(marker in r.body for r in earlier):
         return None
     _supersede(earlier)
     if not comments:

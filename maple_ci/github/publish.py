@@ -1,16 +1,16 @@
 """A port on the bot's PR, as maintainers expect of Dependabot and Renovate: a person's commit on
-the branch stops the bot (never overwritten), a PR closed without merging stays closed for push
-and nightly runs, a fix whose re-run passed is committed (`fixes: commit`), one review per PR,
-and `/maple ignore` remembered in the PR's state (state.py)."""
+the branch stops the bot (never overwritten), a PR closed without merging declines its scripts on
+push and nightly runs (ignoring.py), a fix whose re-run passed is committed (`fixes: commit`), one
+review per PR."""
 
 from __future__ import annotations
 
-import re
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from github.PullRequest import PullRequest
 from github.Repository import Repository
 
+from maple_ci.github.applied import adopt_applied
 from maple_ci.github.approval import Provenance, stamp, trailers
 from maple_ci.github.body import STOPPED, describe, link, reply_for, title_for
 from maple_ci.github.checks import check_runs, verified
@@ -18,14 +18,20 @@ from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config, PullRequests
 from maple_ci.github.delivery import SourceResult, closed_pr, deliver, edit_pr, open_pr, post_review
 from maple_ci.github.events import Plan
+from maple_ci.github.ignoring import earlier_state
 from maple_ci.github.markdown import code, plain
 from maple_ci.github.quota import at_limit, waiting_text
-from maple_ci.github.state import State, apply_edits, digest, read_state, with_fix, write_state
+from maple_ci.github.state import State, apply_edits, digest, with_fix
 
 AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
-_STATE = re.compile(r"<!-- maple-ci state [A-Za-z0-9_=-]+ -->")
 
-Published = tuple[list[SourceResult], str, PullRequest | None]
+
+
+class Published(NamedTuple):
+    results: list[SourceResult]
+    message: str  # the reply
+    pr: PullRequest | None
+    refused: bool = False  # nothing done as asked (left closed, others' commits): reacted 😕, not 🚀
 
 
 def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[SourceResult], base: str,
@@ -35,23 +41,21 @@ def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[Sou
     `verify(results, commit)` verifies with check runs on `commit`."""
     assert plan.key is not None
     _stamp_provenance(results, source, from_fork)
-    existing = open_pr(repo, plan.key, base)
-    closed = _left_closed(repo, plan, base, existing)
-    if closed is not None:
-        return results, (f"maple-ci leaves #{closed.number} closed: it was closed without merging. "
-                         "Reopen it to let maple-ci refresh it again."), None
-    if existing is None and plan.trigger in AUTOMATIC and at_limit(repo, settings.pull_requests):
-        return results, waiting_text(settings.pull_requests), None
-    state = _earlier_state(existing, command, results)
+    automatic = plan.trigger in AUTOMATIC
+    state, adopted = adopt_applied(repo, plan.key, base, earlier_state(repo, plan.key, base, automatic))
+    if automatic and open_pr(repo, plan.key, base) is None and at_limit(repo, settings.pull_requests):
+        return Published(results, waiting_text(settings.pull_requests), None)
+    state = _earlier_state(state, command, results)
     title = title_for(list(state.results), results, settings.pull_requests.title_prefix)
     delivered = deliver(repo, plan.key, _ported_files(results), base, title, describe(state, results), trailers(source),
-                        title_for(list(state.results), results, settings.pull_requests.commit_prefix), command.recreate)
+                        title_for(list(state.results), results, settings.pull_requests.commit_prefix), command.recreate,
+                        adopted)
     stopped = _stopped_early(repo, delivered, state, base, settings)
     if stopped is not None:
-        return results, stopped, delivered.pr
+        return Published(results, stopped, delivered.pr, refused=bool(delivered.foreign))
     results = verify(results, delivered.sha)
-    _review(repo, (plan.key, delivered.pr), base, results, state, (delivered.sha, title), settings)
-    return results, _verified_reply(repo, plan, results, delivered.pr, (base, source, from_fork)), delivered.pr
+    _review(repo, (plan.key, delivered.pr), base, results, state, (delivered.sha, title), settings, command.recreate)
+    return Published(results, _verified_reply(repo, plan, results, delivered.pr, (base, source, from_fork)), delivered.pr)
 
 
 def _ported_files(results: list[SourceResult]) -> dict[str, str]:
@@ -71,19 +75,28 @@ def _verified_reply(repo: Repository, plan: Plan, results: list[SourceResult], p
 
 
 def _review(repo: Repository, where: tuple[str, PullRequest], base: str, results: list[SourceResult], state: State,
-            head: tuple[str, str],
-            settings: Config) -> None:
-    """After verification: the passing fixes committed (when configured), the PR body, the review;
+            head: tuple[str, str], settings: Config, recreate: bool = False) -> None:
+    """After verification: the passing fixes committed (when configured), the PR body with what the
+    review suggests, the review (posted again on `recreate`: the earlier one is on a discarded commit);
     `where` is the request key and its PR."""
     (key, pr), (sha, title) = where, head
     if settings.fixes == "commit":
         sha, state = _commit_fixes(repo, key, base, results, state, settings.pull_requests.commit_prefix, head)
-    edit_pr(pr, title, describe(state, results))
-    post_review(pr, sha, _suggestions(results))
+    edit_pr(pr, title, describe(state._replace(suggested=_suggested(results)), results))
+    post_review(pr, sha, _suggestions(results), again=recreate)
 
 
 def _suggestions(results: list[SourceResult]) -> list[dict]:
     return [s for r in results for c in r["clusters"] for s in c["suggestions"]]
+
+
+def _suggested(results: list[SourceResult]) -> dict[str, list]:
+    """What the review suggests, as the state keeps it: {path: [digest of the script, its edits]}."""
+    return {c["path"]: [digest(c["content"]), _edits(c)] for r in results for c in r["clusters"] if c["suggestions"]}
+
+
+def _edits(c) -> list:
+    return [[s["start_line"], s["line"], s["body"]] for s in c["suggestions"]]
 
 
 def _stamp_provenance(results: list[SourceResult], source: Provenance, from_fork: bool) -> None:
@@ -94,19 +107,9 @@ def _stamp_provenance(results: list[SourceResult], source: Provenance, from_fork
                 c["content"] = stamp(c["content"], source)
 
 
-def _left_closed(repo: Repository, plan: Plan, base: str, existing: PullRequest | None) -> PullRequest | None:
-    """With no open PR, the one a person closed without merging, which an automatic refresh leaves closed."""
-    if existing is not None or plan.trigger not in AUTOMATIC:
-        return None
-    return closed_pr(repo, plan.key, base)
-
-
-def _earlier_state(existing: PullRequest | None, command: BotCommand, results: list[SourceResult]) -> State:
-    """The open PR's state; each script generated as before gets its committed fix again (the branch
-    keeps it, and it is what runs)."""
-    state = read_state(existing.body) if existing else State()
-    if command.recreate:
-        state = state._replace(fixes={})
+def _earlier_state(state: State, command: BotCommand, results: list[SourceResult]) -> State:
+    """The PR's state (ignoring.earlier_state); each script generated as before gets its committed (or
+    applied) fix again, also on `/maple recreate`: the fix is the bot's own, and it is what runs."""
     for r in results:
         for c in r["clusters"]:
             c["content"] = with_fix(c["content"], state.fixes.get(c["path"]))
@@ -170,7 +173,7 @@ def _fixed_files(fixed: list) -> dict[str, str]:
 
 def _keep_fix(fixes: dict[str, list], c) -> None:
     """Remember the fix as its edits when they give the fixed script (the next refresh reapplies them)."""
-    edits = [[s["start_line"], s["line"], s["body"]] for s in c["suggestions"]]
+    edits = _edits(c)
     if apply_edits(c["content"], edits) == c["fixed"]:
         fixes[c["path"]] = [digest(c["content"]), edits]
 
@@ -246,30 +249,3 @@ def _dress(pr: PullRequest, settings: PullRequests) -> None:
         pr.create_review_request(reviewers=settings.reviewers)
     if settings.assignees:
         pr.add_to_assignees(*settings.assignees)
-
-
-def set_ignored(repo: Repository, key: str, base: str, command: BotCommand) -> str:
-    """`/maple ignore` / `/maple unignore`: the ignored clusters and files, kept in the PR's state; the reply."""
-    pr = open_pr(repo, key, base)
-    names = command.clusters + command.files
-    if pr is None:
-        return "There is no open maple-ci PR for this request: nothing to ignore or unignore yet."
-    state = read_state(pr.body)
-    if command.name == "ignore":
-        ignore = tuple(dict.fromkeys(state.ignore + names))
-        reply = (f"Ignored {', '.join(map(code, names))} in {pr.html_url}: maple-ci does not port them there any more. "
-                 f"{code('/maple unignore ' + ' '.join(names))} undoes it.")
-    else:
-        ignore = _unignored(state.ignore, names)
-        reply = f"maple-ci ports {_named(names)} again in {pr.html_url}."
-    pr.edit(body=_STATE.sub("", pr.body or "").rstrip() + "\n" + write_state(state._replace(ignore=ignore)) + "\n")
-    return reply
-
-
-def _unignored(ignored: tuple[str, ...], names: tuple[str, ...]) -> tuple[str, ...]:
-    """What stays ignored after `/maple unignore names` (no names: nothing)."""
-    return tuple(n for n in ignored if names and n not in names)
-
-
-def _named(names: tuple[str, ...]) -> str:
-    return ", ".join(map(code, names)) if names else "everything"

@@ -31,6 +31,9 @@ class State(NamedTuple):
     ignore: tuple[str, ...] = ()  # clusters and files not to port here
     # path -> [digest of the generated script, the committed fix's edits [[start_line, line, text]...]]
     fixes: dict[str, list] = {}
+    # path -> [digest of the script reviewed, the review's suggested edits]: a person's commit that only
+    # applies them ("Commit suggestion") is the bot's own content (applied.py)
+    suggested: dict[str, list] = {}
 
 
 def digest(content: str) -> str:
@@ -43,7 +46,7 @@ def read_state(body: str | None) -> State:
     if not _state_ok(data):
         return State()
     results = [_read_result(r) for r in data.get("results", [])]
-    return State(results, tuple(data.get("ignore", [])), dict(data.get("fixes", {})))
+    return State(results, tuple(data.get("ignore", [])), dict(data.get("fixes", {})), dict(data.get("suggested", {})))
 
 
 def _marker_data(body: str | None):
@@ -69,7 +72,8 @@ def unpack(packed: str):
 
 def _state_ok(data) -> bool:
     return (isinstance(data, dict) and _strings(data.get("ignore", []))
-            and _fixes_ok(data.get("fixes", {})) and _results_ok(data.get("results", [])))
+            and _fixes_ok(data.get("fixes", {})) and _fixes_ok(data.get("suggested", {}))
+            and _results_ok(data.get("results", [])))
 
 
 def _read_result(r: dict) -> SourceResult:
@@ -81,7 +85,7 @@ def write_state(state: State) -> str:
     """The hidden marker for `state`."""
     results = [{"source": r["source"], **({"provenance": r["provenance"]} if r.get("provenance") else {}),
                 "clusters": [_compact(c) for c in r["clusters"]]} for r in state.results]
-    data = {"results": results, "ignore": list(state.ignore), "fixes": state.fixes}
+    data = {"results": results, "ignore": list(state.ignore), "fixes": state.fixes, "suggested": state.suggested}
     return f"<!-- maple-ci state {pack(data)} -->"
 
 

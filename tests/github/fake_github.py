@@ -53,7 +53,7 @@ class FakeGitHub:
         base = dict(self.trees[self.commits[parents[0]]["tree"]]) if parents else {}
         for path, content in files.items():
             self.blobs[blob := _sha("blob", content)] = content
-            base[path] = {"mode": "100644", "sha": blob}
+            base[path] = {"mode": base.get(path, {}).get("mode", "100644"), "sha": blob}  # an edit keeps the mode, as git does
         tree = self._store_tree(base)
         commit = {"tree": tree, "parents": parents, "message": message, "date": date, "author": author}
         self.commits[sha := _sha("commit", commit)] = commit
@@ -172,6 +172,9 @@ class FakeGitHub:
     def create_tree(self, body, query):
         entries = dict(self.trees[body["base_tree"]]) if body.get("base_tree") else {}
         for e in body["tree"]:
+            if e["type"] == "blob" and e["sha"] is None and "content" not in e:  # GitHub: `sha: null` deletes the path
+                entries.pop(e["path"], None)
+                continue
             if e["type"] != "blob" or e["sha"] not in self.blobs:
                 return 422, {"message": f"bad tree entry {e}"}
             entries[e["path"]] = {"mode": e["mode"], "sha": e["sha"]}

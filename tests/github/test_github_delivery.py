@@ -61,7 +61,9 @@ def test_port_comment_gives_one_branch_commit_pr_review_and_check_runs(fake, rep
     assert [r["content"] for r in fake.reactions] == ["eyes", "rocket"] and {r["comment_id"] for r in fake.reactions} == {comment_id}
     assert fake.comments == [{"issue": 1, "body": f"Ported in http://github.test/octo/ports/pull/{port_pr['number']}\n"
                               "- ✅ perlmutter (`scripts/perlmutter/train.sh`): passed; a fix is suggested in the PR's review\n"
-                              "- ✅ aurora (`scripts/aurora/train.sh`): passed; a fix is suggested in the PR's review\n\n"
+                              "- ⚠️ aurora (`scripts/aurora/train.sh`): passed; a fix is suggested in the PR's review; to do before "
+                              "use: policy-0 \\(problem 0\\); policy-1 \\(problem 1\\); policy-2 \\(problem 2\\) and 117 more "
+                              "(see the check run)\n\n"
                               "It targets `feature`, this PR's branch: merging it adds the ported scripts to this PR."}]
     assert "### `jobs/train.sh`" in (tmp_path / "summary.md").read_text()
 

@@ -110,7 +110,8 @@ def test_port_comment_end_to_end_with_the_real_pipeline(fake, webhook, checkout,
     assert fake.comments[-1]["body"] == (
         f"Ported in http://github.test/octo/ports/pull/{pr['number']}\n"
         "- ❌ perlmutter (`scripts/perlmutter/train.sbatch`): failed ([log](https://ci.example/perlmutter/1)); "
-        "a fix is suggested in the PR's review\n- ⏭️ aurora (`scripts/aurora/train.pbs`): skipped\n\n"
+        "a fix is suggested in the PR's review\n- ⚠️ aurora (`scripts/aurora/train.pbs`): skipped; to do before use: "
+            "account \\(fill in your allocation \\(for example MyProject\\)\\)\n\n"  # a warning is never ✅ (issue 28)
         "It targets `feature`, this PR's branch: merging it adds the ported scripts to this PR.")
 
     # The same comment again: nothing more (no commit, PR, review, check run, verification).
@@ -147,3 +148,31 @@ def test_a_passing_fix_lands_as_a_commit(fake, webhook, checkout, tmp_path, monk
     run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config)
     assert fake.refs["heads/maple/port-pr-1"] == fixed and len(cluster.runs) == runs
     assert fake.comments[-1]["body"].endswith("(unchanged)")
+
+
+def test_verify_replies_in_a_few_lines_under_the_ports_check_run_names(fake, webhook, checkout, tmp_path, monkeypatch):
+    """Issue 28: `/maple verify` on the bot's PR answers one line per script, not the PR body, and its
+    check runs carry the port's names (`maple / <cluster> / <source script>`), so a required check
+    set up on the port's name is the one verify reports."""
+    fake.refs["heads/feature"] = fake.commit_files({"jobs/train.sbatch": EXAMPLE.read_text()},
+                                                   [fake.refs["heads/main"]], "add train.sbatch")
+    fake.permissions["Codertocat"] = "write"
+    source_pr = fake.open_pull("feature", "main")
+    config = Config(targets=["perlmutter"], verification={"default": "slurm"})
+    ported = tmp_path / "ported"  # the bot PR's head as a checkout, for verify
+    pipeline = Pipeline(config, lambda ref: nullcontext(checkout if ref == fake.refs["heads/feature"] else ported),
+                        env={}, backend=Cluster())
+    action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, source_pr["number"], "/maple port perlmutter"))
+    assert run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config) == 0
+    head = fake.refs["heads/maple/port-pr-1"]
+    for path, text in fake.files_at(head).items():
+        (ported / path).parent.mkdir(parents=True, exist_ok=True)
+        (ported / path).write_text(text)
+
+    bot_pr = fake.pulls[-1]
+    action_env(monkeypatch, fake, tmp_path, comment_payload(webhook, bot_pr["number"], "/maple verify"))
+    assert run_action(pipeline.port, KNOWN, pace=False, verify=pipeline.verify, settings=config) == 0
+    reply = fake.comments[-1]["body"]
+    assert reply == "Verified the ported scripts:\n- ✅ perlmutter (`scripts/perlmutter/train.sbatch`): passed"
+    names = [run["name"] for run in fake.check_runs if run["head_sha"] == head]
+    assert names == ["maple / perlmutter / jobs/train.sbatch"] * 2  # the port's run, then verify's, same name

@@ -180,9 +180,13 @@ def test_ignore_and_unignore_a_cluster(fake, repo, webhook, source_pr):
     ask("/maple port perlmutter aurora", "1")
     ask("/maple ignore aurora", "x")
     assert "/maple unignore aurora" in fake.comments[-1]["body"]
+    # The ignored port leaves the PR (issue 28): its file and its row, so merging ships no stale script.
+    [pr] = bot_pulls(fake)
+    assert "scripts/aurora/train.sh" not in fake.files_at("heads/maple/port-pr-1") and "| aurora |" not in pr["body"]
+    assert "removed `scripts/aurora/train.sh`" in fake.comments[-1]["body"]
     ask("/maple port perlmutter aurora", "2")
     files = fake.files_at("heads/maple/port-pr-1")
-    assert "# v2" in files["scripts/perlmutter/train.sh"] and "# v1" in files["scripts/aurora/train.sh"]
+    assert "# v2" in files["scripts/perlmutter/train.sh"] and "scripts/aurora/train.sh" not in files
     assert "aurora" in fake.comments[-1]["body"] and "ignored" in fake.comments[-1]["body"]
     ask("/maple unignore aurora", "x")
     ask("/maple port perlmutter aurora", "3")

@@ -19,7 +19,7 @@ from test_github_end_to_end import EXAMPLE, Cluster
 from maple_ci.errors import MapleError
 from maple_ci.github.action import run_action
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import BotCommand, CommandError, parse_comment
+from maple_ci.github.commands import BotCommand, CommandError, parse_comment, refusal
 from maple_ci.github.config import Config
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.events import plan_event
@@ -361,6 +361,18 @@ def test_only_a_commenter_with_write_access_joins_the_queue(fake, tmp_path, perm
            "COMMENTER": "member", "GH_TOKEN": "ghs_x", "GITHUB_OUTPUT": str(output)}
     subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env, check=True, timeout=60)
     assert (output.exists() and "write=true" in output.read_text()) == joins
+
+
+@pytest.mark.parametrize("body, replied", [("/maple port aurora", True), ("LGTM, thanks\n\n  /maple verify", True),
+                                           ("we could try /maple later", False)])
+def test_a_commenter_without_write_access_gets_the_refusal_from_the_shipped_workflow(fake, body, replied):
+    # Issue 28: the `refuse` job's step, run as Actions runs it, against the fake's comment endpoint:
+    # the reply is maple-ci's own refusal, for a comment with a /maple command line only.
+    [step] = yaml.safe_load(COMMENT_WORKFLOW.read_text())["jobs"]["refuse"]["steps"]
+    env = {"PATH": os.environ["PATH"], "API_URL": fake.base_url, "REPOSITORY": f"{fake.owner}/{fake.name}",
+           "ISSUE": "7", "COMMENTER": "reader", "BODY": body, "GH_TOKEN": "ghs_x"}
+    subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], env=env, check=True, timeout=60)
+    assert fake.comments == ([{"issue": 7, "body": refusal("reader")}] if replied else [])
 
 
 # --- issue 15: merging a fork's PR is not approving its code for the center ---
