@@ -128,3 +128,15 @@ def test_a_one_gpu_program_still_gets_one(tmp_path):
     script = ported(ONE_NODE.format(gpus=1) + "python train.py\n", tmp_path, "polaris", {"train.py": "import torch\n"})
     assert re.search(r"^export CUDA_VISIBLE_DEVICES=0$", script, re.M)
     assert "one process with" not in script
+
+
+@pytest.mark.parametrize("request_text, framework", [
+    ("train a Flax model on 8 GPUs across two nodes", "jax"),
+    ("fine-tune with LLaMA-Factory and deepspeed on 4 GPUs", "llamafactory"),
+    ("an array of torchrun runs on 2 nodes", "pytorch"),  # "array" holds "ray", not the word
+    ("deepspeed zero 3 on 2 nodes", "deepspeed"),
+])
+def test_a_request_in_words_names_the_framework(request_text, framework):
+    from maple_ci.extract import extract_request
+
+    assert extract_request(request_text).framework == framework
