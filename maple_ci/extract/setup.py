@@ -110,8 +110,8 @@ def _binding(launch: "Launch", line: Optional[int]) -> tuple[Optional[str], set]
     if not words:
         return None, set()
     where = f" (line {line})" if line else ""
-    return (f"the source binds its ranks to cores with {' '.join(words)}{where}; the port uses the target's "
-            "binding (OMP_* variables the source exports are carried)"), set()
+    return (f"the source binds its ranks to cores with {' '.join(words)}{where}; the port binds them the "
+            "target's way (the source's OMP_* settings: see their own notes)"), set()
 
 
 def _runtime(shell: "Shell") -> tuple[Optional[str], set]:
