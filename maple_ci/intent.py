@@ -14,7 +14,15 @@ from .launchers import MPI_LAUNCHERS
 from .errors import MapleError
 
 Scheduler = str  # "none" or a registered scheduler's name (maple_ci.schedulers.names())
-Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning"]
+# What the program is written with, named as what it is (issue 25, E). The first five have launch
+# templates of their own and run on a center's PyTorch set-up; the others run only where a cluster
+# profile lists a set-up for them (`frameworks:`), else in the user's environment (python_env.py).
+Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning",
+                    "jax", "tensorflow", "horovod", "vllm", "ray", "fairseq", "llamafactory"]
+TEMPLATE_FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightning")
+# Programs with a runtime of their own: a center's PyTorch set-up is no help to them. The others
+# (Horovod, vLLM, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
+OWN_RUNTIME = frozenset({"jax", "tensorflow"})
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single"]
 
 # Launchers (JobIntent.launcher values) that start one process per device themselves (every MPI-kind
@@ -102,6 +110,11 @@ class JobIntent:
         if self.configs:
             parts.append("configs " + " ".join(sorted(self.configs)))
         return " ".join(parts)
+
+    def template_framework(self) -> str:
+        """The template family that launches this program: its own, or plain PyTorch's (a launch
+        line starts any program; the set-up is python_env's concern)."""
+        return self.framework if self.framework in TEMPLATE_FRAMEWORKS else "pytorch"
 
     def with_defaults(self) -> "JobIntent":
         """world_size follows nodes * gpus_per_node unless the script said otherwise."""

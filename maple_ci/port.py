@@ -19,7 +19,7 @@ from .extract import extract, load_source
 from .files import write_inside
 from .intent import JobIntent
 from .profiles import ClusterProfile, get_profile
-from .python_env import ALL, with_python_env
+from .python_env import ALL, framework_env, with_python_env
 from .retrieve import best_template
 from .schedulers.jobvars import on_scheduler
 from .synthesize import output_path, render, require_port_facts, resolve_job
@@ -82,12 +82,14 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
     """(the profile with what this port adds to it: the user's Python environment, the source's own
     constraint on its own cluster; the intent with the header notes that depend on this target,
     among them what the program's code must change when it moves to another GPU vendor)."""
+    # a source image runs only where the target allows it (containers.allowed); elsewhere the site's
+    # set-up runs the program, and where that has no PyTorch (or not the program's framework) the
+    # user's environment is needed
+    in_image = intent.container is not None and bool(intent.container.image) and allowed(intent.container.image, profile)
+    profile, framework_note = (profile, None) if in_image else framework_env(profile, intent.framework, python_envs)
     profile, env_note = with_python_env(profile, python_envs, intent.framework)
     profile, constraint_note = _own_constraint(intent, profile)
-    # a source image runs only where the target allows it (containers.allowed); elsewhere the site's
-    # set-up runs the program, and where that has no PyTorch the user's environment is needed
-    in_image = intent.container is not None and bool(intent.container.image) and allowed(intent.container.image, profile)
-    notes = [note for note in (None if in_image else env_note, constraint_note,
+    notes = [note for note in (framework_note, None if in_image else env_note, constraint_note,
                                vendor_note(intent.source_cluster, profile)) if note]
     return profile, replace(intent, notes=[*intent.notes, *notes]) if notes else intent
 

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import MapleError
+from .intent import TEMPLATE_FRAMEWORKS
 from .library import TemplateRow
 from .paths import templates_dir
 from .profile_files import files_stamp, profile_files
@@ -217,6 +218,11 @@ class ClusterProfile(BaseModel):
 
     def setup_for(self, framework: str) -> FrameworkSetup:
         return self.frameworks.get(framework) or self.frameworks["pytorch"]
+
+    def provides(self, framework: str) -> bool:
+        """Whether the center's set-up runs `framework`: PyTorch's family runs on its PyTorch set-up
+        (or the user's: python_env.py); any other framework only where the profile lists one for it."""
+        return framework in TEMPLATE_FRAMEWORKS or framework in self.frameworks
 
     def default_queue(self) -> Queue:
         return next((q for q in self.queues if q.default), self.queues[0])

@@ -1,5 +1,6 @@
 """The user's Python environment on a target whose center provides none with the framework
-(FrameworkSetup.user_env: OLCF Frontier, TACC Lonestar6 and Stampede3, Purdue Anvil, PSC Bridges-2).
+(FrameworkSetup.user_env: OLCF Frontier, TACC Lonestar6 and Stampede3, Purdue Anvil, PSC Bridges-2),
+or none with the program's framework at all (JAX, TensorFlow, Horovod...: `framework_env`).
 
 `maple port --python-env PATH` (or CLUSTER=PATH for one target; the bot's `python_env` config key)
 names it. A port to such a target activates it in the job; without one the job stops at once with
@@ -11,6 +12,7 @@ import re
 from typing import Mapping, Optional
 
 from .errors import MapleError
+from .intent import OWN_RUNTIME, TEMPLATE_FRAMEWORKS
 from .profiles import ClusterProfile, FrameworkSetup
 from .synthesize import shell_word
 
@@ -86,3 +88,44 @@ def with_python_env(profile: ClusterProfile, envs: Mapping[str, str], framework:
         return updated, f"{profile.name} provides {missing}: the job activates yours, {path}"
     return updated, (f"{profile.name} provides {missing}: port again with --python-env PATH (your {kind} "
                      "environment there); as written the job stops at once")
+
+
+def framework_env(profile: ClusterProfile, framework: str, envs: Mapping[str, str]
+                  ) -> tuple[ClusterProfile, Optional[str]]:
+    """(the profile whose every set-up runs `framework`, the header note). A framework the profile
+    lists a set-up for gets that one; a framework it does not provide gets the user's environment
+    (after the site's PyTorch set-up for the PyTorch programs, in its place for JAX and TensorFlow),
+    or a first line that stops the job saying what to give: never the site's PyTorch silently."""
+    if profile.provides(framework):
+        chosen = profile.frameworks.get(framework)
+        return (_only(profile, chosen) if chosen and framework not in TEMPLATE_FRAMEWORKS else profile), None
+    path = envs.get(profile.name) or envs.get(ALL)
+    base = profile.setup_for("pytorch")
+    own = framework in OWN_RUNTIME
+    if own:  # the site's PyTorch modules are no use to it and may shadow its libraries
+        base = FrameworkSetup(module_use=base.module_use, env=base.env)
+    kind = base.user_env or ("venv" if path and "/" in path else "conda")
+    line = activation(kind, path) if path else _framework_stop_line(profile, framework, own)
+    setup = base.model_copy(update={"setup": [*base.setup, line], "user_env": None})
+    if path:
+        where = "in place of the site's PyTorch set-up" if own else "after the site's PyTorch set-up"
+        return _only(profile, setup), f"{profile.name} provides no {framework} set-up: the job activates your environment, {path}, {where}"
+    return _only(profile, setup), (f"{profile.name} provides no {framework} set-up ({_what(framework, own)}): port again "
+                                   f"with --python-env PATH naming an environment with {framework} there; as written "
+                                   "the job stops at once")
+
+
+def _what(framework: str, own: bool) -> str:
+    return f"the program is {framework}, not PyTorch" if own else f"the program needs {framework} besides PyTorch"
+
+
+def _only(profile: ClusterProfile, setup: FrameworkSetup) -> ClusterProfile:
+    """The profile with `setup` in place of each framework's (a template renders its framework's)."""
+    return profile.model_copy(update={"frameworks": {name: setup for name in profile.frameworks}})
+
+
+def _framework_stop_line(profile: ClusterProfile, framework: str, own: bool) -> str:
+    message = (f"maple-ci: {profile.display_name} provides no {framework} set-up ({_what(framework, own)}); port "
+               "this job again with --python-env PATH naming your environment with it there. Stopping before the "
+               "program runs under the site's PyTorch alone.")
+    return f"echo {shell_word(message)} >&2; exit 1"

@@ -7,6 +7,7 @@ retrieve() then puts the wanted strategy and the intent's launcher (or its kind)
 LanceDB nor the embedding model is imported here: `maple templates list` needs neither.
 """
 
+from dataclasses import replace
 from typing import Optional, get_args
 
 from pydantic import BaseModel
@@ -93,13 +94,16 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     """
     profile = get_profile(cluster)
     where = f"cluster = {_sql_string(profile.name)}"
+    # A framework without templates of its own (JAX, Horovod...) is launched by PyTorch's: a launch
+    # line starts any program, and python_env.py gives it its set-up (or stops the job, saying why).
+    family = intent.template_framework()
     if "framework" not in intent.missing:
-        generic = "" if intent.framework in OWN_LAUNCH else f" OR strategy = {_sql_string(GENERIC)}"
-        where += f" AND (framework = {_sql_string(intent.framework)}{generic})"
-    candidates = _search(intent.description(), where, limit=None)
+        generic = "" if family in OWN_LAUNCH else f" OR strategy = {_sql_string(GENERIC)}"
+        where += f" AND (framework = {_sql_string(family)}{generic})"
+    candidates = _search(replace(intent, framework=family).description(), where, limit=None)
     if not candidates:
-        raise _missing_combo(profile.name, intent.framework)
-    wanted = intent.strategy or DEFAULT_STRATEGY.get(intent.framework)
+        raise _missing_combo(profile.name, family)
+    wanted = intent.strategy or DEFAULT_STRATEGY.get(family)
     # Lightning's cluster environments expect the scheduler to start every rank (under Slurm, one
     # srun task per GPU, checked against Trainer(devices)); a torchrun inside srun confuses them.
     lightning = intent.framework == "lightning"

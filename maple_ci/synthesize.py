@@ -64,6 +64,7 @@ class Job:
     from_allocation: bool  # the source left the size to submit time: `nodes` is only the default
     gpus_per_node: int  # ranks per node: one per device
     world_size: int
+    devices: int  # devices per rank: 1, or those a one-process job's program uses itself (JAX, MirroredStrategy)
     tasks_per_node: int  # scheduler tasks per node: gpus_per_node, or 1 for per-node launchers
     cpus_per_task: int
     walltime: str
@@ -157,6 +158,19 @@ def _single_process_size(intent: JobIntent, template: TemplateMeta, notes: list[
     return intent
 
 
+def _process_devices(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> int:
+    """The devices a one-process job's program uses itself: all the source gave it (a JAX process
+    sees every device of its node, a MirroredStrategy or DataParallel one the GPUs it is given), at
+    most the target node's."""
+    given = intent.gpus_per_node or 1
+    if intent.world_size not in (None, 1) or given == 1:
+        return 1
+    devices = min(given, profile.devices_per_node)
+    notes.append(f"one process with {devices} devices, as the source gives its one process {given}"
+                 + ("" if devices == given else f" (a {profile.name} node has {profile.devices_per_node})"))
+    return devices
+
+
 def _size_and_queue(intent: JobIntent, profile: ClusterProfile, notes: list[str]) -> tuple[int, Queue]:
     if intent.nodes is None:
         nodes, queue, note = _allocation_size(intent, profile)
@@ -221,8 +235,10 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     intent = _single_process_size(intent, template, notes)
     nodes, queue = _size_and_queue(intent, profile, notes)
     queue, walltime = _walltime(intent, profile, nodes, queue, notes)
-    # One process on one GPU stays one (the single-device templates); other jobs fill the node.
+    # One process stays one (the single-device templates), with the devices the source gave it;
+    # other jobs fill the node.
     gpus = 1 if template.strategy == "single" else profile.devices_per_node
+    devices = _process_devices(intent, profile, notes) if template.strategy == "single" else 1
     world_size = nodes * gpus
     _note_world_change(intent, profile, (nodes, gpus), notes)
     account = _account(intent, profile, notes)
@@ -233,13 +249,14 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
         from_allocation=intent.nodes is None,
         gpus_per_node=gpus,
         world_size=world_size,
+        devices=devices,
         tasks_per_node=tasks,
         cpus_per_task=max(1, profile.cpus_per_node // tasks),
         walltime=walltime,
         queue=queue,
         account=account,
         port=profile.master_port,
-        gpu_request=profile.gpu_request.format(gpus=gpus, total_gpus=world_size) if profile.gpu_request else None,
+        gpu_request=profile.gpu_request.format(gpus=gpus * devices, total_gpus=world_size * devices) if profile.gpu_request else None,
         notes=notes,
     )
 
@@ -355,8 +372,9 @@ def _source_setup_notes(intent: JobIntent, profile: ClusterProfile, framework: s
     if intent.modules:
         notes.append(f"the source's modules ({', '.join(intent.modules)}) are not loaded: {reason('modules')}")
     if intent.python_env:
-        notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; "
-                     f"{profile.name}'s {framework} set-up is used")
+        used = (f"{profile.name}'s {framework} set-up is used" if profile.provides(intent.framework)
+                else f"the {intent.framework} program needs yours there (--python-env)")
+        notes.append(f"the source's Python environment ({intent.python_env}) is not carried over; {used}")
     return notes
 
 
@@ -377,7 +395,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
     wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
     job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
-    job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name)
+    job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name, intent.entrypoint)
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)

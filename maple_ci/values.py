@@ -174,14 +174,20 @@ def port_env(env: dict[str, str], target: Target, site: set[str]) -> tuple[dict[
     return found.kept, found.all_notes(target)
 
 
-def path_notes(args: list[str], cluster: str, same_cluster: bool) -> list[str]:
-    """A header note naming the program's arguments that are paths on the source site's file
-    systems: the port keeps arguments as written (they are the program's), so the user maps them."""
-    paths = [m.group(1) for arg in args if (m := _ARGUMENT_PATH.match(arg))]
-    if same_cluster or not paths:
+def path_notes(args: list[str], cluster: str, same_cluster: bool, entrypoint: Optional[str] = None) -> list[str]:
+    """Header notes naming the program, and its arguments, where they are paths on the source site's
+    file systems: the port keeps them as written (they are the program's), so the user maps them."""
+    if same_cluster:
         return []
-    return [f"the program's arguments name paths on the source site's file systems, kept as written: "
-            f"{', '.join(dict.fromkeys(paths))}; give your paths on {cluster} (for example under $SCRATCH)"]
+    notes = []
+    if entrypoint and _ARGUMENT_PATH.fullmatch(entrypoint):
+        notes.append(f"the program itself is at a path on the source site's file systems, kept as written: "
+                     f"{entrypoint}; give its path on {cluster} (--entrypoint), e.g. in your checkout there")
+    paths = [m.group(1) for arg in args if (m := _ARGUMENT_PATH.match(arg))]
+    if paths:
+        notes.append(f"the program's arguments name paths on the source site's file systems, kept as written: "
+                     f"{', '.join(dict.fromkeys(paths))}; give your paths on {cluster} (for example under $SCRATCH)")
+    return notes
 
 
 def edit_refusal(name: str, value: Optional[str]) -> Optional[str]:

@@ -52,7 +52,7 @@ def test_srun_s_export_list_gives_its_variables_not_all():
 
 
 def test_every_registered_launcher_names_its_source_and_kind():
-    assert MPI_LAUNCHERS == {"srun", "mpiexec", "mpirun", "aprun", "ibrun", "jsrun", "lrun", "flux"}
+    assert MPI_LAUNCHERS == {"srun", "mpiexec", "mpirun", "aprun", "ibrun", "jsrun", "lrun", "flux", "horovodrun"}
     assert DL_LAUNCHERS == {"torchrun", "deepspeed", "accelerate"}
     for name in MPI_LAUNCHERS | DL_LAUNCHERS:
         assert launcher(name).source.startswith("https://")

@@ -36,7 +36,8 @@ def remote(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Cont
         return _program(rest, shell, stages, ctx) if rest else None
     # a host only the job knows (`${nodes[$i]}`) may expand to nothing: a host has no spaces, a command does
     command = rest[1:] if head == "ssh" and not (len(rest) == 1 and " " in rest[0]) else rest
-    return inner(" ".join(command), shell, stages, [], ctx) if command else None
+    # the remote shell gets no arguments: a "$@" in its command is the job's, put there by this one
+    return inner(" ".join(command), shell, stages, [], ctx, arguments_known=shell.arguments_known) if command else None
 
 
 def console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Context") -> Optional["Launch"]:

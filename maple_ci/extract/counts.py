@@ -10,6 +10,7 @@ from typing import Callable, Optional
 
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from .directives import Directives, count, per_node
+from .frameworks import by_program
 from .launch import Launch
 from .options import last
 
@@ -90,7 +91,8 @@ def _host_slots(hosts: Optional[str]) -> tuple[Optional[int], Optional[int]]:
 
 
 def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> Counts:
-    if outer and launch.entry and "python" in launch.names():
+    # python, or a framework's console script (`srun fairseq-train`): the ranks the launcher starts
+    if outer and launch.entry and ("python" in launch.names() or by_program(launch.entry)):
         return started
     if outer:  # a wrapper script: only the node count is known
         return Counts(nodes=started.nodes)

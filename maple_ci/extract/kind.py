@@ -12,6 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
+from .frameworks import other_framework
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .launch import Launch
 from .options import last
@@ -112,6 +113,9 @@ def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program
         return "pytorch"
     names = launch.names()
     args = launch.args
+    other = other_framework(launch, launch.shell)
+    if other:
+        return other
     if "accelerate" in names:
         return "accelerate"
     if _MEGATRON_ENTRY.fullmatch(launch.entry or "") or any(

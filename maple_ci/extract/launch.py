@@ -21,6 +21,7 @@ from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, R
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .consoles import CONSOLES, REMOTE, console, remote
+from .frameworks import by_program, runtime_setup
 from .submit import is_submit
 from .shell import bash_syntax_error
 
@@ -155,8 +156,11 @@ def _command_string(head: str, argv: list[str], flag: int, shell: "Shell", stage
     problem = bash_syntax_error(argv[flag + 1])
     if problem:  # the port would carry a launch line bash cannot run
         raise MapleError(f"in the {head} -c command, {problem}; fix the shell syntax there")
-    # after the string come $0 (a name) and then $1, $2...
-    return inner(argv[flag + 1], shell, stages, argv[flag + 3:], ctx)
+    # after the string come $0 (a name) and then $1, $2... With none, a "$@" in the string is the
+    # job's arguments the outer shell put there (`args="${@}"; srun bash -c "python t.py ${args}"`):
+    # bash -c with no arguments has an empty "$@" of its own, so a string means it only that way.
+    own = flag + 2 < len(argv) or shell.arguments_known
+    return inner(argv[flag + 1], shell, stages, argv[flag + 3:], ctx, arguments_known=own)
 
 
 def _submit(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
@@ -176,10 +180,26 @@ def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context
         key, eq, value = item.partition("=")
         if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
             ctx.env[key] = value if eq else shell.vars[key]
-    if head == "srun" and last(opts, "container_image"):  # Pyxis/enroot
-        ctx.container = Container(runtime="pyxis", image=last(opts, "container_image"),
-                                  options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
+    if head == "srun":
+        _pyxis(opts, shell, ctx)
     return chain(rest, shell, [*stages, (head, opts)], ctx)
+
+
+def _pyxis(opts: dict, shell: "Shell", ctx: _Context) -> None:
+    """Pyxis/enroot: `--container-image`, or `--container-name` alone, which reuses the container an
+    earlier step of the job created under that name from its image (Pyxis' README: a named container
+    is kept for the job's later steps)."""
+    image, name = last(opts, "container_image"), last(opts, "container_name")
+    if image and name:
+        shell.pyxis[name] = image
+    image = image or shell.pyxis.get(name)
+    if image:
+        ctx.container = Container(runtime="pyxis", image=image,
+                                  options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
+    if name and not last(opts, "container_image"):
+        where = f"the container an earlier step made from {image}" if image else "a container the job made earlier"
+        ctx.notes.append(f"the program runs in {where} (--container-name={name}), with what that step installed in it; "
+                         "the port starts from the image: install those packages in your environment or image")
 
 
 def _subcommand_dl(name: str, subcommand: str, spec: Spec):
@@ -292,16 +312,19 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
     # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
     runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
-    trains = runs_python or bool(entry) and entry.rsplit("/", 1)[-1] in CONSOLES  # `llamafactory-cli train` alone
+    # `llamafactory-cli train`, `fairseq-train` alone: a framework's console script is a program too
+    trains = runs_python or bool(entry) and (entry.rsplit("/", 1)[-1] in CONSOLES or by_program(entry) is not None)
     score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0
+    if runtime_setup(entry, args):
+        score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes))
 
 
 def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _Context,
-          name: str = "bash") -> Optional[Launch]:
+          name: str = "bash", arguments_known: bool = True) -> Optional[Launch]:
     """The command string of `bash -c '...'`, or a script the job runs (`name`, its $0), with its arguments."""
-    sub = shell.child(positional, name)
+    sub = shell.child(positional, name, arguments_known)
     sub.run_text(text)
     shell.python_env = sub.python_env or shell.python_env
     # scored with the stages around the string: `srun bash -c 'exec fairseq-train ...'` is a launch

@@ -173,6 +173,10 @@ def _request_sizes(words: str) -> tuple[Optional[int], Optional[int], Optional[i
 
 _FRAMEWORK_WORDS = (("accelerate", "accelerate"), ("deepspeed", "deepspeed"), ("megatron", "megatron"),
                     ("lightning", "lightning"))
+# Frameworks outside PyTorch's family, named as whole words (issue 25, E): first, being the more specific
+_OTHER_FRAMEWORKS = ((r"\bllama[\s-]*factory\b", "llamafactory"), (r"\bfairseq\b", "fairseq"), (r"\bvllm\b", "vllm"),
+                     (r"\bhorovod\b", "horovod"), (r"\bray\b", "ray"), (r"\b(?:jax|flax)\b", "jax"),
+                     (r"\b(?:tensorflow|keras)\b", "tensorflow"))
 _STRATEGY_WORDS = ((r"\bfsdp\b|fully[\s-]*sharded", "fsdp"), (r"\b3d\b|pipeline[\s-]*parallel", "3d"),
                    (r"tensor[\s-]*parallel", "tp"), (r"\bddp\b|data[\s-]*parallel", "ddp"))
 
@@ -187,7 +191,8 @@ def _request_launcher(words: str, framework: str) -> str:
 def _request_framework(words: str, zero) -> str:
     if zero and "accelerate" not in words:
         return "deepspeed"  # a ZeRO stage is DeepSpeed's
-    return next((name for word, name in _FRAMEWORK_WORDS if word in words), "pytorch")
+    other = next((name for pattern, name in _OTHER_FRAMEWORKS if re.search(pattern, words)), None)
+    return other or next((name for word, name in _FRAMEWORK_WORDS if word in words), "pytorch")
 
 
 def _request_strategy(words: str) -> Optional[str]:

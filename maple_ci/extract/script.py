@@ -22,6 +22,7 @@ from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
 from .options import last
+from .setup import REPORTING, setup_notes
 from .shell import bash_syntax_error, parse
 from .submit import submitted
 from .walk import Shell
@@ -238,7 +239,9 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     notes = list(notes)
     if launch:
         notes += [note for note in launch.notes if note not in notes]
-    notes += _not_carried(d, shell, launch)
+    line = next((n for n, _, found in shell.commands if found is launch), None) if launch else None
+    setup, named = setup_notes(shell, launch, line, [x for x in d.dropped if _ARRAY.search(x)])
+    notes += _not_carried(d, shell, launch, named) + setup
     notes += [note for note in shell.notes if note not in notes]
     if launch and PASS_THROUGH in launch.args:
         notes.append('the program takes the job\'s own arguments ("$@"), as the source does: give them after the '
@@ -247,11 +250,13 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     return notes
 
 
-_LOGGING = re.compile(r"break|continue|exit|return|echo|printf|date|hostname|\w+-smi|env|printenv|sleep|set|ulimit|which|pwd|ls|cat|df|free|"
-                      r"uname|lscpu|nproc|module|conda|pip\d?|python[\d.]*|true|:|wait|sync|time")
+# Commands that report, plus the set-up commands the port replaces with its own (module, conda, pip, python)
+_LOGGING = re.compile(rf"{REPORTING.pattern}|module|conda|pip\d?|python[\d.]*")
+# Job array directives as the schedulers spell them (Slurm --array, PBS -J)
+_ARRAY = re.compile(r"array|^-J\s")
 
 
-def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch]) -> list[str]:
+def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: set) -> list[str]:
     """Notes naming what the port does not carry: the source's directives it does not translate and
     its commands besides the set-up and the launch (a port runs only its own; the user's may be
     needed: data staging, a requeue trap, a `cd`)."""
@@ -260,7 +265,7 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch]) -> list[
         notes.append(f"directives not carried over: {', '.join(d.dropped)}")
     kept, logging = [], {}
     for line, words, found in shell.commands:
-        if found is launch:
+        if found is launch or line in named:  # the launch, or set-up a note of its own names (extract/setup.py)
             continue
         head = words[0].rsplit("/", 1)[-1] if words else ""
         if _LOGGING.fullmatch(head) and not (found and found.score):

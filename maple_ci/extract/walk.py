@@ -55,6 +55,13 @@ class Shell(Builtins, Branches):
     nested: int = 0  # eval and source levels: they count toward MAX_DEPTH with `depth`
     budget: Budget = field(default_factory=Budget)  # shared by every shell of one extraction
     output: Optional[list] = None  # what `echo` prints, in a function run for its output: $(f a b)
+    # The commands of the strings and scripts the job runs (`srun bash -c "cd repo; pip install -e .;
+    # python t.py"`): (line of the top-level command, words, launch), shared by every shell of a walk.
+    inner: list = field(default_factory=list)
+    written: dict = field(default_factory=dict)  # files the script writes (`> f`, `cat > f <<EOF`): path -> line
+    at: int = 0  # the line of the top-level command being read
+    pyxis: dict = field(default_factory=dict)  # Pyxis containers the job names: --container-name -> image
+    own_depth: int = 0  # the depth of this shell's own commands (a child's are its string's or script's)
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -128,13 +135,15 @@ class Shell(Builtins, Branches):
         expander = Expander(lookup, runtime=True, budget=self.budget)
         return expander.value(raw)
 
-    def child(self, positional: list[str], name: str = "bash") -> "Shell":
+    def child(self, positional: list[str], name: str = "bash", arguments_known: bool = True) -> "Shell":
         """The shell of a `bash -c` string or a wrapper script: it sees the variables (bash would
         see only exported ones; scripts that forget `export` still mean them), has its own
-        arguments, and shares what the port collects."""
+        arguments (unknown for a string that holds the job's own, see launch._command_string),
+        and shares what the port collects."""
         return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
-                     list(positional), name, True, self.env, self.modules, self.python_env, [], self.notes,
-                     self.depth + 1, nested=self.nested, budget=self.budget)
+                     list(positional), name, arguments_known, self.env, self.modules, self.python_env, [], self.notes,
+                     self.depth + 1, nested=self.nested, budget=self.budget, inner=self.inner, written=self.written,
+                     at=self.at, own_depth=self.depth + 1)
 
     # -- reading files the script names ---------------------------------------------------------
 
@@ -207,7 +216,10 @@ class Shell(Builtins, Branches):
                 self.nested -= 1
 
     def command(self, cmd: Command) -> None:
+        if not self.depth:
+            self.at = cmd.line
         self._here_document(cmd)
+        self._record_writes(cmd)
         if cmd.words and cmd.words[0].startswith("(("):
             self._let(cmd.words[0][2:-2])
             return
@@ -250,6 +262,8 @@ class Shell(Builtins, Branches):
         launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
         if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
             self.commands.append((cmd.line, cmd.words, launch))
+        elif self.depth == self.own_depth:  # a command string's or a script's own (extract/setup.py)
+            self.inner.append((self.at, cmd.words, launch))
         if _kept(launch, self.depth):
             self.launches.append(launch)
 
@@ -262,6 +276,11 @@ class Shell(Builtins, Branches):
             self.vars[cmd.words[-1]] = self._here_document_text(cmd).rstrip("\n")
         elif cmd.words[0] in ("cat", "tee"):
             self._write_here_document(cmd)
+
+    def _record_writes(self, cmd: Command) -> None:
+        for op, target in cmd.redirects:
+            if op in (">", ">>", ">|") and not target.startswith("&"):
+                self.written.setdefault(self.expand.string(target).removeprefix("./"), self.at)
 
     def _write_here_document(self, cmd: Command) -> None:
         targets = _written_files(cmd)

@@ -204,14 +204,17 @@ def _launch_line(script: str, word: str) -> Optional[int]:
     return lines[-1] if lines else None
 
 
-def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int]) -> Check:
+def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int], intent: JobIntent) -> Check:
     """The launcher must start one rank per GPU the directives give: nodes x ranks per node, with
-    no more ranks on a node than it has devices. Read back by the extraction agent."""
+    no more ranks on a node than it has devices; a one-process source stays one process with the
+    devices it was given. Read back by the extraction agent."""
     found = extract_script(script)
     line = _launch_line(script, found.launcher)
     if found.world_size is None or found.gpus_per_node is None or nodes is None:
         return _fail("world-size", "cannot read the number of ranks from the launch line; world size not checked",
                      line, "warning")
+    if found.world_size == intent.world_size == nodes == 1 and found.gpus_per_node <= profile.devices_per_node:
+        return _ok("world-size", f"one process with {found.gpus_per_node} device(s), as the source", line)
     if found.gpus_per_node > profile.devices_per_node:
         return _fail("world-size", f"{found.gpus_per_node} ranks per node but {profile.display_name} nodes have "
                                    f"{profile.devices_per_node} devices", line)
@@ -271,7 +274,7 @@ def static_checks(script: str, intent: JobIntent, profile: ClusterProfile, templ
     if parallel := _model_parallel(intent, profile, nodes):
         checks.append(parallel)
     if syntax.ok:  # the extractor parses the whole script; only one bash accepts is worth reading back
-        checks.append(_world_size(script, profile, nodes))
+        checks.append(_world_size(script, profile, nodes, intent))
         if template is not None:
             from .readback import readback_checks  # imported here: readback builds on this module's Check
 

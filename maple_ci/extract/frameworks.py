@@ -1,0 +1,77 @@
+"""Frameworks beyond PyTorch's family, named as what they are (issue 25, E): JAX, TensorFlow/Keras,
+Horovod, vLLM, Ray, fairseq, LLaMA-Factory. Decided from the launch's words (a console script or
+module the framework's package installs, its own launcher) and then the imports of the program's
+file in the checkout, read as text; None leaves the decision to `kind.framework` (PyTorch's family).
+
+The console scripts and modules are the ones each package declares: fairseq's setup.py
+(fairseq-train, fairseq-hydra-train, fairseq_cli.*), LLaMA-Factory's pyproject (llamafactory-cli,
+lmf, llamafactory.*), vLLM's (vllm, vllm.entrypoints.*), Ray's (ray), Horovod's (horovodrun).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from .launch import Launch
+    from .walk import Shell
+
+# The program word's own name (a console script) or its -m module's top package -> the framework
+_PROGRAMS = {"fairseq": re.compile(r"fairseq-[\w-]+|fairseq_cli|fairseq"),
+             "llamafactory": re.compile(r"llamafactory-cli|lmf|llamafactory"),
+             "vllm": re.compile(r"vllm"), "ray": re.compile(r"ray")}
+_LAUNCHERS = {"horovodrun": "horovod"}
+# An import at a line's start (`import jax.numpy as jnp`, `from tensorflow import keras`), first
+# match in this order: the most specific package a program needs wins (vLLM over the Ray it uses,
+# Horovod over the PyTorch or TensorFlow under it).
+_IMPORTS = [(name, re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", re.M)) for name, packages in (
+    ("llamafactory", "llamafactory"), ("fairseq", "fairseq|fairseq_cli"), ("vllm", "vllm"),
+    ("horovod", "horovod"), ("ray", "ray"), ("jax", "jax|jaxlib|flax|optax|haiku|equinox|orbax"),
+    ("tensorflow", "tensorflow|keras|tf_keras"))]
+_TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
+_OWN_RUNTIME = ("jax", "tensorflow")  # a program that imports torch too is PyTorch's (a conversion, a loader)
+
+
+def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
+    """The framework outside PyTorch's family that `launch` runs, or None."""
+    named = _by_launch(launch)
+    if named:
+        return named
+    source = program_source(launch.entry, shell)
+    for name, pattern in _IMPORTS:
+        if pattern.search(source) and not (name in _OWN_RUNTIME and _TORCH.search(source)):
+            return name
+    return None
+
+
+def _by_launch(launch: "Launch") -> Optional[str]:
+    launcher = next((_LAUNCHERS[name] for name, _ in launch.stages if name in _LAUNCHERS), None)
+    return launcher or by_program(launch.entry)
+
+
+def by_program(entry: Optional[str]) -> Optional[str]:
+    """The framework whose console script or module `entry` is (`fairseq-train`, `-m vllm.x`)."""
+    if not entry:
+        return None
+    word = entry.removeprefix("-m ").rsplit("/", 1)[-1].split(".", 1)[0]
+    return next((name for name, pattern in _PROGRAMS.items() if pattern.fullmatch(word)), None)
+
+
+def runtime_setup(entry: Optional[str], args: list[str]) -> bool:
+    """Whether the command starts or stops a framework's runtime rather than the program (`ray
+    start --head`, `ray stop`: Ray's cluster, which the job's driver program then joins)."""
+    return bool(entry) and entry.rsplit("/", 1)[-1] == "ray" and args[:1] in (["start"], ["stop"], ["status"])
+
+
+def program_source(entry: Optional[str], shell: "Shell") -> str:
+    """The text of the program's own Python file in the checkout (`train.py`, or `-m pkg.train` as
+    pkg/train.py or pkg/train/__main__.py); '' when it is not there."""
+    if not entry:
+        return ""
+    if entry.startswith("-m "):
+        path = entry[3:].replace(".", "/")
+        candidates = [f"{path}.py", f"{path}/__main__.py"]
+    else:
+        candidates = [entry] if entry.endswith(".py") else []
+    return next((text for text in map(shell.read, candidates) if text), "")
