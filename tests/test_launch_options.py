@@ -124,6 +124,14 @@ srun --ntasks-per-node=1 torchrun --nnodes 2 --rdzv-backend c10d --rdzv-endpoint
     assert any("1 process(es) per node (torchrun's default" in note for note in notes)
 
 
+def test_a_launcher_read_with_torchruns_grammar_does_not_take_torchruns_default():
+    text = """#!/bin/bash
+#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=4 -t 1:00:00
+srun fabric run --accelerator=cuda --devices=4 --num-nodes=2 train.py
+"""
+    assert extract_script(text).world_size == 8  # fabric's --devices, not torchrun's one worker
+
+
 def test_one_process_per_node_that_drives_the_nodes_gpus_is_named():
     text = """#!/bin/bash
 #SBATCH --nodes=2 --ntasks-per-node=1 --gpus-per-node=4 --time=01:00:00
