@@ -66,9 +66,9 @@ def test_without_accelerate_launch_the_options_become_the_variables_it_would_set
 
 
 def test_an_accelerate_config_files_settings_become_variables_where_no_accelerate_launch_reads_it(tmp_path):
-    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 2\n"
+    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nmixed_precision: BF16\nnum_machines: 2\n"
                                         "fsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
-                                        "  fsdp_offload_params: true\n  fsdp_version: 2\n")
+                                        "  fsdp_offload_params: true\n  version: 2\n")  # accelerate reads it as fsdp_version
     text = """#!/bin/bash
 #SBATCH --nodes=2 --gpus-per-node=4 --time=01:00:00
 srun --ntasks-per-node=1 accelerate launch --config_file fsdp.yaml --mixed_precision fp16 train.py
@@ -78,6 +78,8 @@ srun --ntasks-per-node=1 accelerate launch --config_file fsdp.yaml --mixed_preci
     script = render(intent, get_profile("frontier"), template, "jobs/train.sh")
     exports = dict(re.findall(r"^export (\w+)=(\S+)$", script, re.M))
     assert exports["ACCELERATE_MIXED_PRECISION"] == "fp16"  # the line wins over the file, as in accelerate
+    assert extract_script(text.replace(" --mixed_precision fp16", ""), tmp_path, "job.sh", tmp_path).config_options[
+        "mixed_precision"] == "bf16"
     assert (exports["FSDP_AUTO_WRAP_POLICY"], exports["FSDP_OFFLOAD_PARAMS"], exports["FSDP_VERSION"]) == (
         "TRANSFORMER_BASED_WRAP", "true", "2")
     assert "SIZE_BASED_WRAP" not in script
