@@ -177,7 +177,7 @@ def _port_case(case: dict, cases: list[dict], targets: list[str], out_dir: Path)
         results = port_intent(intent, targets, case["name"], out_dir, source_text=case["text"])
     except MapleError as exc:
         return [_refused(case, target, str(exc)) for target in targets]
-    write_results(results)  # under the report's folder, to read a verdict against the port
+    write_results(results, out_dir)  # under the report's folder, to read a verdict against the port
     return [_port_row(case, cases, intent, result) for result in results]
 
 

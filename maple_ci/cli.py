@@ -14,7 +14,7 @@ from typing import Optional
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__, schedulers
+from . import __version__, cli_setup, schedulers
 from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
                          print_verified, progress)
 from .errors import MapleError
@@ -80,7 +80,8 @@ def port(args) -> int:
                                framework=args.framework, strategy=args.strategy, nodes=args.nodes,
                                entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
                                account=args.account,
-                               queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env))
+                               queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env),
+                               trace=args.trace)
     _print_port(intent, results, args.json_output)
     return 1 if any(r.status != "ok" for r in results) else 0
 
@@ -245,22 +246,15 @@ def action(args) -> int:
     """Run as the GitHub Action: answer the event this job was started for (comment, push, schedule)."""
     import os
 
-    from .github.action import apply_inputs, run_action
-    from .github.config import DEFAULT_PATH, Config, load_config
+    from .github.action import apply_inputs, run_configured
     from .github.pipeline import Pipeline, git_checkout
     from .llm import backend_from_setting
     from .profiles import load_profiles
 
     apply_inputs()
-    known = sorted(load_profiles())
-    # Read from the workspace, the default branch: a PR cannot change what the bot is allowed to do.
-    try:
-        config, config_error = load_config(os.environ.get("MAPLE_CONFIG") or DEFAULT_PATH, known, os.environ), None
-    except MapleError as error:  # answered where the request came from, then the job fails with it
-        config, config_error = Config(), str(error)
-    pipeline = Pipeline(config, git_checkout(Path(os.environ.get("GITHUB_WORKSPACE", "."))), model=backend_from_setting())
-    return run_action(pipeline.port, known, config.sources, config.targets,
-                      verify=pipeline.verify, settings=config, config_error=config_error)
+    root = Path(os.environ.get("GITHUB_WORKSPACE", "."))
+    return run_configured(root, sorted(load_profiles()),
+                          lambda config: Pipeline(config, git_checkout(root), model=backend_from_setting()))
 
 
 def _at_least(minimum: int):
@@ -316,6 +310,8 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--python-env", action="append", default=[], metavar="[CLUSTER=]PATH",
                          help="Your conda env or venv on targets whose center provides no PyTorch (Frontier, "
                               "Lonestar6, Stampede3, Anvil, Bridges-2); CLUSTER=PATH for one target. Repeatable.")
+    command.add_argument("--trace", action="store_true", help="Check each port by tracing it and the source "
+                         "(`maple trace`): a difference its header does not name fails the port.")
 
     templates = commands.add_parser("templates", help="Browse the launch-template library.",
                                     description="Browse the launch-template library.")
@@ -364,7 +360,11 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--runs", type=_at_least(1), default=5,
                          help="latency: whole-process runs per command, cold and warm (medians; default: 5).")
 
+    from .trace.cli import add_parser as add_trace
+
+    add_trace(commands, _command)
     _command(commands, "action", action, "Run as the GitHub Action.")
+    cli_setup.register(commands, _command)
     parser.set_defaults(usage=parser)
     return parser
 

@@ -36,14 +36,16 @@ class Ported:
     words: Optional[list[str]]
     notes: list[str] = field(default_factory=list)
     srun_options: list[str] = field(default_factory=list)  # Container Engine / Pyxis: options of every srun
-    edf: str = ""  # Container Engine: the EDF's TOML, written by the script next to itself
+    edf: str = ""  # Container Engine: the command that writes the EDF next to the script (edf_block)
 
 
 # Runtimes that are srun options, not a command before the program: the CSCS Container Engine
 # (srun --environment=<EDF>.toml, https://docs.cscs.ch/software/container-engine/) and Pyxis
 # (srun --container-image=, https://github.com/NVIDIA/pyxis), both read 2026-11-28.
 SRUN_OPTION_RUNTIMES = {"container-engine", "pyxis"}
-EDF_PATH = "$PWD/maple-environment.toml"  # --environment takes an absolute path to the EDF
+# --environment takes an absolute path to the EDF; one per job, so that two jobs submitted from the
+# same folder cannot swap images by writing the other's EDF before its srun reads it.
+EDF_PATH = "$PWD/maple-environment-$SLURM_JOB_ID.toml"
 _ENROOT_SAFE = re.compile(r"[\w.:/#@+-]+")  # image words written into the EDF and srun options unquoted
 
 
@@ -130,13 +132,18 @@ def edf_text(image: str, profile: ClusterProfile) -> str:
     return "\n".join(lines + [f'{key} = "{value}"' for key, value in profile.container.annotations.items()])
 
 
+def edf_block(image: str, profile: ClusterProfile) -> str:
+    """The script's command that writes the EDF (a here-document: `$PWD` expands when the job runs)."""
+    return f'cat > "{EDF_PATH}" <<EOF\n{edf_text(image, profile)}\nEOF'
+
+
 def _srun_form(runtime: str, image: str, profile: ClusterProfile) -> Ported:
     """The srun options (and the EDF) that run every srun step in the image."""
     if runtime == "pyxis":
         mounts = ",".join(["$PWD", *profile.container.binds])
         return Ported([], srun_options=[f"--container-image={image}", f'--container-mounts="{mounts}"',
                                         '--container-workdir="$PWD"'])
-    return Ported([], srun_options=[f'--environment="{EDF_PATH}"'], edf=edf_text(image, profile))
+    return Ported([], srun_options=[f'--environment="{EDF_PATH}"'], edf=edf_block(image, profile))
 
 
 def _in_image(container: Container, profile: ClusterProfile, what: str) -> Ported:
@@ -216,6 +223,23 @@ def allowed(image: str, profile: ClusterProfile) -> bool:
     """Whether the target site lists the image, pinned by digest, as one its jobs may run."""
     name = _registry_name(image)
     return bool(name and _DIGEST.search(name) and name in {_registry_name(i) for i in profile.container.allowed_images})
+
+
+def image_forms(profile: ClusterProfile) -> list[str]:
+    """The exact texts a port runs an allowed image with on this cluster (the launch words, each srun
+    option, the EDF's here-document): all the center's gate lets a script name a container with."""
+    runtime, forms = profile.container.runtime, []
+    for image in profile.container.allowed_images if runtime != "none" else ():
+        name = _image_for(runtime, image)[0]
+        if name is None:
+            continue
+        if runtime in SRUN_OPTION_RUNTIMES:
+            ported = _srun_form(runtime, name, profile)
+            forms += [ported.edf, *ported.srun_options]
+        else:
+            forms.append(" ".join([*profile.container.command, *profile.container.gpu_flags,
+                                   *profile.container.binds, name]))
+    return [form for form in forms if form]
 
 
 def wrapper_notes(wrapper: list[str], per_device: bool, profile: ClusterProfile, launcher: str) -> list[str]:

@@ -1,13 +1,19 @@
-"""Reading files whose names come from untrusted input (a launch script, a comment, a fork's tree).
+"""Reading and writing files whose names come from untrusted input (a launch script, a comment, a
+fork's tree, a checkout's own folders).
 
 A launch script may name a wrapper, a config or an env file; the bot reads `scripts/<cluster>/*`
 from a checkout it does not control. Every such read goes through `read_inside`: the path must
 stay under the checkout root as written (no `..` out, no absolute path elsewhere, no
 `/proc/self/cwd/..`), no part of it below the root may be a symlink, it must be a regular file
 (not /dev/zero, a FIFO or a directory), and it is read up to a size cap, as UTF-8 text.
+
+`maple port` writes into the output folder of a checkout that may hold planted symlinks
+(`scripts/aurora -> ~/.local/bin`, `scripts/aurora/train.pbs -> ~/.bashrc`): every write goes
+through `write_inside`, which follows no symlink (issue 26 item 5).
 """
 
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import Optional
@@ -94,3 +100,70 @@ def _decoded(data: bytes, name: str, limit: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MapleError(f"{name} is not UTF-8 text (bad byte at offset {exc.start}); save it as UTF-8") from exc
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _into(fd: int, part: str, name: str) -> int:
+    """The folder `part` inside the open folder `fd` (created when missing), opened without
+    following a symlink; `fd` is closed."""
+    try:
+        try:
+            os.mkdir(part, dir_fd=fd)
+        except FileExistsError:
+            pass
+        return os.open(part, _FOLDER, dir_fd=fd)
+    except OSError as exc:  # ELOOP or ENOTDIR: a symlink, or a file where a folder goes
+        raise MapleError(f"refused to write {name}: {part} is a symlink or not a folder ({exc.strerror}); "
+                         "maple-ci writes only into real folders") from None
+    finally:
+        os.close(fd)
+
+
+def _open_folder(folder: Path, name: str) -> int:
+    """The output folder, created when missing. Relative: no part of it from the working directory
+    is a symlink; absolute: the folder itself is none (the folders above are the user's choice)."""
+    start, parts = (Path("."), folder.parts) if not folder.is_absolute() else (folder.parent, (folder.name,))
+    start.mkdir(parents=True, exist_ok=True)
+    fd = os.open(start, os.O_RDONLY | os.O_DIRECTORY)
+    for part in parts:
+        fd = _into(fd, part, name)
+    return fd
+
+
+def _replace(fd: int, file: str, text: str, mode: Optional[int], name: str) -> None:
+    """`file` in the open folder `fd` replaced by `text`: written to a new temporary file there
+    (O_EXCL, O_NOFOLLOW) and renamed over it, so no link at that name is followed."""
+    try:
+        if stat.S_ISLNK(os.stat(file, dir_fd=fd, follow_symlinks=False).st_mode):
+            raise MapleError(f"refused to write {name}: it is a symlink; maple-ci replaces only regular files")
+    except FileNotFoundError:
+        pass
+    temporary = f".{file}.{secrets.token_hex(4)}.tmp"
+    out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666, dir_fd=fd)
+    try:
+        with os.fdopen(out, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+        os.replace(temporary, file, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        os.unlink(temporary, dir_fd=fd)
+        raise
+
+
+def write_inside(folder: Path, relative: Path, text: str, mode: Optional[int] = None) -> None:
+    """Write `text` to `relative` (a path below `folder`, no `..`) with `mode` (default: the umask's),
+    creating the folders between; MapleError when any part is a symlink or not a folder."""
+    name = str(Path(folder) / relative)
+    parts = Path(relative).parts
+    if not parts or Path(relative).is_absolute() or ".." in parts:
+        raise MapleError(f"refused to write {name}: it is not a path inside {folder}")
+    fd = _open_folder(Path(folder), name)
+    for part in parts[:-1]:
+        fd = _into(fd, part, name)
+    try:
+        _replace(fd, parts[-1], text, mode, name)
+    finally:
+        os.close(fd)

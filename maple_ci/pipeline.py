@@ -64,7 +64,8 @@ def verify_and_debug(script: str, run: Run, *, cluster: Optional[str], path: str
                      lock: Optional[Lock] = None) -> Verified:
     """Run `script`; when it fails and `fix` is set, let the debug agent patch it and run it again
     (at most MAX_FIXES times). A runner that cannot run an uncommitted script (rerun False) gets
-    one fix, reported but not re-run. `lock` (the bot's: one analysis at a time across threads) is
+    one fix, reported but not re-run. A language model's fix is never run (the debug loop stops
+    at it, stop reason "review"): it waits for a person. `lock` (the bot's: one analysis at a time across threads) is
     held while the debug agent thinks, never while a run waits in a queue."""
     first = run(script, True)
     if first.ok or not fix:

@@ -15,6 +15,7 @@ from . import schedulers
 from .containers import allowed
 from .errors import MapleError
 from .extract import extract, load_source
+from .files import write_inside
 from .intent import JobIntent
 from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, with_python_env
@@ -81,7 +82,7 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
     """(the profile with what this port adds to it: the user's Python environment, the source's own
     constraint on its own cluster; the intent with the header notes that depend on this target,
     among them what the program's code must change when it moves to another GPU vendor)."""
-    profile, env_note = with_python_env(profile, python_envs)
+    profile, env_note = with_python_env(profile, python_envs, intent.framework)
     profile, constraint_note = _own_constraint(intent, profile)
     # a source image runs only where the target allows it (containers.allowed); elsewhere the site's
     # set-up runs the program, and where that has no PyTorch the user's environment is needed
@@ -130,22 +131,27 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
     return results
 
 
-def write_results(results: list[PortResult]) -> None:
+def write_results(results: list[PortResult], out_dir: Path) -> None:
+    """Each port (executable) and its read-back record under `out_dir`, through no symlink
+    (files.write_inside): a checkout's planted link cannot redirect them outside it."""
     for result in results:
         if result.path:
-            path = Path(result.path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(result.script)
-            path.chmod(0o755)
+            relative = Path(result.path).relative_to(out_dir)  # <cluster>/<name>, as output_path made it
+            write_inside(out_dir, relative, result.script, 0o755)
             if result.record:
-                Path(str(path) + RECORD_SUFFIX).write_text(result.record)
+                write_inside(out_dir, relative.with_name(relative.name + RECORD_SUFFIX), result.record)
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
-         python_envs: Mapping[str, str] = {}, **overrides) -> tuple[JobIntent, list[PortResult]]:
+         python_envs: Mapping[str, str] = {}, trace: bool = False, **overrides) -> tuple[JobIntent, list[PortResult]]:
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
     results = port_intent(intent, targets, name, out_dir, progress, python_envs, text)
-    write_results(results)
+    if trace and Path(source).is_file():
+        from .trace.compare import gate
+
+        progress("tracing the source and each port")
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster)
+    write_results(results, out_dir)
     return intent, results

@@ -154,6 +154,17 @@ class ClusterProfile(BaseModel):
     # (first host of the allocation): the shell text after `MASTER_ADDR=` (JSC: the first node's
     # InfiniBand name, its hostname with "i" appended). Rendered as written, in every launch shape.
     master_addr: Optional[str] = None
+    # torchrun's c10d store is hosted by the node of index 0, named with --rdzv_conf=is_host: torch
+    # decides who hosts it by matching the endpoint against gethostname() and its addresses
+    # (c10d_rendezvous_backend._create_tcp_store), which a master_addr like JSC's "<host>i" never
+    # matches, so no node would host it and the rendezvous times out.
+    rdzv_host_by_node_rank: bool = False
+    # Options the site's own torchrun recipe passes (LUMI AI guide: --numa-binding=exclusive), given
+    # where the site's framework set-up runs torchrun; a source's own image may hold an older torch.
+    torchrun_options: list[str] = Field(default_factory=list)
+    # The cores the launch line binds each rank to, where that is fewer than the node's cores over
+    # its ranks (Aurora: ALCF's list gives each of 12 ranks 4 cores); threads per rank follow it.
+    cores_per_rank: Optional[int] = Field(default=None, ge=1)
     frameworks: dict[str, FrameworkSetup]  # keyed by framework name; "pytorch" is the fallback
     # Network/collective settings for every job. Values are literal strings (no $VAR expansion);
     # anything that must expand (LD_LIBRARY_PATH prepends) belongs in a FrameworkSetup.setup line.

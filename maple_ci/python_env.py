@@ -17,6 +17,7 @@ from .synthesize import shell_word
 # Allowlist: a path or a conda env name, optionally under ~ or one variable ($SCRATCH/envs/torch).
 _ENV_PATH = re.compile(r"(?:~/|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/?)?[A-Za-z0-9_.+@%=:/-]*")
 ALL = "default"  # the key for every target
+_NAMES = {"deepspeed": "DeepSpeed", "accelerate": "Accelerate"}  # as the stop message names them
 
 
 def parse_python_envs(values: list[str]) -> dict[str, str]:
@@ -43,30 +44,45 @@ def activation(kind: str, path: str) -> str:
     return f"source {shell_word(path.rstrip('/') + '/bin/activate')}"
 
 
-def _stop_line(profile: ClusterProfile, setup: FrameworkSetup) -> str:
+def _missing(profile: ClusterProfile, framework: str) -> str:
+    """What the center's set-up lacks for `framework`: PyTorch itself, or only the framework where
+    its PyTorch set-up needs no user environment (JSC's and CSCS's PyTorch, without DeepSpeed)."""
+    name = _NAMES.get(framework, framework)
+    if framework == "pytorch" or profile.setup_for("pytorch").user_env:
+        return "no PyTorch environment"
+    return f"a PyTorch environment without {name}"
+
+
+def _stop_line(profile: ClusterProfile, framework: str, setup: FrameworkSetup) -> str:
     what = "conda environment" if setup.user_env == "conda" else "virtual environment (venv)"
-    message = (f"maple-ci: {profile.display_name} provides no PyTorch environment; port this job again with "
-               f"--python-env PATH naming your {what} there ({setup.user_env_docs}). Stopping before the "
-               "program runs without torch.")
+    message = (f"maple-ci: {profile.display_name} provides {_missing(profile, framework)}; port this job again "
+               f"with --python-env PATH naming your {what} there ({setup.user_env_docs}). Stopping before the "
+               f"program runs without it.")
     return f"echo {shell_word(message)} >&2; exit 1"
 
 
-def with_python_env(profile: ClusterProfile, envs: Mapping[str, str]) -> tuple[ClusterProfile, Optional[str]]:
+def with_python_env(profile: ClusterProfile, envs: Mapping[str, str], framework: str
+                    ) -> tuple[ClusterProfile, Optional[str]]:
     """(the profile whose framework set-ups activate the user's environment or stop the job, the
-    header note), or (the profile unchanged, None) where the center provides the environment."""
+    header note for the set-up `framework` runs under), or (the profile unchanged, None) where the
+    center provides the environment. The note follows that set-up only: a PyTorch port to a site
+    whose PyTorch module needs nothing more says nothing of DeepSpeed's venv."""
+    if not any(setup.user_env for setup in profile.frameworks.values()):
+        return profile, None
     path = envs.get(profile.name) or envs.get(ALL)
-    frameworks, kinds = {}, set()
+    frameworks = {}
     for name, setup in profile.frameworks.items():
         if setup.user_env:
-            kinds.add(setup.user_env)
-            line = activation(setup.user_env, path) if path else _stop_line(profile, setup)
+            line = activation(setup.user_env, path) if path else _stop_line(profile, name, setup)
             setup = setup.model_copy(update={"setup": [*setup.setup, line]})
         frameworks[name] = setup
-    if not kinds:
-        return profile, None
+    runs = framework if framework in profile.frameworks else "pytorch"
+    kind = profile.setup_for(runs).user_env
+    updated = profile.model_copy(update={"frameworks": frameworks})
+    if not kind:
+        return updated, None
+    missing = _missing(profile, runs)
     if path:
-        note = f"{profile.name} provides no PyTorch environment: the job activates yours, {path}"
-    else:
-        note = (f"{profile.name} provides no PyTorch environment: port again with --python-env PATH (your "
-                f"{' or '.join(sorted(kinds))} environment there); as written the job stops at once")
-    return profile.model_copy(update={"frameworks": frameworks}), note
+        return updated, f"{profile.name} provides {missing}: the job activates yours, {path}"
+    return updated, (f"{profile.name} provides {missing}: port again with --python-env PATH (your {kind} "
+                     "environment there); as written the job stops at once")

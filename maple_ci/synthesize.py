@@ -101,8 +101,13 @@ def require_port_facts(intent: JobIntent, source_name: str = "<text>") -> None:
 
 def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Queue, str]:
     """(default nodes, queue, note) for a source that leaves its size to submit time: the source's
-    queue when the target has it, else the default one, and the fewest nodes that queue takes."""
-    queue = next((q for q in profile.queues if q.name == intent.queue), profile.default_queue())
+    queue when the target has it, else the first that takes the walltime (the default one when it
+    does), and the fewest nodes that queue takes. Choosing by walltime here keeps a 2 h job at 2 h
+    in a queue that allows it, not at the longest queue's limit (_walltime)."""
+    queue = next((q for q in profile.queues if q.name == intent.queue), None)
+    if queue is None:
+        default = profile.default_queue()
+        queue = pick_queue(profile, default.min_nodes, intent.walltime)
     nodes = queue.min_nodes
     why = f" (queue {queue.name} takes at least {nodes})" if nodes > 1 else ""
     return nodes, queue, (f"the source leaves the node count to submit time: the launch lines take it from the "
@@ -239,13 +244,20 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     )
 
 
+def _cores_per_rank(profile: ClusterProfile, job: Job) -> int:
+    """The cores each rank runs on: the launch line's binding where the profile gives it (one rank
+    per device, the whole node), else the node's cores over its ranks."""
+    if profile.cores_per_rank and job.tasks_per_node == profile.devices_per_node:
+        return profile.cores_per_rank
+    return max(1, profile.cores_per_node // job.gpus_per_node)
+
+
 def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[str, str], job: Job
                 ) -> tuple[dict[str, str], dict[str, str]]:
     """(the target's settings, the source's variables templates/values.yaml lets through, with
     notes for the rest). Kept apart: the target's values are literal and the user's may expand."""
     site = {**profile.env, **framework_env}
-    target = Target(profile.name, profile.gpu_vendor, intent.source_cluster == profile.name,
-                    max(1, profile.cores_per_node // job.gpus_per_node))
+    target = Target(profile.name, profile.gpu_vendor, intent.source_cluster == profile.name, _cores_per_rank(profile, job))
     user, notes = port_env(intent.env, target, set(site))
     job.notes += notes
     return site, user

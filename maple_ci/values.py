@@ -32,6 +32,8 @@ FORMS = {
     # The library directories the job's own modules or conda environment set, around the loader's
     # path as it is; never a literal directory: `$LD_LIBRARY_PATH:$LIBRARY_PATH`, `$CONDA_PREFIX/lib:...`.
     "loader_path": re.compile(rf"(?=.*\$\{{?LD_LIBRARY_PATH\b){_LIBDIR}(?::{_LIBDIR})*"),
+    # Under the job's own temporary directory (the scheduler gives each job one: the TMPDIR row).
+    "job_dir": re.compile(rf"\$\{{?TMPDIR\}}?(?:/{_SEGMENT})*/?"),
 }
 # An absolute path, or one under a variable of the source site ($PROJECT_DIR/data): the user's to map.
 _SITE_PATH = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/)[^`()\n;|&<>]*")
@@ -39,7 +41,8 @@ _SITE_PATH = re.compile(r"(?:/|\$\{?[A-Za-z_]\w*\}?/)[^`()\n;|&<>]*")
 _ARGUMENT_PATH = re.compile(r"(?:[^=\s]*=)?(/(?!tmp/|tmp$|dev/shm)[^\s,]+)")
 _FORM_TEXT = {"word": "a literal word", "count": "a whole number",
               "path": "a path under $HOME, $SCRATCH, $WORK, $PWD or /tmp, or relative to the checkout",
-              "loader_path": "$LD_LIBRARY_PATH with the job's own $LIBRARY_PATH, $CONDA_PREFIX/lib, $CUDA_HOME/lib64 or $ROCM_PATH/lib"}
+              "loader_path": "$LD_LIBRARY_PATH with the job's own $LIBRARY_PATH, $CONDA_PREFIX/lib, $CUDA_HOME/lib64 or $ROCM_PATH/lib",
+              "job_dir": "a directory under the job's own $TMPDIR"}
 
 
 @dataclass(frozen=True)
@@ -181,17 +184,19 @@ def path_notes(args: list[str], cluster: str, same_cluster: bool) -> list[str]:
             f"{', '.join(dict.fromkeys(paths))}; give your paths on {cluster} (for example under $SCRATCH)"]
 
 
-def edit_refusal(name: str, value: str) -> Optional[str]:
+def edit_refusal(name: str, value: Optional[str]) -> Optional[str]:
     """Why a debug fix may not export name=value, or None. A fix is made for the target, so the
-    target's own settings (replace rows) are allowed; what the table drops or does not list is not."""
+    target's own settings (replace rows) are allowed; what the table drops or does not list is not.
+    `value` None: a person fills it in (a site value), so only the name is checked."""
     rule = env_rule(name)
     if rule is None:
         return f"{name} is not on the allowlist of templates/values.yaml"
     if rule.fix_form:
-        return None if _form_ok(rule.fix_form, value) else f"{name}: a fix may set it only to {_FORM_TEXT[rule.fix_form]}"
+        ok = value is None or _form_ok(rule.fix_form, value)
+        return None if ok else f"{name}: a fix may set it only to {_FORM_TEXT[rule.fix_form]}"
     if rule.verdict == "drop":
         return f"{name}: {rule.reason}"
-    if re.search(r"[\n\r\x00]", value):
+    if value is not None and re.search(r"[\n\r\x00]", value):
         return f"the value of {name} spans lines"
     return None
 
@@ -200,9 +205,16 @@ def _inside_checkout(word: str) -> bool:
     return bool(_form_ok("path", word)) and not word.startswith(("/", "$", "~"))
 
 
-def _profiler_words(words: list[str], drop: set[str], cluster: str) -> tuple[list[str], list[str]]:
-    """A profiler's words without its env/injection options, nor an output path the target lacks."""
+def _runs(word: str) -> bool:
+    """Whether a profiler's word is a path to a program it runs (a wrapper), not an option or a value."""
+    return not word.startswith("-") and ("/" in word or word.startswith(("$", "~")))
+
+
+def _profiler_words(words: list[str], rules: dict, cluster: str) -> tuple[list[str], list[str]]:
+    """A profiler's words without its env/injection options, an output path the target lacks, nor
+    a wrapper outside the checkout (the wrapper rule holds after a profiler too)."""
     kept, notes, skip = [words[0]], [], False
+    drop, outputs = set(rules["drop_options"]), set(rules["output_options"])
     for word in words[1:]:
         if skip:
             skip = False
@@ -211,10 +223,14 @@ def _profiler_words(words: list[str], drop: set[str], cluster: str) -> tuple[lis
         if flag in drop:
             notes.append(f"the profiler's option {flag} is not carried over: it sets the profiled program's environment or loads code into it")
             skip = not equals
-        elif word.startswith(("/", "~")) and not _form_ok("path", word):
-            if kept[-1].startswith("-"):  # the option that named it goes too: -o /scratch/...
-                kept.pop()
+        elif kept[-1] in outputs and word.startswith(("/", "~")) and not _form_ok("path", word):
+            kept.pop()  # the option that named it goes too: -o /scratch/...
             notes.append(f"the profiler's output path {word} is on the source site: nsys/ncu write to the working directory on {cluster} unless you give -o <your path>")
+        elif kept[-1] not in outputs and _runs(word) and not _inside_checkout(word):
+            # an option just before it may take it as its value: it goes too (nothing dangles)
+            dropped = [kept.pop(), word] if kept[-1].startswith("-") and "=" not in kept[-1] else [word]
+            notes.append(f"the profiler's words `{' '.join(dropped)}` are not kept: they run a program outside the "
+                         f"checkout ({reason('wrapper')}); run it under your own wrapper on {cluster} if it needs one")
         else:
             kept.append(word)
     return kept, notes
@@ -228,7 +244,7 @@ def port_wrapper(words: list[str], cluster: str) -> tuple[list[str], list[str]]:
     profilers = table()[1]["profilers"]
     program = words[0]
     if program in profilers:
-        return _profiler_words(words, set(profilers[program]["drop_options"]), cluster)
+        return _profiler_words(words, profilers[program], cluster)
     # `bash wrap.sh` reads the file from the working directory; a bare `wrap.sh` is looked up in PATH.
     script = words[1] if program in ("bash", "sh") and len(words) > 1 else program
     if _inside_checkout(script) and ("/" in script or script is not program):

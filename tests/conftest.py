@@ -4,12 +4,12 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from venvs import nested_venv
 
 CLUSTER_DIR = Path(__file__).parent / "cluster"
 # cluster/site-env.sh as setup.sh installs it: root-owned in a root-only folder, as a site's is
@@ -67,9 +67,10 @@ def port(tmp_path_factory):
     intent = extract(text, name, source.parent)
     data_dir, out = tmp_path_factory.mktemp("maple-data"), tmp_path_factory.mktemp("ported")
     # Targets whose center has no PyTorch activate the user's environment (--python-env): a real
-    # venv over this machine's torch; the test cluster's conda stand-in accepts it as a conda env.
+    # venv over the torch of the Python running the tests (venvs.nested_venv); the test cluster's
+    # conda stand-in accepts it as a conda env.
     venv = tmp_path_factory.mktemp("python-env") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    nested_venv(venv)
 
     def generate(cluster: str, master_port: int | None = None, **overrides) -> str:
         with pytest.MonkeyPatch.context() as mp:

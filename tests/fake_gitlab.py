@@ -6,11 +6,13 @@ through a runner that stands in for Jacamar (a local shell, or sbatch with SCHED
 the test Slurm cluster, as Jacamar's batch executor does).
 """
 
+import atexit
 import itertools
 import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -33,17 +35,22 @@ Runner = Callable[[str, dict], tuple[int, str]]  # (job script, variables) -> (e
 JOBS = ("maple-check", "maple-verify")  # in stage order
 EXAMPLE_INPUTS = {"cluster": "perlmutter", "script": "scripts/perlmutter/train.sbatch", "miniapp": "ddp",
                   "commit": "0" * 40}
+# Where the shipped CI file expects the center's maple-ci venv and the gate's settings; a center
+# edits them in its copy, and so does the fake (FakeGitLab's center_paths).
+VENV, SETTINGS = "/opt/maple-ci/venv", "/etc/maple-ci/center.toml"
 
 
 class InputError(ValueError):
     pass
 
 
-def ci_config(inputs: Mapping[str, str]) -> dict:
+def ci_config(inputs: Mapping[str, str], paths: Mapping[str, str] = {}) -> dict:
     """The CI file's jobs for a pipeline with these inputs, as GitLab makes them: each input checked
     against its `spec:inputs` entry (options, regex; an unknown or missing one is an error) and
     interpolated where the file says `$[[ inputs.<name> ]]` (https://docs.gitlab.com/ci/inputs/, read 2026-11-25)."""
     header, body = CI_FILE.read_text().split("\n---\n", 1)
+    for shipped, center in paths.items():
+        body = body.replace(shipped, center)
     spec = yaml.safe_load(header)["spec"]["inputs"]
     if unknown := set(inputs) - set(spec):
         raise InputError(f"unknown input arguments: {', '.join(sorted(unknown))}")
@@ -60,14 +67,15 @@ def ci_config(inputs: Mapping[str, str]) -> dict:
     return yaml.safe_load(re.sub(r"\$\[\[\s*inputs\.(\w+)\s*\]\]", lambda m: values[m[1]], body))
 
 
-def _job(name: str, inputs: Mapping[str, str]) -> dict:
-    jobs = ci_config(inputs)
+def _job(name: str, inputs: Mapping[str, str], paths: Mapping[str, str] = {}) -> dict:
+    jobs = ci_config(inputs, paths)
     job = jobs[name]
     return {**jobs.get(job.get("extends", ""), {}), **job}
 
 
-def job_script(name: str = "maple-verify", inputs: Mapping[str, str] = EXAMPLE_INPUTS) -> str:
-    job = _job(name, inputs)
+def job_script(name: str = "maple-verify", inputs: Mapping[str, str] = EXAMPLE_INPUTS,
+               paths: Mapping[str, str] = {}) -> str:
+    job = _job(name, inputs, paths)
     return "set -eo pipefail\n" + "\n".join(job.get("before_script", []) + job["script"]) + "\n"
 
 
@@ -75,11 +83,28 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def center_repo(tmp_path: Path, work: Path) -> dict:
+def write_settings(path: Path, settings: Mapping) -> None:
+    """The center's settings file (maple_ci/center/settings.py) holding `settings`, as TOML."""
+    def toml(value) -> str:
+        return json.dumps(list(value)) if isinstance(value, (list, tuple)) else json.dumps(value)
+
+    path.write_text("".join(f"{key} = {toml(value)}\n" for key, value in settings.items()))
+
+
+def root_only_dir() -> Path:
+    """A new folder that only root can change, all the way up (under root's home: the tests run as
+    root, as tests/cluster/setup.sh does), removed when the tests end."""
+    folder = Path(tempfile.mkdtemp(dir=Path.home(), prefix=".maple-center-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def center_repo(tmp_path: Path, work: Path, settings: Mapping | None = None) -> dict:
     """A center as workflows/gitlab/README.md sets it up, for the files written in `work`: they are
     committed on main, a bare mirror holds them, the runner's checkout is a clone of the mirror, and
-    the center's maple-ci venv is this interpreter (which has maple-ci) with the check installed.
-    The paths, the commit, and the site's CI/CD variables naming the venv."""
+    the center's maple-ci venv is this interpreter (which has maple-ci) with the check installed;
+    its settings (`settings`, by default perlmutter's) in a root-only file. The paths, the commit,
+    the site's CI/CD variables, and `paths`, where its copy of the CI file finds venv and settings."""
     mirror, checkout, venv = tmp_path / "mirror.git", tmp_path / "checkout", tmp_path / "venv"
     git(work, "init", "--quiet", "-b", "main")
     git(work, "add", ".")
@@ -87,8 +112,10 @@ def center_repo(tmp_path: Path, work: Path) -> dict:
     git(tmp_path, "clone", "--quiet", "--bare", str(work), str(mirror))
     git(tmp_path, "clone", "--quiet", str(mirror), str(checkout))
     nested_venv(venv)
+    settings_file = root_only_dir() / "center.toml"
+    write_settings(settings_file, {"clusters": ["perlmutter"], "fetch_wait_seconds": 0, **(settings or {})})
     return {"work": work, "mirror": mirror, "checkout": checkout, "commit": git(work, "rev-parse", "HEAD"),
-            "site": {"MAPLE_CI_VENV": str(venv), "MAPLE_FETCH_WAIT_SECONDS": "0"}}
+            "site": {}, "settings": settings_file, "paths": {VENV: str(venv), SETTINGS: str(settings_file)}}
 
 
 def exports(variables: dict) -> str:
@@ -145,12 +172,14 @@ class FakeGitLab:
                  trigger_token: str = "glptt-test", api_token: str = "glpat-test", fail_first: int = 0,
                  api_scopes: tuple[str, ...] = ("api",),
                  checkout: Path | None = None, site_variables: Mapping[str, str] = {},
-                 pipeline_variables: bool = False):
+                 pipeline_variables: bool = False, center_paths: Mapping[str, str] = {}):
         # checkout: where the runner's jobs run, to read the dotenv report of the check job from;
         # site_variables: the project's CI/CD variables, which trigger variables override (as GitLab);
         # pipeline_variables: whether the project lets a trigger set variables (its minimum role for
-        # pipeline variables is not "no one allowed", as workflows/gitlab/README.md asks).
+        # pipeline variables is not "no one allowed", as workflows/gitlab/README.md asks);
+        # center_paths: the center's venv and settings in its copy of the CI file (center_repo's paths).
         self.runner, self.project, self.checkout = runner, project, checkout
+        self.center_paths = dict(center_paths)
         self.pipeline_variables = pipeline_variables
         self.site_variables = dict(site_variables)
         self.trigger_token, self.api_token = trigger_token, api_token
@@ -178,7 +207,7 @@ class FakeGitLab:
             job_variables = {"CI_DEFAULT_BRANCH": "main", **report, **self.site_variables,
                              **variables, "CI_JOB_NAME": name}
             pipeline["jobs"][name] = job_variables  # what each job got, e.g. the check's dotenv report
-            code, trace = self.runner(job_script(name, pipeline["inputs"]), job_variables)
+            code, trace = self.runner(job_script(name, pipeline["inputs"], self.center_paths), job_variables)
             traces.append(trace)
             if code != 0:
                 break
@@ -188,7 +217,7 @@ class FakeGitLab:
             pipeline["status"] = "success" if code == 0 else "failed"
 
     def _dotenv(self, name: str, inputs: Mapping[str, str]) -> dict:
-        path = _job(name, inputs).get("artifacts", {}).get("reports", {}).get("dotenv")
+        path = _job(name, inputs, self.center_paths).get("artifacts", {}).get("reports", {}).get("dotenv")
         if not (path and self.checkout and (self.checkout / path).exists()):
             return {}
         lines = (self.checkout / path).read_text().splitlines()

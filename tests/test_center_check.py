@@ -7,6 +7,7 @@ a variable points at) would touch a marker file if anything the request chose ra
 (`python -I -m maple_ci.center`) is also run directly, as a GitLab that checked nothing would.
 """
 
+import base64
 import shlex
 import shutil
 import tempfile
@@ -15,9 +16,18 @@ from pathlib import Path
 
 import pytest
 import requests
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from fake_gitlab import REPO, FakeGitLab, center_repo, git, job_script, shell_runner
+from fake_gitlab import REPO, FakeGitLab, center_repo, git, job_script, shell_runner, write_settings
+from maple_ci.attestation import public_key, sign
+from maple_ci.center.images import unlisted_container
 from maple_ci.center.options import scheduler_parameters
+from maple_ci.extract import extract
+from maple_ci.intent import JobIntent
+from maple_ci.library import load_templates
+from maple_ci.profiles import get_profile
+from maple_ci.retrieve import best_template
+from maple_ci.synthesize import render
 from maple_ci.schedulers.pbs import cap_select
 from maple_ci.errors import MapleError
 from maple_ci.paths import miniapps_dir
@@ -46,8 +56,8 @@ IMAGE = """#!/bin/bash
 touch "{marker}"
 srun apptainer exec --nv docker://someone/pytorch:latest python train.py
 """
-SITE = {"MAPLE_CLUSTERS": "perlmutter", "MAPLE_MAX_NODES": "2", "MAPLE_MAX_MINUTES": "30",
-        "MAPLE_SITE_SCHEDULER_OPTIONS": "--account=center_acct --qos=debug"}
+SETTINGS = {"clusters": ["perlmutter"], "max_nodes": 2, "max_minutes": 30,
+            "site_scheduler_options": "--account=center_acct --qos=debug", "fetch_wait_seconds": 0}
 SITE_STARTUP = "/opt/maple-test/site-env.sh"  # root-only, installed by tests/cluster/setup.sh
 
 
@@ -63,10 +73,10 @@ def center(tmp_path):
     (work / "evil.sh").write_text(f'#!/bin/sh\ntouch "{marker}"\n')
     (work / "evil.sh").chmod(0o755)
     (work / "scripts" / "perlmutter" / "link.sbatch").symlink_to("train.sbatch")
-    repo = center_repo(tmp_path, work)
+    repo = center_repo(tmp_path, work, SETTINGS)
     inputs = {"cluster": "perlmutter", "script": "scripts/perlmutter/train.sbatch", "miniapp": "ddp",
               "commit": repo["commit"]}
-    return {**repo, "marker": marker, "inputs": inputs, "site": {**repo["site"], **SITE}}
+    return {**repo, "marker": marker, "inputs": inputs}
 
 
 def trigger(center, variables: dict | None = None, allow_variables: bool = True, **inputs) -> tuple[dict, str]:
@@ -74,7 +84,7 @@ def trigger(center, variables: dict | None = None, allow_variables: bool = True,
     GitLab refused to create comes back as {"status": "refused", "message": ...}."""
     runner = shell_runner(center["checkout"])
     with FakeGitLab(runner, checkout=center["checkout"], site_variables=center["site"],
-                    pipeline_variables=allow_variables) as fake:
+                    pipeline_variables=allow_variables, center_paths=center["paths"]) as fake:
         body = {"token": fake.trigger_token, "ref": "main", "inputs": {**center["inputs"], **inputs},
                 "variables": variables or {}}
         answer = requests.post(f"{fake.url}/api/v4/projects/{fake.project.replace('/', '%2F')}/trigger/pipeline",
@@ -91,7 +101,8 @@ def trigger(center, variables: dict | None = None, allow_variables: bool = True,
 def gate(center, mode: str = "check", variables: dict | None = None, **inputs) -> tuple[int, str]:
     """The gate's command line in the runner's checkout, with inputs no GitLab checked."""
     args = {**center["inputs"], **inputs}
-    command = (f'"$MAPLE_CI_VENV/bin/python" -I -m maple_ci.center {mode} '
+    command = (f'{center["paths"]["/opt/maple-ci/venv"]}/bin/python -I -m maple_ci.center {mode} '
+               f'--settings {center["settings"]} '
                + " ".join(f"--{name} {shlex.quote(value)}" for name, value in args.items())
                + (" --dotenv maple-request.env" if mode == "check" else "") + "\n")
     env = {**center["site"], "CI_DEFAULT_BRANCH": "main", **(variables or {})}
@@ -149,17 +160,34 @@ def test_a_port_that_names_its_sources_container_only_in_a_note_passes(center):
     assert code == 0, trace
 
 
-def test_a_commit_on_no_trusted_branch_is_refused(center):
+def _unreviewed_branch(center, name: str) -> str:
+    """A commit pushed to branch `name` of the mirror and nowhere else; its id."""
     work = center["work"]
     git(work, "checkout", "--quiet", "-b", "feature")
-    (work / "scripts" / "perlmutter" / "train.sbatch").write_text("#!/bin/bash\necho other\n")
+    (work / "scripts" / "perlmutter" / "train.sbatch").write_text(f'#!/bin/bash\ntouch "{center["marker"]}"\n')
     git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-am", "unreviewed")
-    commit = git(work, "rev-parse", "HEAD")
-    git(work, "push", "--quiet", str(center["mirror"]), "feature")  # on the mirror, neither protected nor maple/port-*
-    git(center["checkout"], "fetch", "--quiet", "origin", "feature")  # as the runner does for a pipeline on `feature`
-    refused(center, "is on no protected branch", commit=commit)
-    git(work, "push", "--quiet", str(center["mirror"]), "feature:maple/port-7")  # the bot's branches are trusted
-    code, trace = gate(center, commit=commit)
+    git(work, "push", "--quiet", str(center["mirror"]), f"feature:{name}")
+    git(center["checkout"], "fetch", "--quiet", "origin", name)  # as the runner does for a pipeline on it
+    return git(work, "rev-parse", "HEAD")
+
+
+def test_a_commit_on_no_trusted_branch_is_refused(center):
+    refused(center, "is on no protected branch", commit=_unreviewed_branch(center, "feature"))
+
+
+def test_a_maple_port_branch_is_trusted_only_for_a_request_the_bot_signed(center):
+    """Attack (security review N11): anyone who can push a branch names it `maple/port-x` and has its
+    commit verified. Before the fix the gate trusted the branch by its name and this request passed
+    the check; now a port branch counts only with the bot's signature of that commit and script."""
+    commit = _unreviewed_branch(center, "maple/port-7")
+    refused(center, "counts only for a request the bot signed", commit=commit)
+    bot, other = (base64.b64encode(Ed25519PrivateKey.generate().private_bytes_raw()).decode() for _ in range(2))
+    write_settings(center["settings"], {**SETTINGS, "bot_keys": [public_key(bot)]})
+    script = center["inputs"]["script"]
+    refused(center, "is not the bot's signature", commit=commit, attestation=sign(other, commit, script))
+    refused(center, "is not the bot's signature", commit=commit,  # the bot's signature of another commit
+            attestation=sign(bot, center["commit"], script))
+    code, trace = gate(center, commit=commit, attestation=sign(bot, commit, script))
     assert code == 0 and "SCHEDULER_PARAMETERS=--nodes=1 --time=00:30:00" in trace, trace
 
 
@@ -235,8 +263,8 @@ def test_the_batch_job_runs_from_a_copy_of_the_commit_under_an_allowlisted_envir
     # as its own, so it passes the gate; the run's env -i allowlist still leaves it out, and the
     # site's startup file gives the script a working `module`.
     center["inputs"]["script"] = "scripts/perlmutter/runs.sbatch"
-    center["site"].update(MAPLE_SITE_VARIABLES="LMOD_SETTARG_CMD", BASH_ENV=SITE_STARTUP,
-                          LMOD_SETTARG_CMD=str(center["checkout"] / "evil.sh"))
+    write_settings(center["settings"], {**SETTINGS, "site_variables": ["LMOD_SETTARG_CMD"]})
+    center["site"].update(BASH_ENV=SITE_STARTUP, LMOD_SETTARG_CMD=str(center["checkout"] / "evil.sh"))
     record, trace = trigger(center)
     assert record["status"] == "success", trace
     assert "module-ok" in trace and "no-git-here" in trace and '"ok": true' in trace
@@ -246,9 +274,9 @@ def test_the_batch_job_runs_from_a_copy_of_the_commit_under_an_allowlisted_envir
 
 
 def test_the_check_fails_clearly_without_the_centers_maple_ci(center):
-    center["site"].pop("MAPLE_CI_VENV")
+    center["paths"]["/opt/maple-ci/venv"] = str(center["checkout"].parent / "no-venv")
     record, trace = trigger(center)
-    assert record["status"] == "failed" and "MAPLE_CI_VENV does not name the center's maple-ci venv" in trace
+    assert record["status"] == "failed" and "no-venv is not the center's maple-ci venv" in trace
     assert not center["marker"].exists()
     jobs = job_script("maple-check") + job_script("maple-verify")
     assert "install" not in jobs and " -m pip" not in jobs  # nothing installed at job time
@@ -296,3 +324,95 @@ def test_a_miniapp_name_is_only_ever_the_packages(tmp_path, monkeypatch):
     with pytest.raises(MapleError, match="unknown mini-app"):
         resolve_miniapp("ddp.py")
     assert resolve_miniapp("./ddp.py") == tmp_path / "ddp.py"  # a path says so with a slash
+
+
+def test_settings_a_trigger_sends_as_variables_are_refused_not_obeyed(center):
+    """Attack (security review P8): where pipeline variables are allowed, a trigger sets the gate's
+    own settings, listing its LMOD_SETTARG_CMD as the site's and raising the caps. Before the fix the
+    gate read its settings from those variables and passed the request; now its settings come only
+    from the root-only file, and the variables are refused like any other."""
+    variables = {"MAPLE_SITE_VARIABLES": "LMOD_SETTARG_CMD", "LMOD_SETTARG_CMD": str(center["checkout"] / "evil.sh"),
+                 "MAPLE_MAX_NODES": "512", "MAPLE_CLUSTERS": "perlmutter"}
+    refused(center, "MAPLE_SITE_VARIABLES is set", variables)
+    code, trace = gate(center, variables=variables)
+    assert code == 1 and "LMOD_SETTARG_CMD is set" in trace and "MAPLE_MAX_NODES is set" in trace, trace
+
+
+def test_settings_in_a_file_others_could_write_are_refused(center, tmp_path):
+    writable = tmp_path / "center.toml"  # under /tmp: a folder anyone may write in
+    write_settings(writable, SETTINGS)
+    center["paths"]["/etc/maple-ci/center.toml"] = str(writable)
+    refused(center, "are not a file that only root can change")
+    center["paths"]["/etc/maple-ci/center.toml"] = str(center["settings"])
+    write_settings(center["settings"], {**SETTINGS, "max_node": 64})  # a misspelt key is no default
+    refused(center, "unknown key 'max_node'")
+
+
+def test_a_job_environment_without_a_usable_lang_passes_the_check(center):
+    """Found on the way (security review, other observations): with no usable LANG, Python sets
+    LC_CTYPE=C.UTF-8 in its own environment (PEP 538) and the gate refused every request ("LC_CTYPE
+    is set"); now a locale variable with a locale's name passes, and one with anything else does not."""
+    code, trace = gate(center, variables={"LANG": ""})
+    assert code == 0, trace
+    code, trace = gate(center, variables={"LC_ALL": "$(touch x)"})
+    assert code == 1 and "LC_ALL is set" in trace, trace
+
+
+# Containers a script on a trusted branch could run its own image with, none of which the gate saw
+# before the fix (security review P4): the CSCS Container Engine's EDF as a here-document (what a
+# Daint port writes), as a committed file and as a directive; Sarus; Charliecloud; a uenv image.
+UNSEEN_IMAGES = {
+    "edf-heredoc": 'cat > "$PWD/env.toml" <<EOF\nimage = "mallory#pytorch:latest"\nEOF\n'
+                   'srun --environment="$PWD/env.toml" python train.py',
+    "edf-file": 'srun --environment="$PWD/tools/env.toml" python train.py',
+    "edf-directive": "#SBATCH --environment=/users/someone/env.toml\nsrun python train.py",
+    "sarus": "srun sarus run --mpi docker.io/mallory/pytorch:latest python train.py",
+    "charliecloud": "srun ch-run -w /scratch/mallory/pytorch -- python train.py",
+    "uenv": "#SBATCH --uenv=/scratch/mallory/pytorch.squashfs:/user-environment\nsrun python train.py",
+}
+
+
+@pytest.mark.parametrize("form", UNSEEN_IMAGES)
+def test_a_container_form_maple_does_not_write_for_the_cluster_is_refused(center, form):
+    """Attack (security review P4): each form ran its image past the gate before the fix (only
+    Apptainer/Singularity, Shifter, podman-hpc, enroot and Pyxis were recognised); now every container
+    word not in a form maple-ci writes for the cluster with an allowed image is refused."""
+    script = f'#!/bin/bash\n#SBATCH -N 1 --time=00:05:00\ntouch "{center["marker"]}"\n{UNSEEN_IMAGES[form]}\n'
+    work = center["work"]
+    (work / "scripts" / "perlmutter" / f"{form}.sbatch").write_text(script)
+    git(work, "add", ".")
+    git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", form)
+    git(work, "push", "--quiet", str(center["mirror"]), "main")
+    code, trace = gate(center, script=f"scripts/perlmutter/{form}.sbatch", commit=git(work, "rev-parse", "HEAD"))
+    assert code == 1 and "a form maple-ci does not write for perlmutter" in trace, trace
+    assert not center["marker"].exists()
+
+
+def _allowing(cluster: str, image: str):
+    profile = get_profile(cluster)
+    return profile.model_copy(update={"container": profile.container.model_copy(update={"allowed_images": [image]})})
+
+
+def test_every_port_maple_writes_passes_the_container_check():
+    # The allowlist's other side: each supported row of each cluster, as the port renders it (Daint's
+    # own --uenv directive included), names no container the gate refuses.
+    intent = JobIntent(nodes=2, entrypoint="train.py", script_args=[])
+    for template in load_templates():
+        if template.supported:
+            script = render(intent, get_profile(template.cluster), template, "job.sh")
+            assert unlisted_container(script, get_profile(template.cluster)) is None, template.id
+
+
+def test_a_daint_port_in_an_allowed_image_passes_and_its_edf_cannot_be_swapped():
+    image = "nvcr.io/nvidia/pytorch:25.01-py3@sha256:" + "0" * 64
+    source = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n"
+              f"srun --container-image={image.replace('/', '#', 1)} python train.py\n")
+    intent = extract(source, "job.sh")
+    intent = intent.__class__(**{**intent.__dict__, "source_cluster": "isambard-ai"})  # aarch64, as Daint
+    daint = _allowing("daint", image)
+    script = render(intent, daint, best_template(intent, "daint"), "job.sh")
+    assert '--environment="$PWD/maple-environment-$SLURM_JOB_ID.toml"' in script  # one EDF per job
+    assert unlisted_container(script, daint) is None
+    swapped = script.replace("nvcr.io#nvidia/pytorch:25.01-py3@", "docker.io#mallory/pytorch:25.01-py3@")
+    assert "'maple-environment'" in unlisted_container(swapped, daint)
+    assert unlisted_container(script, get_profile("daint")) is not None  # not allowed there: refused

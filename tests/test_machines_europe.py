@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from machines import CASES, FORMS, corpus_case, example, port_to, read_case  # noqa: F401 - example is a fixture
 from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
+from venvs import nested_venv
 
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.slurm import verify_slurm
@@ -156,12 +157,10 @@ def _run(script: str, miniapp: str, workdir: Path, cluster, venv: str, env: dict
 def test_ports_of_five_corpus_scripts_train_the_miniapp_on_each_european_machine(slurm_cluster, tmp_path,
                                                                                  free_port, monkeypatch):
     import os
-    import subprocess
-    import sys
 
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "maple-data"))
     venv = tmp_path / "venv"  # Daint's/JUPITER's user venv (DeepSpeed, Accelerate), over this torch
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    nested_venv(venv)
     stand_ins = tmp_path / "bin"
     stand_ins.mkdir()
     (stand_ins / "singularity").write_text(SINGULARITY)

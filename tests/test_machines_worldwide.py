@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from machines import CASES, FORMS, corpus_case, example, port_to, read_case  # noqa: F401 - example is a fixture
 from test_verify_generated import CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
+from venvs import nested_venv
 
 from maple_ci.verify import miniapp_for
 from maple_ci.verify.slurm import verify_slurm
@@ -133,12 +134,9 @@ def _run(script: str, miniapp: str, workdir: Path, cluster, venv: str):
 @pytest.mark.cluster
 def test_ports_of_five_corpus_scripts_train_the_miniapp_on_each_new_slurm_machine(slurm_cluster, tmp_path,
                                                                                  free_port, monkeypatch):
-    import subprocess
-    import sys
-
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "maple-data"))
     venv = tmp_path / "venv"  # MN5 and Isambard-AI have no PyTorch module: the user's venv, over this torch
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    nested_venv(venv)
     every = [(cluster, source) for cluster in SLURM_NEW for source in SOURCES]
     ported = {pair: _corpus_port(pair[1], pair[0], tmp_path / "ported" / str(i), free_port())
               for i, pair in enumerate(every)}  # every port passes its static checks

@@ -213,12 +213,12 @@ def test_a_pyxis_source_ported_to_daint_runs_its_image_through_the_container_eng
     intent = extract(PYXIS, "job.sh")
     assert (intent.container.runtime, intent.container.image) == ("pyxis", IMAGE.replace("/", "#", 1))
     script = port_in_image("daint", PYXIS, source_cluster="isambard-ai")  # an aarch64 + NVIDIA image
-    edf = script[script.index('cat > "$PWD/maple-environment.toml" <<EOF\n'):].split("\n", 1)[1].split("\nEOF\n")[0]
+    edf = script[script.index('cat > "$PWD/maple-environment-$SLURM_JOB_ID.toml" <<EOF\n'):].split("\n", 1)[1].split("\nEOF\n")[0]
     parsed = tomllib.loads(edf.replace("$PWD", "/scratch/job"))
     assert parsed["image"] == "nvcr.io#" + IMAGE.split("/", 1)[1]
     assert parsed["annotations"]["com"]["hooks"]["aws_ofi_nccl"]["enabled"] == "true"
     assert parsed["workdir"] == "/scratch/job" and "/scratch/job:/scratch/job" in parsed["mounts"]
-    assert re.search(r'^srun [^\n]*--environment="\$PWD/maple-environment.toml" \\$', script, re.M)
+    assert re.search(r'^srun [^\n]*--environment="\$PWD/maple-environment-\$SLURM_JOB_ID.toml" \\$', script, re.M)
     assert "module load" not in script  # the image brings the framework
     profile = get_profile("daint")
     profile = profile.model_copy(update={"container": profile.container.model_copy(update={"allowed_images": [IMAGE]})})
@@ -228,7 +228,7 @@ def test_a_pyxis_source_ported_to_daint_runs_its_image_through_the_container_eng
 
 def test_an_x86_image_is_not_run_on_daint_and_the_port_says_why():
     script = port_in_image("daint")  # apptainer with an NGC image from an unknown (so x86_64) machine
-    assert "--environment" not in script and "maple-environment.toml" not in script
+    assert "--environment" not in script and "maple-environment" not in script
     assert re.search(r"# Note: .*not used here: it is built for x86_64 .* Daint is aarch64", script)
 
 
@@ -243,4 +243,4 @@ def test_a_pyxis_site_gets_the_image_mounts_and_workdir_as_srun_options():
     image = "nvcr.io#" + IMAGE.split("/", 1)[1]
     assert re.search(rf'^srun [^\n]* --container-image={re.escape(image)} --container-mounts="\$PWD" '
                      r'--container-workdir="\$PWD" \\$', script, re.M)
-    assert "maple-environment.toml" not in script
+    assert "maple-environment" not in script

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from venvs import nested_venv
 
 from maple_ci.cli import main
 from maple_ci.errors import MapleError
@@ -122,9 +123,9 @@ def test_the_cli_option_reaches_the_script_and_bad_input_exits_2(capsys, monkeyp
 @pytest.mark.cluster
 def test_on_a_real_cluster_the_job_stops_without_the_environment_and_runs_with_it(slurm_cluster, tmp_path, master_port):
     """Anvil's port on the local Slurm cluster: without --python-env the job fails with the message and
-    the program never starts; with a real venv (this machine's torch through system site packages) it runs."""
+    the program never starts; with a real venv over the tests' own torch (venvs.nested_venv) it runs."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    nested_venv(venv)
     for name, envs in (("none", {}), ("venv", {"default": str(venv)})):
         lonestar = ported("lonestar6", tmp_path / name, envs, ONE_GPU)  # venv kind; the batch shell runs python
         path = tmp_path / f"{name}.sbatch"

@@ -7,11 +7,10 @@ and, for PBS, the local backend's emulation; the ddp mini-app reports the world 
 """
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from venvs import nested_venv
 
 from maple_ci.extract import extract
 from maple_ci.intent import PER_DEVICE_LAUNCHERS
@@ -74,7 +73,7 @@ def test_a_multi_gpu_job_is_not_given_the_single_template(tmp_path):
 @pytest.mark.parametrize("cluster", ["perlmutter", "lonestar6"])  # a one-task srun; the batch shell itself
 def test_a_one_gpu_port_runs_one_process_on_the_local_cluster(slurm_cluster, cluster, tmp_path, master_port):
     venv = tmp_path / "venv"  # Lonestar6 has no center PyTorch: the user's venv (this machine's torch)
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    nested_venv(venv)
     script = ported("sbatch", cluster, tmp_path / "out", {"default": str(venv)}).script
     path = tmp_path / "job.sbatch"
     path.write_text(script.replace("export MASTER_PORT=29500", f"export MASTER_PORT={master_port}"))

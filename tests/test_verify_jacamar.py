@@ -2,13 +2,16 @@
 center's check for real (in a clone of a mirror, as workflows/gitlab/README.md sets it up), the
 batch job through a stand-in or, on the test cluster, in a Slurm job."""
 
+import base64
 import json
 import socket
 import threading
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from fake_gitlab import FakeGitLab, center_repo, git, job_script, sbatch_runner, shell_runner
+from fake_gitlab import FakeGitLab, center_repo, git, job_script, sbatch_runner, shell_runner, write_settings
+from maple_ci.attestation import public_key
 from maple_ci.errors import MapleError
 from maple_ci.verify.jacamar import verify_jacamar
 
@@ -45,8 +48,7 @@ def center(tmp_path):
     work = tmp_path / "work"
     (work / PATH).parent.mkdir(parents=True)
     (work / PATH).write_text(SCRIPT)
-    repo = center_repo(tmp_path, work)
-    return {**repo, "site": {**repo["site"], "MAPLE_CLUSTERS": "perlmutter"}}
+    return center_repo(tmp_path, work)
 
 
 def checked_runner(center, code: int = 0, line: str = PASSED):
@@ -65,12 +67,14 @@ def run(fake: FakeGitLab, path=PATH, **overrides):
 def test_shipped_ci_job_runs_the_installed_gate_on_the_triggered_inputs():
     script = job_script(inputs={"cluster": "delta", "script": PATH.replace("perlmutter", "delta"), "miniapp": "fsdp",
                                 "commit": COMMIT})
-    assert ("-I -m maple_ci.center verify --cluster 'delta' --script 'scripts/delta/train.sbatch' --miniapp 'fsdp' "
-            f"--commit '{COMMIT}'") in script
+    assert ("/opt/maple-ci/venv/bin/python -I -m maple_ci.center verify --settings /etc/maple-ci/center.toml "
+            "--cluster 'delta' --script 'scripts/delta/train.sbatch' --miniapp 'fsdp' "
+            f"--commit '{COMMIT}' --attestation ''") in script
 
 
 def test_the_center_derives_the_scheduler_options_from_the_committed_script(center):
-    with FakeGitLab(checked_runner(center), checkout=center["checkout"], site_variables=center["site"]) as fake:
+    with FakeGitLab(checked_runner(center), checkout=center["checkout"], site_variables=center["site"],
+                    center_paths=center["paths"]) as fake:
         result = run(fake, commit=center["commit"], ref="maple/port-1")
     assert result.ok and result.state == "success", result.log
     assert result.result["world_size"] == 8
@@ -87,14 +91,18 @@ def test_the_center_derives_the_scheduler_options_from_the_committed_script(cent
 
 def test_the_center_verifies_the_committed_port_not_the_default_branchs_file(center):
     # The port is on the bot's branch; main (what the runner's checkout and working directory
-    # hold) has an older script of the same name, with other directives.
+    # hold) has an older script of the same name, with other directives. The bot signs the request
+    # (its MAPLE_SIGNING_KEY), which is what lets the center take a commit of a maple/port-* branch.
+    key = base64.b64encode(Ed25519PrivateKey.generate().private_bytes_raw()).decode()
+    write_settings(center["settings"], {"clusters": ["perlmutter"], "fetch_wait_seconds": 0, "bot_keys": [public_key(key)]})
     work = center["work"]
     git(work, "checkout", "--quiet", "-b", "maple/port-pr-1")
     (work / PATH).write_text(SCRIPT.replace("--time=00:10:00", "--time=00:05:00"))
     git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-am", "port")
     git(work, "push", "--quiet", str(center["mirror"]), "maple/port-pr-1")
-    with FakeGitLab(checked_runner(center), checkout=center["checkout"], site_variables=center["site"]) as fake:
-        result = run(fake, commit=git(work, "rev-parse", "HEAD"), ref="main")
+    with FakeGitLab(checked_runner(center), checkout=center["checkout"], site_variables=center["site"],
+                    center_paths=center["paths"]) as fake:
+        result = run(fake, commit=git(work, "rev-parse", "HEAD"), ref="main", signing_key=key)
     assert result.ok, result.log
     assert fake.pipelines[int(result.job_id)]["jobs"]["maple-verify"]["SCHEDULER_PARAMETERS"].startswith(
         "--nodes=2 --time=00:05:00")
@@ -112,7 +120,8 @@ def test_a_commit_that_is_not_a_full_id_is_a_clear_error_before_any_trigger(comm
 
 def test_a_trigger_the_center_refuses_fails_with_its_reason(center):
     # A commit no trusted branch holds: what a pipeline started from anything but the bot gets.
-    with FakeGitLab(checked_runner(center), checkout=center["checkout"], site_variables=center["site"]) as fake:
+    with FakeGitLab(checked_runner(center), checkout=center["checkout"], site_variables=center["site"],
+                    center_paths=center["paths"]) as fake:
         result = run(fake, commit="f" * 40)
     assert not result.ok and result.state == "failed"
     assert "maple-center-check: refused" in result.log and "is not in the mirror" in result.log
@@ -206,14 +215,13 @@ def test_end_to_end_a_generated_delta_script_trains_in_a_batch_job_of_the_center
     work, script = tmp_path / "work", "scripts/delta/train.sbatch"
     (work / script).parent.mkdir(parents=True)
     (work / script).write_text(port("delta", master_port=master_port))
-    center = center_repo(tmp_path, work)
     # What the site's startup file (Lmod's init) sets in every batch shell, its exported `module` and
     # `ml` functions included (init/bash runs `export -f`): the site names them as its own.
     lmod = ("LMOD_CMD LMOD_DIR LMOD_PKG LMOD_ROOT LMOD_SETTARG_FULL_SUPPORT LMOD_VERSION MODULEPATH MODULESHOME"
             " BASH_FUNC_module%% BASH_FUNC_ml%%")
-    site = {**center["site"], "MAPLE_CLUSTERS": "delta", "MAPLE_SITE_VARIABLES": lmod}
+    center = center_repo(tmp_path, work, {"clusters": ["delta"], "site_variables": lmod.split()})
     with FakeGitLab(sbatch_runner(center["checkout"], slurm_cluster.job_env), checkout=center["checkout"],
-                    site_variables=site) as fake:
+                    center_paths=center["paths"]) as fake:
         result = run(fake, script, cluster="delta", commit=center["commit"], timeout=900, poll_interval=1)
     assert result.ok and result.state == "success", result.message + "\n" + result.log
     assert result.result["miniapp"] == "ddp" and result.result["world_size"] == 8

@@ -19,8 +19,6 @@ Both test nodes are one machine: every job gets a free MASTER_PORT in place of t
 """
 
 import re
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ import pytest
 from test_machines_europe import NEW as EUROPE
 from test_machines_worldwide import SLURM_NEW as WORLDWIDE
 from test_verify_generated import AURORA_HSN, CONCURRENT_JOBS, JOB_TIMEOUT, Case, failures
+from venvs import nested_venv
 
 from maple_ci.bench_real import load_real_cases, real_dir
 from maple_ci.extract import extract
@@ -183,7 +182,7 @@ def test_one_corpus_port_per_cluster_trains_the_miniapp(slurm_cluster, tmp_path,
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "maple-data"))
     # Targets whose center has no PyTorch activate the user's environment: a venv over this machine's torch.
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    nested_venv(venv)
     profiles = load_profiles()
     runs = []
     for index, target in enumerate(t for t in TARGETS if _runs_here(profiles[t]) and t not in TRAINED_ELSEWHERE):

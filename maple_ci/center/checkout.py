@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 MAX_SCRIPT_BYTES = 256 * 1024
-PORT_BRANCHES = "maple/port-*"  # the bot's; a GitHub ruleset lets only the bot create them (README)
+PORT_BRANCHES = "maple/port-*"  # the bot's: trusted for a commit the bot signed (maple_ci/attestation.py)
 # A URL with user:token@ or an Authorization header: what GitLab Runner before 18.0 wrote into the
 # checkout's .git/config (its job token), and what any program the job starts could read there.
 _CREDENTIALS = re.compile(r"://[^/\s@]+@|^http\..*extraheader=.*authorization", re.IGNORECASE | re.MULTILINE)
@@ -36,10 +36,10 @@ def site_startup_file(value: str) -> bool:
     if not re.fullmatch(r"/[A-Za-z0-9_./+-]*", value):  # nothing bash would expand
         return False
     real = Path(os.path.realpath(value))  # e.g. Lmod's versioned install behind a `lmod` link
-    return real.is_file() and _root_only(Path(value)) and _root_only(real)
+    return real.is_file() and root_only(Path(value)) and root_only(real)
 
 
-def _root_only(path: Path) -> bool:
+def root_only(path: Path) -> bool:
     """Root owns the path and every directory above it, and no one else can write them (a link's
     own mode means nothing: its target is checked on its own)."""
     for part in (path, *path.parents):
@@ -61,11 +61,13 @@ def refuse_stored_credentials() -> None:
                       "Authorization header): use GitLab Runner 18.0 or later (workflows/gitlab/README.md)")
 
 
-def fetch_commit(commit: str, default_branch: str, protected: list[str], wait: float) -> None:
+def fetch_commit(commit: str, default_branch: str, protected: list[str], wait: float, ports: bool = False) -> None:
     """Fetch the branches a verified commit may come from (a mirror may lag: retry), then require
-    the commit to be reachable from one of them."""
+    the commit to be reachable from one of them. `ports`: the bot signed the request, so its
+    maple/port-* branches count too; their names alone are no reason to trust them (anyone who can
+    push a branch can name one so)."""
     trusted = [default_branch, *protected]
-    refspecs = [f"+refs/heads/{name}:refs/remotes/origin/{name}" for name in [*trusted, PORT_BRANCHES]]
+    refspecs = [f"+refs/heads/{name}:refs/remotes/origin/{name}" for name in [*trusted, *([PORT_BRANCHES] * ports)]]
     deadline = time.monotonic() + wait
     while True:
         git("fetch", "--quiet", "--no-tags", "origin", *refspecs, check=False)
@@ -74,10 +76,12 @@ def fetch_commit(commit: str, default_branch: str, protected: list[str], wait: f
         if time.monotonic() >= deadline:
             raise Refused(f"commit {commit} is not in the mirror (waited {wait:.0f} s)")
         time.sleep(min(30.0, max(deadline - time.monotonic(), 0.1)))
-    ports = git("for-each-ref", "--format=%(refname)", f"refs/remotes/origin/{PORT_BRANCHES}").stdout.split()
-    refs = [f"refs/remotes/origin/{name}" for name in trusted] + ports
+    signed = git("for-each-ref", "--format=%(refname)", f"refs/remotes/origin/{PORT_BRANCHES}").stdout.split() if ports else []
+    refs = [f"refs/remotes/origin/{name}" for name in trusted] + signed
     if not any(git("merge-base", "--is-ancestor", commit, ref, check=False).returncode == 0 for ref in refs):
-        raise Refused(f"commit {commit} is on no protected branch ({' '.join(trusted)}) and no {PORT_BRANCHES} branch")
+        raise Refused(f"commit {commit} is on no protected branch ({' '.join(trusted)})"
+                      + (f" and no {PORT_BRANCHES} branch" if ports else f"; a {PORT_BRANCHES} branch counts only "
+                         "for a request the bot signed (attestation)"))
 
 
 def read_script(commit: str, script: str) -> str:

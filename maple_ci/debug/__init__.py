@@ -7,7 +7,8 @@
     diff / suggestions                              unified diff and line-anchored review suggestions
     debug_loop(script, run, cluster)                locate -> match -> apply -> run again
     with llm= (a maple_ci.llm backend), a failure no known fix covers is shown to a model, whose
-    edits are kept only when the script still parses and passes the static checks
+    edits are kept only when they pass the policy (policy.py), the script still parses and passes the
+    static checks; a model's edit is never run: the loop stops for a person to review it
 
 The knowledge base is data: templates/errors/*.yaml, one list of entries per topic (see KBEntry).
 logs.py reads logs, kb.py holds the known cases and the edits a fix may make, edits.py applies them.
@@ -58,7 +59,9 @@ class Attempt(BaseModel):
     diff: str
 
 
-StopReason = Literal["passed", "infrastructure", "no_error_found", "no_fix", "max_iter"]
+# review: a language model proposed the last fix; it is not run until a person has read it
+StopReason = Literal["passed", "infrastructure", "no_error_found", "no_fix", "max_iter", "review"]
+MODEL_SOURCE = "llm:"  # a model's attempt is named llm:<backend>
 
 
 class DebugReport(BaseModel):
@@ -150,7 +153,7 @@ def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: d
     script, still parses and adds no static-check error; otherwise no_fix with the reason."""
     from .model import propose_ops
 
-    source = f"llm:{llm.name}"
+    source = f"{MODEL_SOURCE}{llm.name}"
     proposal = propose_ops(llm, script, "\n".join(failure.window), context)
 
     def rejected(why: str) -> Step:
@@ -211,7 +214,8 @@ def debug_loop(
     """Run the script; while it fails, apply the next known fix (next_fix) and run again. Stops when
     the run passes, on a hardware failure, when no known fix applies, or after max_iter fixes.
     `context` adds facts a fix may need that no profile holds (an account, a partition); `llm`
-    proposes a fix when no known one applies (maple_ci.llm.backend_from_setting)."""
+    proposes a fix when no known one applies (maple_ci.llm.backend_from_setting), which is never
+    run: the loop stops there (stop reason "review") with the patched script for a person to read."""
     context = fix_context(cluster) | (context or {})
     current, attempts = script, []
 
@@ -233,3 +237,5 @@ def debug_loop(
             return report(step.stop, step.message, step.failure)
         attempts.append(step.attempt)
         current = step.script
+        if step.attempt.entry_id.startswith(MODEL_SOURCE):  # its text may come from injected log or fork text
+            return report("review", f"{step.message} Not run: review the model's edit before running it.", step.failure)

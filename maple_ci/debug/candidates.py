@@ -15,6 +15,7 @@ from .diagnosis import Advice, Candidate
 from .edits import apply_fix, fields_of, fields_of_text, resolve
 from .kb import Fix, Match
 from .logs import Failure
+from .policy import log_value_refusal
 
 # Site values a fix may need and how to find them: each scheduler unit lists its own commands
 # (Scheduler.site_queries); these are the ones that are the same under every scheduler.
@@ -87,6 +88,13 @@ def _fill_site_values(fix: Fix, values: dict, scheduler: str) -> tuple[dict, dic
     return values | {n: f"<{n}>" for n in find}, find, unknown
 
 
+def _log_values_refusal(fix: Fix, logged: dict[str, str], from_script: dict[str, str]) -> Optional[str]:
+    """Why a value the log gave may not fill one of the fix's fields (policy.log_value_refusal); the
+    script's own values (from_script) win over the log's, so only the log's that are used are checked."""
+    used = {name for op in fix.ops for name in fields_of(op)} & (logged.keys() - from_script.keys())
+    return next((why for name in sorted(used) if (why := log_value_refusal(name, logged[name]))), None)
+
+
 _TARGETS = ("name", "flag", "launcher")  # what an op edits: a placeholder there is no edit yet
 
 
@@ -101,6 +109,8 @@ def _offer(m: Match, fix: Fix, script: str, log: str, context: dict, scheduler: 
     groups, why = _precondition(fix, script, log, m.groups)
     if groups is None:
         return _Offer(reason=f"{m.entry.id}: {why}")
+    if why := _log_values_refusal(fix, m.groups, groups):
+        return _Offer(reason=f"{m.entry.id}: {why}; it is not put into the script")
     values, find, unknown = _fill_site_values(fix, context | m.groups | groups, scheduler)
     if unknown:
         return _Offer(reason=f"{m.entry.id}: the fix needs {', '.join(unknown)}, which neither the log nor "

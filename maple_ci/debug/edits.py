@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from .. import schedulers
 from ..errors import MapleError
-from ..values import edit_refusal
+from . import policy
 from .kb import AddFlag, AddModule, ExportEnv, RemoveDirective, ReplaceFlag, ReplaceText, SetDirective, UnsetEnv
 
 _SAFE_VALUE = re.compile(r"^[\w.:/@%+,=-]+$")
@@ -18,8 +18,6 @@ _SAFE_VALUE = re.compile(r"^[\w.:/@%+,=-]+$")
 
 # {name} names a fact; ${NAME} is shell and stays as written.
 _FIELD = re.compile(r"(?<!\$)\{([A-Za-z_]\w*)\}")
-# A site value a person fills in (debug.candidates): shown as written, never run.
-_PLACEHOLDER = re.compile(r"^<[a-z_]+>$")
 
 
 def fields_of_text(text) -> list[str]:
@@ -40,7 +38,7 @@ def _fill(template: str, context: dict, quote: bool = True) -> str:
 
     def value(m: re.Match) -> str:
         text = str(context[m[1]])
-        plain = not quote or _SAFE_VALUE.match(text) or _PLACEHOLDER.match(text)
+        plain = not quote or _SAFE_VALUE.match(text) or policy.PLACEHOLDER.fullmatch(text)
         return text if plain else shlex.quote(text)
 
     return _FIELD.sub(value, template)
@@ -89,7 +87,7 @@ def _set_directive(lines: list[str], op: SetDirective, context: dict) -> list[st
     # The scheduler's own writer: the option lands in the directive block, before the first
     # command (sbatch and qsub ignore directives after it), spelling and other options kept.
     # A placeholder is shown as written (a person fills it in), never quoted as a shell word.
-    hole = bool(_PLACEHOLDER.match(op.value))
+    hole = bool(policy.PLACEHOLDER.fullmatch(op.value))
     text = _unit(lines, context).set_option("\n".join(lines), op.name, _HOLE if hole else op.value or None)
     return (text.replace(_HOLE, op.value) if hole else text).split("\n")
 
@@ -129,8 +127,6 @@ def _add_module(lines: list[str], op: AddModule, context: dict) -> list[str]:
 
 
 def _export_env(lines: list[str], op: ExportEnv, context: dict) -> list[str]:
-    if why := edit_refusal(op.name, op.value):  # the same table a port's variables pass
-        raise MapleError(f"the fix may not export {op.name}: {why}")
     assign = re.compile(rf"^(?P<indent>\s*)export\s+{op.name}=")
     found = [i for i, line in enumerate(lines) if assign.match(line)]
     if not found:
@@ -247,11 +243,13 @@ _APPLY = {
 def apply_fix(script: str, ops: list, context: Optional[dict] = None) -> str:
     """The script with `ops` applied in order. Pure, deterministic and idempotent; lines no op
     addresses are left byte for byte. Raises MapleError when an op cannot apply: a value the fix
-    needs is unknown, the script has no such launcher or flag, or a line to replace is ambiguous."""
+    needs is unknown, the policy refuses the edit (debug.policy), the script has no such launcher
+    or flag, or a line to replace is ambiguous."""
     context = context or {}
     lines = script.split("\n")  # split, not splitlines: "\n".join restores the text exactly
     for op in ops:
         resolved = resolve(op, context)
+        policy.check(resolved, _unit(lines, context) if resolved.op == "set_directive" else None)
         lines = _APPLY[resolved.op](lines, resolved, context)
     return "\n".join(lines)
 

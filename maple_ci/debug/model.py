@@ -7,18 +7,24 @@ answer becomes edit operations (debug.EditOp) that debug.next_fix applies and ch
 import json
 import re
 from collections import Counter
-from typing import NamedTuple
+from typing import Annotated, NamedTuple, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import MapleError
 from ..llm import Backend
 from .kb import EditOp
+from .policy import MODEL_OPS, model_refusal
 
 # Prompt budget for small local models (2k tokens of context for the smallest, ~4 characters a
 # token, ~900 of them for the op schema): the error window and the script are cut to these sizes.
 MAX_WINDOW_CHARS = 1500
 MAX_SCRIPT_LINES = 50
+
+
+# The typed edits a model may propose (policy.MODEL_OPS): the schema it is shown and its answer's.
+_MODEL_OPS = tuple(op for op in get_args(get_args(EditOp)[0]) if get_args(op.model_fields["op"].annotation)[0] in MODEL_OPS)
+ModelOp = Annotated[Union[_MODEL_OPS], Field(discriminator="op")]
 
 
 class _Answer(BaseModel):
@@ -27,7 +33,7 @@ class _Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     explanation: str = ""
-    ops: list[EditOp] = Field(min_length=1)
+    ops: list[ModelOp] = Field(min_length=1)
 
 
 class Proposal(NamedTuple):
@@ -54,9 +60,6 @@ _SYSTEM = (
     '"name": "--partition", "value": "gpu"}]}\n'
     "Use only these operations. {name} in a value stands for the cluster fact of that name."
 )
-# The patched script is run by the verification: a model's values may not substitute, chain or
-# redirect commands, nor start a new line (the diff still goes to a person for review).
-_COMMAND = re.compile(r"\$\(|`|[;&|<>\n]")
 # A directive or command the ops can address: worth showing the model even in a long script.
 _EDITABLE = re.compile(r"^\s*(?:#SBATCH|#PBS|module\s|ml\s|export\s|unset\s|\S*(?:srun|mpiexec|mpirun|torchrun|"
                        r"deepspeed|accelerate|python3?)\b)")  # fmt: skip
@@ -117,9 +120,8 @@ def parse_answer(text: str) -> Proposal:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in exc.errors()[:3])
         return Proposal([], f"the model's answer is not a valid edit ({problems}): {text[:200]!r}")
     for op in answer.ops:
-        unsafe = [v for k, v in op if k != "op" and isinstance(v, str) and _COMMAND.search(v)]
-        if unsafe:
-            return Proposal([], f"the model's {op.op} would add a command ({unsafe[0]!r}); model edits may not")
+        if why := model_refusal(op):
+            return Proposal([], f"the model's edit is refused: {why}")
     return Proposal(answer.ops, answer.explanation)
 
 

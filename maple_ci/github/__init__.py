@@ -6,7 +6,8 @@ delivery  PyGithub calls: one branch/commit/PR, review, summaries
 checks    check runs per ported script, in progress then completed; verdicts
 config    .github/maple.yml: targets, tracked sources, output dir, backend per cluster, schedule
 pipeline  the real port/verify functions: extract, port, verify backends, debug-agent suggestions
-report    the nightly "Portability report" issue (open on regression, update, close)
+dashboard the portability dashboard issue (a row per script and cluster, checkboxes; report.py finds it)
+onboarding the "Configure maple-ci" PR in a repository with no .github/maple.yml; quota: the open-PR limit
 bot       carry out a Plan with the pipeline's port and verify functions
 action    `maple action`: Actions' environment -> plan -> exit code and outputs
 """

@@ -11,16 +11,23 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import replace
-from typing import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import github_action_toolkit as gha
 
 from maple_ci.errors import MapleError
+
+if TYPE_CHECKING:
+    from maple_ci.github.pipeline import Pipeline
 from maple_ci.github.bot import Done, PortFn, VerifyFn, results_as_given, run_plan
-from maple_ci.github.config import Config, Schedule
+from maple_ci.github.config import DEFAULT_PATH, Config, Schedule, load_config
 from maple_ci.github.checks import conclusion, failing
 from maple_ci.github.delivery import connect
 from maple_ci.github.events import Plan, plan_event
+from maple_ci.github.onboarding import EVENTS as ONBOARDING_EVENTS, onboard
+from maple_ci.github.report import report_error
+from maple_ci.init_config import Proposal, propose
 
 # Worst first: a cluster's status is the worst of its scripts'.
 SEVERITY = ("failure", "neutral", "success")
@@ -31,10 +38,11 @@ INPUT_SETTINGS = {
     "github_token": "GITHUB_TOKEN", "config": "MAPLE_CONFIG", "targets": "MAPLE_TARGETS", "backend": "MAPLE_BACKEND",
     "gitlab_url": "MAPLE_GITLAB_URL", "gitlab_project": "MAPLE_GITLAB_PROJECT",
     "gitlab_trigger_token": "MAPLE_GITLAB_TRIGGER_TOKEN", "gitlab_token": "MAPLE_GITLAB_TOKEN",
+    "signing_key": "MAPLE_SIGNING_KEY",
     "llm": "MAPLE_LLM", "llm_model": "MAPLE_LLM_MODEL", "llm_api_key": "MAPLE_LLM_API_KEY",
     "verify_timeout": "MAPLE_VERIFY_TIMEOUT",  # seconds each verification run may take (pipeline.run_backend)
 }
-SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "llm_api_key")
+SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "signing_key", "llm_api_key")
 
 
 def apply_inputs() -> None:
@@ -48,6 +56,22 @@ def apply_inputs() -> None:
             os.environ[setting] = value
 
 
+def run_configured(workspace: Path, known: list[str], make_pipeline: Callable[[Config], "Pipeline"],
+                   pace: bool = True) -> int:
+    """run_action with the configuration in `workspace` (the default branch's checkout: a PR cannot
+    change what the bot may do) and the pipeline made for it; with no configuration file, the
+    bot's own runs open the onboarding PR instead."""
+    path = workspace / (os.environ.get("MAPLE_CONFIG") or DEFAULT_PATH)
+    try:
+        config, config_error = load_config(path, known, os.environ), None
+    except MapleError as error:  # answered where the request came from, then the job fails with it
+        config, config_error = Config(), str(error)
+    pipeline = make_pipeline(config)
+    onboarding = None if path.is_file() else (lambda: propose(workspace, known))
+    return run_action(pipeline.port, known, config.sources, config.targets, pace=pace, verify=pipeline.verify,
+                      settings=config, config_error=config_error, onboarding=onboarding)
+
+
 def run_action(
     port: PortFn,
     known_clusters: Iterable[str],
@@ -58,19 +82,27 @@ def run_action(
     report: Schedule | None = None,
     config_error: str | None = None,
     settings: Config | None = None,
+    onboarding: Callable[[], Proposal] | None = None,
 ) -> int:
     """The exit code: 0 done or nothing to do, 1 a check or verification failed, 2 an invalid command.
     `settings`: the repository's .github/maple.yml (its `schedule` unless `report` is given).
     `config_error`: why the repository's configuration could not be read; a request is answered with
-    it instead of being run, then it is raised (a comment with no /maple command is left alone)."""
+    it instead of being run, and a push's or nightly's posts it on the dashboard; then it is raised
+    (a comment with no /maple command is left alone). `onboarding`: the proposed configuration,
+    given when the repository has none: the bot's own runs open the onboarding PR with it."""
     env = os.environ
     name, payload = _event(env)
-    plan = _config_refused(plan_event(name, payload, known_clusters, tracked, targets), name, config_error)
+    if onboarding is not None and _onboards(name, payload):
+        print(f"maple: {onboard(_repo(env, pace), payload['repository']['default_branch'], onboarding())}", flush=True)
+        return 0
+    if config_error is not None and name != "issue_comment":
+        report_error(_repo(env, pace), Schedule(), _config_text(config_error, f"The {name} run stopped"))
+        raise MapleError(config_error)
+    plan = _config_refused(plan_event(name, payload, known_clusters, tracked, targets), config_error)
     if plan.idle:
         print(f"maple: {plan.reason}", flush=True)
         return 0  # no token needed, no request made: most events end here
-    repo = connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
-    done = run_plan(repo, plan, port, verify, report, settings)
+    done = run_plan(_repo(env, pace), plan, port, verify, report, settings)
     if config_error is not None:
         raise MapleError(config_error)
     _set_outputs(env, done)
@@ -86,18 +118,30 @@ def _event(env) -> tuple[str, dict]:
         return name, json.load(f)
 
 
-def _config_refused(plan: Plan, event_name: str, config_error: str | None) -> Plan:
-    """With an invalid configuration, a request is answered with why instead of being run; push and
-    schedule are the bot's own events: a broken configuration fails them."""
-    if config_error is None:
+def _onboards(name: str, payload: dict) -> bool:
+    """Whether the event is one of the bot's own runs, which open the onboarding PR when there is no
+    configuration: a push to the default branch, the schedule, a dispatch without a command."""
+    if name == "push":
+        return payload.get("ref") == f"refs/heads/{payload['repository']['default_branch']}" and not payload.get("deleted")
+    return name in ONBOARDING_EVENTS and not (payload.get("inputs") or {}).get("command")
+
+
+def _repo(env, pace: bool):
+    return connect(env.get("GITHUB_TOKEN"), env.get("GITHUB_API_URL"), pace=pace).get_repo(env["GITHUB_REPOSITORY"])
+
+
+def _config_text(config_error: str, what: str) -> str:
+    """What the maintainer reads about an invalid configuration."""
+    return (f"{what}: its configuration is invalid.\n\n```\n{config_error}\n```\n\n"
+            "Fix it on the default branch (`maple config check` shows the same problems), then ask again.")
+
+
+def _config_refused(plan: Plan, config_error: str | None) -> Plan:
+    """With an invalid configuration, a comment's request is answered with why instead of being run."""
+    if config_error is None or plan.idle:
         return plan
-    if not plan.idle:
-        return replace(plan, reason="the configuration is invalid", command=None, reaction="confused",
-                       reply=f"maple-ci cannot run: its configuration is invalid.\n\n```\n{config_error}\n```\n\n"
-                             "Fix it on the default branch, then ask again.")
-    if event_name != "issue_comment":
-        raise MapleError(config_error)
-    return plan
+    return replace(plan, reason="the configuration is invalid", command=None, reaction="confused",
+                   reply=_config_text(config_error, "maple-ci cannot run"))
 
 
 def _set_outputs(env, done: Done) -> None:

@@ -66,10 +66,10 @@ def fork_source(repo: Repository, path: str, ref: str, request: str) -> Provenan
     found = stamped(_file_at(repo, path, ref) or "")
     if found is not None and found[0] != repo.full_name:
         return Provenance(*found, request)
-    return _fork_pr_source(repo, path, ref, request)
+    return fork_pr_source(repo, path, ref, request)
 
 
-def _fork_pr_source(repo: Repository, path: str, ref: str, request: str) -> Provenance | None:
+def fork_pr_source(repo: Repository, path: str, ref: str, request: str) -> Provenance | None:
     """The head of the first fork PR among the PRs of the commits that changed `path` up to `ref`."""
     for commit in islice(repo.get_commits(sha=ref, path=path), HISTORY):  # a PaginatedList slice overruns
         for pull in commit.get_pulls():

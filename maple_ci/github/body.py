@@ -24,7 +24,7 @@ FOOTER = """---
 **Working with maple-ci** (`/maple help` lists every command and option)
 - `/maple verify` runs verification of the ported scripts again; `/maple port <cluster>...` adds clusters.
 - **On push** of a tracked launch script to the default branch, maple-ci regenerates these files and updates
-  this PR; **nightly** it verifies the merged ports and keeps one "Portability report" issue.
+  this PR; **nightly** it verifies the merged ports and keeps one dashboard issue up to date.
 - **Close** this PR and maple-ci leaves it closed: a push does not reopen or recreate it. Reopen it to resume.
 - `/maple ignore <cluster|file>` stops porting that cluster or script here; `/maple unignore` undoes it.
 - A commit of yours on this branch stops maple-ci from updating it, so your work is never overwritten;

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Callable, NamedTuple, Optional
 
 import github_action_toolkit as gha
@@ -20,7 +21,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.approval import Provenance, approve, approver, fork_source, permission, stamp, stamped, waiting_note
+from maple_ci.github.approval import Provenance, approve, fork_source, permission, stamp, waiting_note
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.checks import failing, verify_with_check_runs
 from maple_ci.github.commands import BotCommand, authorize, refusal
@@ -29,11 +30,14 @@ from maple_ci.github.delivery import SourceResult, log_annotations, open_pr, rea
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, log_safe
 from maple_ci.github.publish import propose_fixes, publish, set_ignored
-from maple_ci.github.report import sync_report
+from maple_ci.github.dashboard import ignored_rows, set_ignored_rows, sync_dashboard, without_ignored
+from maple_ci.github.runs import Approvals, held, held_note, listing, run_set
 from maple_ci.github.state import State, read_state
 from maple_ci.github.target import Target, commit_sha, target
 from maple_ci.github.thread import failed, reply
 
+# Runs after which the dashboard is drawn again (the nightly's also bring its results).
+DASHBOARD_TRIGGERS = ("push", "dashboard")
 PortFn = Callable[[BotCommand, tuple[str, ...], str], list[SourceResult]]
 # verify(command, results, commit, skip, progress): progress(result, cluster result) as each run starts and ends
 VerifyFn = Callable[[BotCommand, list[SourceResult], str, Optional[str], Optional[Callable]], list[SourceResult]]
@@ -84,6 +88,9 @@ def _left_alone(plan: Plan, settings: Config) -> bool:
     if plan.trigger == "push" and not settings.refresh_on_push:
         print("maple: refresh_on_push is off in .github/maple.yml; the push is left alone", flush=True)
         return True
+    if plan.trigger == "schedule" and not settings.schedule.due(datetime.now(timezone.utc).date()):
+        print(f"maple: not a day of the {settings.schedule.interval} schedule in .github/maple.yml", flush=True)
+        return True
     return False
 
 
@@ -119,8 +126,10 @@ def _refused(repo: Repository, plan: Plan) -> bool:
 def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortFn, verify: VerifyFn,
          report: Schedule | None, settings: Config) -> Done:
     if command.name == "approve":
-        return _answered(repo, plan, comment, _approve(repo, plan, command))
+        return _answered(repo, plan, comment, _approve(repo, plan, command, settings.output))
     found = target(repo, plan, command)
+    if command.name in ("ignore", "unignore") and plan.trigger == "dashboard":
+        return _answered(repo, plan, comment, set_ignored_rows(repo, settings, found.base, command))
     if command.name in ("ignore", "unignore"):
         return _answered(repo, plan, comment, set_ignored(repo, found.key, found.base, command))
     command, sources, left_out = _narrowed(repo, command, found, settings)
@@ -135,10 +144,12 @@ def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortF
     return Done(results, pr)
 
 
-def _approve(repo: Repository, plan: Plan, command: BotCommand) -> str:
-    """`/maple approve <sha>`, approved by the commenter (on dispatch: whoever ran the workflow)."""
+def _approve(repo: Repository, plan: Plan, command: BotCommand, output: str) -> str:
+    """`/maple approve <sha>`, approved by the commenter (on dispatch: whoever ran the workflow); the
+    reply lists what verification of that commit runs (paths and blob hashes)."""
     assert command.sha is not None
-    return approve(repo, command.sha, plan.actor or os.environ.get("GITHUB_ACTOR", ""))
+    approved = approve(repo, command.sha, plan.actor or os.environ.get("GITHUB_ACTOR", ""))
+    return f"{approved}\n\n{listing(repo, command.sha, output)}"
 
 
 def _ported(repo: Repository, plan: Plan, command: BotCommand, found: Target, pipeline: tuple[PortFn, VerifyFn],
@@ -146,11 +157,14 @@ def _ported(repo: Repository, plan: Plan, command: BotCommand, found: Target, pi
             ) -> tuple[list[SourceResult], str, PullRequest | None]:
     """Port, verify what approvals let run and deliver; nightly, the report issue kept in step."""
     port, verify = pipeline
+    board = settings.model_copy(update={"schedule": report}) if report is not None else None
     results = port(command, sources, found.ref)
+    if plan.report and board is not None:
+        results = without_ignored(results, ignored_rows(repo, board))
     gated = _gate(repo, command, found, approvals, verify)
     results, message, pr = _deliver(repo, plan, command, found, results, gated, settings)
-    if plan.report and report is not None:
-        sync_report(repo, report, results, commit_sha(repo, found.ref))
+    if board is not None and (plan.report or plan.trigger in DASHBOARD_TRIGGERS):
+        sync_dashboard(repo, board, found.base, results if plan.report else None, commit_sha(repo, found.ref))
     return results, message, pr
 
 
@@ -161,7 +175,8 @@ def _gate(repo: Repository, command: BotCommand, found: Target, approvals: dict[
 
     def gated(scripts: list[SourceResult], sha: str) -> list[SourceResult]:
         return verify_with_check_runs(repo, sha, scripts, lambda scripts, progress: _verify_approved(
-            repo, scripts, skip, found.fork_head, approvals, lambda run, why: verify(command, run, sha, why, progress)))
+            repo, scripts, skip, (found.fork_head, sha), approvals,
+            lambda run, why: verify(command, run, sha, why, progress)))
     return gated
 
 
@@ -284,53 +299,44 @@ def _bot_pr_state(repo: Repository, found: Target) -> State:
     return read_state(existing.body if existing else None)
 
 
-def _verify_approved(repo: Repository, results: list[SourceResult], skip: str | None, fork_head: str | None,
-                     approvals: dict[str, str | None],
+def _verify_approved(repo: Repository, results: list[SourceResult], skip: str | None,
+                     at: tuple[str | None, str], approvals: dict[str, str | None],
                      verify: Callable[[list[SourceResult], str | None], list[SourceResult]]) -> list[SourceResult]:
-    """`results` verified, except those made from a fork's commit no maintainer approved: these are
-    skipped, saying why, and never reach `verify` (so no backend runs them). `approvals` collects
-    {fork commit: approver or None}."""
+    """`results` verified at commit at[1], except those that would run content no maintainer
+    approved (a fork PR's head at[0] not approved; else runs.held): these are skipped, saying why,
+    and never reach `verify` (so no backend runs them). `approvals` collects {commit: approver or None}."""
     if skip is not None:
         return verify(results, skip)
-    held = _held(repo, results, fork_head, approvals)
-    verified = _verify_allowed(results, held, verify)
-    for i, source in held.items():
+    held_notes = _held(repo, results, at, approvals)
+    verified = _verify_allowed(results, held_notes, verify)
+    for i, note in held_notes.items():
         for c in results[i]["clusters"]:
-            c.update(verification="skipped", note=waiting_note(source))
+            c.update(verification="skipped", note=note)
     return verified
 
 
-def _held(repo: Repository, results: list[SourceResult], fork_head: str | None,
+def _held(repo: Repository, results: list[SourceResult], at: tuple[str | None, str],
           approvals: dict[str, str | None]) -> dict[int, str]:
-    """{index: fork commit} of the results made from a fork commit no maintainer approved."""
-    held: dict[int, str] = {}
+    """{index: why} of the results that may not run yet."""
+    fork_head, sha = at
+    asked, notes = Approvals(repo, approvals), {}
     for i, result in enumerate(results):
-        source = fork_head or _fork_commit(repo, result)
-        if source is not None and _approval(repo, source, approvals) is None:
-            held[i] = source
-    return held
+        if fork_head is not None:
+            if not asked.approved(fork_head):
+                notes[i] = waiting_note(fork_head)
+            continue
+        skip = {str(result["intent"].get("entrypoint") or "")}
+        waiting = [h for c in result["clusters"]
+                   for h in held(asked, sha, c["path"], c["content"], run_set(repo, sha, c["path"], c["content"], skip))]
+        if waiting:
+            notes[i] = held_note(waiting, sha)
+    return notes
 
 
-def _approval(repo: Repository, source: str, approvals: dict[str, str | None]) -> str | None:
-    """Who approved fork commit `source` (None: nobody yet), asked once per commit."""
-    if source not in approvals:
-        approvals[source] = approver(repo, source)
-    return approvals[source]
-
-
-def _verify_allowed(results: list[SourceResult], held: dict[int, str],
+def _verify_allowed(results: list[SourceResult], waiting: dict[int, str],
                     verify: Callable[[list[SourceResult], str | None], list[SourceResult]]) -> list[SourceResult]:
     """The results not held verified (verify is not called when all are held), the held ones as they
     were, in the original order."""
-    allowed = [r for i, r in enumerate(results) if i not in held]
+    allowed = [r for i, r in enumerate(results) if i not in waiting]
     verified = iter(verify(allowed, None) if allowed else [])
-    return [results[i] if i in held else next(verified) for i in range(len(results))]
-
-
-def _fork_commit(repo: Repository, result: SourceResult) -> str | None:
-    """The fork commit a ported script at a trusted ref was made from (its stamp), if any."""
-    for c in result["clusters"]:
-        found = stamped(c["content"])
-        if found is not None and found[0] != repo.full_name:
-            return found[1]
-    return None
+    return [results[i] if i in waiting else next(verified) for i in range(len(results))]

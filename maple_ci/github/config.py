@@ -7,14 +7,17 @@
       default: none                        # slurm and local need a self-hosted runner on the machine
       perlmutter: jacamar
     schedule:
-      report_issue_title: Portability report
+      report_issue_title: Portability report  # the dashboard issue (one per repository)
       labels: [maple-ci]
+      interval: daily                      # nightly verification: daily | weekly | monthly
+      day: monday                          # weekly: the weekday; monthly runs on the 1st
     pull_requests:                         # the bot's PRs
       labels: [hpc]                        # added when a PR is opened
       reviewers: [mona]                    # logins asked for a review
       assignees: [hubot]
       title_prefix: "maple:"               # PR titles: "<prefix> port <scripts> to <clusters>"
       commit_prefix: "maple:"              # the bot's commit messages, likewise
+      limit: 10                            # open maple-ci PRs at most before push and nightly wait (0: none)
     fixes: commit                          # a debug-agent fix whose re-run passed: commit | suggest
     refresh_on_push: true                  # a push to a tracked script refreshes the bot's PR
     ignore: [polaris]                      # clusters never ported to, whatever a command or push asks
@@ -25,6 +28,7 @@ A missing file means the defaults. MAPLE_TARGETS and MAPLE_BACKEND (the action's
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Iterable, Literal, Mapping
 
@@ -43,9 +47,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
 class Schedule(_Strict):
     report_issue_title: str = Field("Portability report", min_length=1, max_length=200)
     labels: list[str] = Field(default_factory=lambda: ["maple-ci"])
+    # As Dependabot's schedule.interval/day: the workflow's cron wakes the bot each night, and the
+    # bot verifies only on the days these name (a manual dispatch always runs).
+    interval: Literal["daily", "weekly", "monthly"] = "daily"
+    day: Literal[WEEKDAYS] = "monday"
+
+    def due(self, day: date) -> bool:
+        """Whether the scheduled verification runs on `day`."""
+        if self.interval == "weekly":
+            return WEEKDAYS[day.weekday()] == self.day
+        return self.interval == "daily" or day.day == 1
 
 
 # Allowlists: a GitHub login (letters, digits, single dashes, at most 39) and a plain label or prefix.
@@ -60,6 +77,9 @@ class PullRequests(_Strict):
     assignees: list[Login] = Field(default_factory=list)
     title_prefix: Prefix = "maple:"
     commit_prefix: Prefix = "maple:"
+    # Open maple-ci PRs at most before push and nightly open no more (Renovate's prConcurrentLimit);
+    # a person's request is always answered. 0: no limit.
+    limit: int = Field(10, ge=0, le=100)
 
 
 def _inside_repo(value: str) -> str:

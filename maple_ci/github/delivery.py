@@ -18,7 +18,7 @@ from github.PullRequest import PullRequest
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.markdown import block_fence, code
+from maple_ci.github.markdown import block_fence, code, plain
 
 BRANCH_PREFIX = "maple/port-"
 # The author of the bot's commits; a commit on its branch by anyone else is a person's work, which
@@ -316,11 +316,12 @@ def _supersede(reviews: list) -> None:
 
 
 def review_comment(s: dict[str, Any]) -> dict[str, Any]:
-    """A review comment holding a ```suggestion block that replaces exactly lines start_line..line."""
+    """A review comment holding a ```suggestion block that replaces exactly lines start_line..line,
+    after the reason as plain text (a model's words among them: no fence, link or mention of its own)."""
     fence = block_fence(s["body"])
     text = f"{fence}suggestion\n{_suggested_lines(s['body'])}{fence}"
     if s.get("message"):
-        text = f"{s['message']}\n\n{text}"
+        text = f"{plain(s['message'])}\n\n{text}"
     comment: dict[str, Any] = {"path": s["path"], "body": text, "line": s["line"], "side": "RIGHT"}
     if s["start_line"] != s["line"]:
         comment.update(start_line=s["start_line"], start_side="RIGHT")

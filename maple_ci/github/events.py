@@ -8,10 +8,12 @@ the bot stayed quiet.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatch
 from typing import Any, Iterable
 
+from maple_ci.github.config import DEFAULT_PATH
+from maple_ci.github.ticks import ticked
 from maple_ci.github.commands import (
     TRUSTED_ASSOCIATIONS,
     BotCommand,
@@ -22,6 +24,8 @@ from maple_ci.github.commands import (
     refusal,
 )
 
+# The dashboard issue's hidden line (report.MARKER; dashboard.py imports this module's Plan).
+DASHBOARD_MARKER = "<!-- maple-ci portability report -->"
 # A push payload lists at most this many commits; with that many, files may be missing from it.
 PUSH_COMMITS_CAP = 20
 
@@ -35,7 +39,7 @@ class Plan:
     ref: str | None = None  # commit or branch to check out and attach check runs to; None: the PR head
     pull_number: int | None = None  # the PR a comment was made on
     issue_number: int | None = None  # where replies go; None: the job summary only
-    report: bool = False  # keep the "Portability report" issue in step with the results (nightly)
+    report: bool = False  # keep the dashboard issue in step with the results (nightly, a retry box)
     comment_id: int | None = None  # the comment to react to
     reaction: str | None = None  # "eyes" (accepted) or "confused" (rejected)
     actor: str | None = None  # whose write permission to confirm before anything; None: implied by the event
@@ -45,7 +49,7 @@ class Plan:
     exit_code: int = 0  # 2: the event carried an invalid command (the CLI's usage-error code)
     requested_at: str | None = None  # the comment's created_at: a PR head committed later was not what was seen
     request: str | None = None  # where the request came from, for the port's trailer (the comment's URL)
-    trigger: str = "comment"  # "comment" | "push" | "schedule" | "dispatch": push and schedule are the bot's own
+    trigger: str = "comment"  # "comment" | "push" | "schedule" | "dispatch" | "dashboard": push and schedule are the bot's own
 
     @property
     def idle(self) -> bool:
@@ -70,6 +74,8 @@ def plan_event(
         return plan_schedule(payload, targets)
     if event_name == "workflow_dispatch":
         return plan_workflow_dispatch(payload, known_clusters, targets)
+    if event_name == "issues":
+        return plan_dashboard_edit(payload, known_clusters)
     return Plan(reason=f"event {event_name!r} is not handled")
 
 
@@ -195,11 +201,11 @@ def _ignored_push(payload: dict[str, Any], default: str) -> str | None:
 
 
 def _pushed_sources(payload: dict[str, Any], patterns: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The tracked scripts the push changed; () for every tracked script when there were too many
-    commits to trust the lists; None when it changed none."""
+    """The tracked scripts the push changed; () for every tracked script when the configuration
+    changed or there were too many commits to trust the lists; None when it changed none."""
     commits = payload.get("commits") or []
-    if len(commits) >= PUSH_COMMITS_CAP:
-        return ()
+    if len(commits) >= PUSH_COMMITS_CAP or DEFAULT_PATH in changed_paths(commits):
+        return ()  # a new configuration (the merged onboarding PR) may name new targets or scripts
     return tuple(p for p in changed_paths(commits) if _tracked(p, patterns)) or None
 
 
@@ -233,8 +239,8 @@ def plan_workflow_dispatch(payload: dict[str, Any], known_clusters: Iterable[str
 
     Only people with write access can dispatch a workflow, so no permission check is planned."""
     text = _dispatched_command(payload)
-    if not text:
-        return plan_schedule(payload, targets)
+    if not text:  # run by a person: whatever day the schedule names
+        return replace(plan_schedule(payload, targets), trigger="dispatch")
     known_clusters = tuple(known_clusters)
     try:
         command = parse_comment(f"/maple {text}", known_clusters)
@@ -256,3 +262,37 @@ def _dispatched_command(payload: dict[str, Any]) -> str:
 def branch_key(branch: str) -> str:
     """A request key from a branch name, safe inside a ref name (no `..`, `~`, `:`, spaces...)."""
     return "branch-" + re.sub(r"[^A-Za-z0-9_-]+", "-", branch).strip("-")
+
+
+def plan_dashboard_edit(payload: dict[str, Any], known_clusters: Iterable[str]) -> Plan:
+    """A box ticked on the dashboard (an `issues.edited` event): its command, on the default branch,
+    by whoever edited, once the API confirms their write access. One box per edit: the first."""
+    issue, sender = payload["issue"], payload.get("sender") or {}
+    ignored = _ignored_edit(payload)
+    if ignored is not None:
+        return Plan(reason=ignored)
+    texts = ticked(((payload.get("changes") or {}).get("body") or {}).get("from") or "", issue.get("body") or "")
+    if not texts:
+        return Plan(reason="no dashboard box ticked")
+    try:
+        command = parse_comment(f"/maple {texts[0]}", tuple(known_clusters))
+    except CommandError as error:
+        return Plan(reason=f"invalid dashboard box: {error.problem}", reply=str(error), issue_number=issue["number"], exit_code=2)
+    assert command is not None  # the text was given a /maple prefix
+    default = payload["repository"]["default_branch"]
+    # Editing the body of the bot's issue takes write access (a collaborator's); the permission API confirms it.
+    return Plan(reason=f"dashboard: {texts[0]}", command=command, key=branch_key(default), base=default, ref=default,
+                issue_number=issue["number"], actor=sender.get("login"), association="COLLABORATOR",
+                report=command.name == "verify", trigger="dashboard")
+
+
+def _ignored_edit(payload: dict[str, Any]) -> str | None:
+    """Why an issues event asks for nothing (not an edit of the bot's dashboard by a person); None when it may."""
+    issue, sender = payload["issue"], payload.get("sender") or {}
+    if payload.get("action") != "edited":
+        return f"issue {payload.get('action')}, not edited"
+    if sender.get("type") == "Bot":
+        return "issue edited by a bot"  # the bot's own redraw, which must not loop
+    if (issue.get("user") or {}).get("type") != "Bot" or DASHBOARD_MARKER not in (issue.get("body") or ""):
+        return "not maple-ci's dashboard"
+    return None

@@ -300,6 +300,8 @@ def _suggest_fix(c: ClusterResult, report: DebugReport, rerun: bool) -> str:
 def _advice(report: DebugReport, why: str, rerun: bool) -> str:
     if report.ok:
         return f"the run passed with the suggested fix ({why})."
+    if report.stop_reason == "review":
+        return f"suggested a fix ({why}), not run: a language model proposed it, so a person reviews it first."
     if not rerun:
         return f"suggested a fix ({why}), not re-run: this backend runs committed scripts only."
     return f"suggested fix(es) ({why}); then: {report.message}."

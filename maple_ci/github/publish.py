@@ -19,6 +19,7 @@ from maple_ci.github.config import Config, PullRequests
 from maple_ci.github.delivery import SourceResult, closed_pr, deliver, edit_pr, open_pr, post_review
 from maple_ci.github.events import Plan
 from maple_ci.github.markdown import code, plain
+from maple_ci.github.quota import at_limit, waiting_text
 from maple_ci.github.state import State, apply_edits, digest, read_state, with_fix, write_state
 
 AUTOMATIC = ("push", "schedule")  # the bot's own triggers; a comment is a person asking
@@ -39,6 +40,8 @@ def publish(repo: Repository, plan: Plan, command: BotCommand, results: list[Sou
     if closed is not None:
         return results, (f"maple-ci leaves #{closed.number} closed: it was closed without merging. "
                          "Reopen it to let maple-ci refresh it again."), None
+    if existing is None and plan.trigger in AUTOMATIC and at_limit(repo, settings.pull_requests):
+        return results, waiting_text(settings.pull_requests), None
     state = _earlier_state(existing, command, results)
     title = title_for(list(state.results), results, settings.pull_requests.title_prefix)
     delivered = deliver(repo, plan.key, _ported_files(results), base, title, describe(state, results), trailers(source),
@@ -180,11 +183,13 @@ def propose_fixes(repo: Repository, base: str, results: list[SourceResult], sett
         by_cluster.setdefault(c["cluster"], []).append(c)
     for cluster, fixed in by_cluster.items():
         key = f"fix-{cluster}"
-        if _declined(repo, key, base):
+        if _declined(repo, key, base) or (open_pr(repo, key, base) is None and at_limit(repo, settings.pull_requests)):
             continue
         title = f"{settings.pull_requests.title_prefix} fix {', '.join(c['path'] for c in fixed)} on {cluster}".lstrip()
         delivered = deliver(repo, key, _fixed_files(fixed), base, title, _fix_body(cluster, fixed),
                             commit_title=f"{settings.pull_requests.commit_prefix} fix {cluster}".lstrip())
+        if delivered.opened:
+            _dress(delivered.pr, settings.pull_requests)
         _link_fix_pr(fixed, delivered.pr)
 
 

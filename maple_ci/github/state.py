@@ -49,10 +49,20 @@ def read_state(body: str | None) -> State:
 def _marker_data(body: str | None):
     """What the body's last marker holds, unchecked; None when there is none or it cannot be read."""
     found = _MARKER.findall(body or "")
-    if not found or len(found[-1]) > MARKER_LIMIT:
+    return unpack(found[-1]) if found else None
+
+
+def pack(data) -> str:
+    """`data` as compact JSON, compressed, in characters a hidden HTML comment can hold."""
+    return base64.urlsafe_b64encode(zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 9)).decode()
+
+
+def unpack(packed: str):
+    """What `pack` gave, unchecked; None when it is too long or cannot be read (a person may edit it)."""
+    if len(packed) > MARKER_LIMIT:
         return None
     try:
-        return json.loads(zlib.decompress(base64.urlsafe_b64decode(found[-1]), bufsize=MARKER_LIMIT))
+        return json.loads(zlib.decompress(base64.urlsafe_b64decode(packed), bufsize=MARKER_LIMIT))
     except (binascii.Error, ValueError, zlib.error):
         return None
 
@@ -72,8 +82,7 @@ def write_state(state: State) -> str:
     results = [{"source": r["source"], **({"provenance": r["provenance"]} if r.get("provenance") else {}),
                 "clusters": [_compact(c) for c in r["clusters"]]} for r in state.results]
     data = {"results": results, "ignore": list(state.ignore), "fixes": state.fixes}
-    packed = base64.urlsafe_b64encode(zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 9)).decode()
-    return f"<!-- maple-ci state {packed} -->"
+    return f"<!-- maple-ci state {pack(data)} -->"
 
 
 def _compact(c) -> dict:

@@ -6,16 +6,17 @@ begins, how many ranks a line starts); adding a launcher is adding its entry the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
 
 import yaml
 
-from .options import Spec, last, parse_options
+from .options import Spec, last, option_name, parse_options
 
-__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "parse_options"]
+__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
+           "parse_options"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class Launcher:
     source: str
     export_list: bool = False  # srun --export=ALL,A=1: a comma-separated list
     ranks: tuple = ()  # ((world alternatives), (per-node alternatives)): see grammars.yaml
+    trace: Optional[dict] = None  # what `maple trace`'s stand-in sets for each worker and its defaults
+    fix_options: dict = field(default_factory=dict)  # option name -> the form of its value (debug/policy.py)
     # What a per-node launcher's options mean to a port (grammars.yaml: placement, mode, behaviour)
     placement: frozenset = frozenset()
     mode: frozenset = frozenset()
@@ -75,6 +78,7 @@ def _load(entry: dict, name: str) -> Launcher:
     ranks = tuple((which, tuple(tuple(names) for names in alternatives))
                   for which, alternatives in entry.get("ranks", {}).items())
     return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,
+                    entry.get("trace"), dict(entry.get("fix_options", {})),
                     frozenset(entry.get("placement", ())), frozenset(entry.get("mode", ())),
                     tuple((entry.get("behaviour") or {}).items()), tuple((entry.get("defaults") or {}).items()))
 
@@ -87,6 +91,10 @@ def _registry() -> dict[str, Launcher]:
 
 def launcher(name: str) -> Optional[Launcher]:
     return _registry().get(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_registry())
 
 
 def grammar(name: str) -> Spec:

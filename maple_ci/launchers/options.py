@@ -53,6 +53,13 @@ def _option_name(token: str, spec: Spec) -> tuple[str, str, str]:
     return spec.aliases.get(body, body.replace("-", "_")), eq, value
 
 
+def option_name(token: str, spec: Spec) -> Optional[str]:
+    """The one name of an option spelled `token` (`-np`, `--nproc-per-node`), or None when the
+    spelling carries a value of its own (`-N2`, `--ntasks=4`) or is no option."""
+    name, eq, value = _option_name(token, spec)
+    return name if token.startswith("-") and not eq and not value else None
+
+
 def _option_values(name: str, argv: list[str], i: int, spec: Spec) -> tuple[list[str], int]:
     """The values of option `name` whose words start at argv[i], and the index after them."""
     if name in spec.pairs and i + 1 < len(argv):

@@ -165,6 +165,10 @@ class Scheduler:
     # What a job asks for that a port does not translate (output names, arrays, mail, ...): listed as
     # written in Directives.dropped, so the port's header can say so.
     not_ported: ClassVar[frozenset] = frozenset()
+    # The options a debug fix may set (debug/policy.py), canonical name -> the form of its value (a
+    # key of debug.policy.FORMS): what the allocation asks for, never a program, an environment, a
+    # container or a file to write (--task-prolog, --export, --container-image, -o /path).
+    fix_options: ClassVar[dict] = {}
     # option name -> (Directives field, converter); see interpret()
     fields: ClassVar[dict] = {}
     example: ClassVar[str] = ""

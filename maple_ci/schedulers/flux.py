@@ -89,6 +89,8 @@ class Flux(Scheduler):
     gate_kept = frozenset({"ntasks", "ppn", "cores_per_task", "gpus_per_task", "gpus_per_node", "exclusive",
                            "job_name"})
     size_options = frozenset({"nodes", "time_limit"})
+    fix_options = dict.fromkeys(("nodes", "ntasks", "ppn", "cores_per_task", "gpus_per_task", "gpus_per_node",
+                                 "exclusive", "time_limit", "queue", "bank"), "word")
     # Lines of a failed job as flux-core prints them (flux-core#6437, flux-sched#1084, flux-core#6054, flux-docs#287):
     # a fatal job exception (severity 0), flux run's summary of failed tasks, a command's own error.
     error_patterns = (r"job\.exception\b[^\n]*\bseverity=0\b", r"flux-job: task\(s\) exited with exit code [1-9]",

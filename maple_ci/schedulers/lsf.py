@@ -108,6 +108,9 @@ class Lsf(Scheduler):
     site_options = frozenset({"account", "project", "queue", "walltime", "reservation"})
     gate_kept = frozenset({"job_name", "alloc_flags"})
     size_options = frozenset({"nodes", "walltime"})
+    # -o names the job's log, in the working directory only (lsf-%J.out): sites that refuse mail output ask for it
+    fix_options = {**dict.fromkeys(("account", "project", "queue", "walltime", "memory_limit", "nodes", "slots", "gpu"),
+                                   "word"), "output": "log_name"}
     fields = {"nodes": ("nodes", _nodes), "slots": ("ntasks", positive), "walltime": ("walltime", _walltime),
               "account": ("account", as_written), "queue": ("queue", as_written), "resources": ("ntasks_per_node", _ptile),
               "gpu": ("gpus_per_node", _gpus)}

@@ -147,6 +147,8 @@ class Pbs(Scheduler):
     site_options = frozenset({"account", "project", "queue", "walltime", "filesystems"})
     gate_kept = frozenset({"place", "filesystems"})
     size_options = frozenset({"select", "walltime"})
+    fix_options = dict.fromkeys(("account", "project", "queue", "walltime", "filesystems", "select", "place", "mem",
+                                 "ncpus", "ngpus"), "word")
     export_option = "v"
     not_ported = _NOT_PORTED
     fields = {"walltime": ("walltime", _walltime), "ngpus": ("gpus", gpu_count), "ncpus": ("cpus", positive),

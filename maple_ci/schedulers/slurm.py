@@ -141,6 +141,9 @@ class Slurm(Scheduler):
     gate_kept = frozenset({"ntasks", "ntasks_per_node", "cpus_per_task", "gpus", "gpus_per_node", "gpus_per_task",
                            "gres", "constraint", "partition", "job_name", "gpu_bind", "exclusive"})
     size_options = frozenset({"nodes", "time"})
+    fix_options = dict.fromkeys(("account", "partition", "qos", "constraint", "time", "nodes", "ntasks", "ntasks_per_node",
+                                 "cpus_per_task", "cpus_per_gpu", "gpus", "gpus_per_node", "gpus_per_task", "gres", "mem",
+                                 "mem_per_cpu", "mem_per_gpu", "exclusive", "network", "gpu_bind"), "word")
     node_features = True
     not_ported = _NOT_PORTED
     launchers = frozenset({"srun"})

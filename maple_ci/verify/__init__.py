@@ -41,7 +41,8 @@ def _jacamar(path: Path, miniapp: str, env, limit: dict, **options):
                           commit=options["commit"], gitlab_url=env.get("MAPLE_GITLAB_URL", ""),
                           project=env.get("MAPLE_GITLAB_PROJECT", ""),
                           trigger_token=env.get("MAPLE_GITLAB_TRIGGER_TOKEN", ""),
-                          api_token=env.get("MAPLE_GITLAB_TOKEN") or None, **limit)
+                          api_token=env.get("MAPLE_GITLAB_TOKEN") or None,
+                          signing_key=env.get("MAPLE_SIGNING_KEY") or None, **limit)
 
 
 # The backends by name: a center's runner, the scheduler's own (its unit's verify_backend), local emulation.

@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import requests
 
+from ..attestation import sign
 from ..errors import MapleError
 from ..miniapp_result import parse_result
 from .cancel import cancellable, wait
@@ -73,6 +74,7 @@ def verify_jacamar(
     api_token: Optional[str] = None,
     ref: str = "main",
     commit: Optional[str],
+    signing_key: Optional[str] = None,
     timeout: float = 3600,
     poll_interval: Optional[float] = None,
     session: Optional[requests.Session] = None,
@@ -80,12 +82,15 @@ def verify_jacamar(
 ) -> VerifyResult:
     """Trigger the center-side pipeline for the script at script_path (a path in the repository)
     in `commit` (its full id), and wait for its verdict. A pipeline still running after `timeout`
-    seconds is cancelled."""
+    seconds is cancelled. `signing_key` (MAPLE_SIGNING_KEY): the bot signs the request, which is what
+    lets the center run a commit of its maple/port-* branches (maple_ci/attestation.py)."""
     _require_settings(script_path, gitlab_url, project, trigger_token, commit)
     gitlab = _GitLab(gitlab_url, project, api_token, session or requests.Session(), sleep)
     # Typed inputs, not variables: the center's CI file declares them (spec:inputs), GitLab checks
     # them, and a center that lets no one set pipeline variables accepts nothing else.
     inputs = {"cluster": cluster, "script": str(script_path), "miniapp": miniapp, "commit": commit}
+    if signing_key:
+        inputs["attestation"] = sign(signing_key, str(commit), str(script_path))
     pipeline = gitlab.call("POST", "/trigger/pipeline", json={"token": trigger_token, "ref": ref, "inputs": inputs}).json()
     pipeline_id, web_url = pipeline["id"], pipeline.get("web_url", "")
 

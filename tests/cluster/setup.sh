@@ -14,14 +14,14 @@ state=/var/spool/maple-slurm
 logs=/var/log/maple-slurm
 
 need=()
-for cmd in munged slurmctld slurmd sbatch mpiexec.hydra; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
+for cmd in munged slurmctld slurmd sbatch mpiexec.hydra bwrap; do command -v "$cmd" >/dev/null || need+=("$cmd"); done
 [ -r /usr/share/lmod/lmod/init/bash ] || need+=(lmod)
 if [ ${#need[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     # Other jobs may hold the dpkg lock; wait for it instead of failing.
     apt-get -o DPkg::Lock::Timeout=600 update -q
     apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-        munge slurm-wlm slurmctld slurmd slurm-client lmod mpich
+        munge slurm-wlm slurmctld slurmd slurm-client lmod mpich bubblewrap
 fi
 
 # Node names must resolve: job scripts take MASTER_ADDR from the node list.

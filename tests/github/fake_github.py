@@ -219,7 +219,7 @@ class FakeGitHub:
         if self._too_long(body):
             return 422, {"message": "Validation Failed: title or body is too long"}
         pull = self.pull(n)
-        pull.update({k: body[k] for k in ("title", "body") if k in body})
+        pull.update({k: body[k] for k in ("title", "body", "state") if k in body})
         return 200, self.pull_json(pull)
 
     def list_pull_files(self, body, query, n):
@@ -362,7 +362,10 @@ class FakeGitHub:
         return 200, found
 
     def get_tree(self, body, query, sha):
-        """GET /git/trees/{sha}?recursive=1: the fake's trees are flat, every path at once."""
+        """GET /git/trees/{sha}?recursive=1: the fake's trees are flat, every path at once. As on
+        GitHub, a commit or a branch name stands for its tree."""
+        sha = self.refs.get(f"heads/{sha}", sha)
+        sha = self.commits[sha]["tree"] if sha in self.commits else sha
         if sha not in self.trees:
             return 404, {"message": "Not Found"}
         entries = [{"path": path, "mode": e["mode"], "type": "blob", "sha": e["sha"], "url": self.url(f"/git/blobs/{e['sha']}")}
@@ -419,7 +422,7 @@ class FakeGitHub:
         (r"GET /commits/(\w+)/status", combined_status),
         (r"GET /commits/(\w+)/check-runs", list_check_runs),
         (r"GET /commits", list_commits),
-        (r"GET /git/trees/(\w+)", get_tree),
+        (r"GET /git/trees/([\w./-]+)", get_tree),
         (r"GET /git/blobs/(\w+)", get_blob),
         (r"GET /commits/(\w+)/pulls", commit_pulls),
     ]

@@ -105,6 +105,22 @@ def test_an_invalid_config_is_answered_in_the_thread_and_nothing_runs(fake, sour
     assert fake.pulls == [source_pr] and not any(ref.startswith("heads/maple/") for ref in fake.refs)  # nothing ported
 
 
+def test_a_push_with_an_invalid_config_says_why_on_the_dashboard(fake, webhook, tmp_path, monkeypatch, capsys):
+    """No thread asked for a push: the error goes where the maintainer looks, the dashboard issue."""
+    (tmp_path / "maple.yml").write_text("targets: [perlmutter]\nschedule: {interval: hourly}\n")
+    monkeypatch.setenv("MAPLE_CONFIG", str(tmp_path / "maple.yml"))
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path / "no-checkout"))
+    push = webhook("push")
+    push.update(ref=f"refs/heads/{push['repository']['default_branch']}")
+    action_env(monkeypatch, fake, tmp_path, push, event="push")
+    code, output = maple_action(capsys)
+    assert code == 2 and "`schedule.interval`" in output
+    [issue] = fake.issues
+    [comment] = fake.comments
+    assert comment["issue"] == issue["number"] and comment["body"].startswith("The push run stopped: its configuration is invalid")
+    assert "`schedule.interval`: Input should be 'daily', 'weekly' or 'monthly'" in comment["body"]
+
+
 def test_action_yml_passes_every_input_and_maple_reads_each_one():
     import yaml
 

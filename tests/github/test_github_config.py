@@ -51,3 +51,27 @@ def test_invalid_config_names_the_file_and_the_key(tmp_path, text, message):
     with pytest.raises(MapleError) as error:
         load_config(write(tmp_path, text), KNOWN)
     assert str(error.value).startswith(str(tmp_path / "maple.yml")) and message in str(error.value)
+
+
+def test_the_schedule_says_which_nights_verify_and_a_dispatch_runs_any_day(fake, repo):
+    """Dependabot-like `schedule.interval`/`day`: the nightly cron wakes the bot, which verifies only on
+    the days named; the fake GitHub (tests/github/fake_github.py) stands in for github.com."""
+    from datetime import date, datetime, timezone
+
+    from maple_ci.github.bot import run_plan
+    from maple_ci.github.config import WEEKDAYS, Config, Schedule
+    from maple_ci.github.events import plan_event
+
+    assert Schedule(interval="weekly", day="sunday").due(date(2026, 11, 29)) and not Schedule(interval="weekly").due(date(2026, 11, 29))
+    assert Schedule(interval="monthly").due(date(2026, 12, 1)) and not Schedule(interval="monthly").due(date(2026, 11, 29))
+    today = datetime.now(timezone.utc).date()
+    other_day = WEEKDAYS[(today.weekday() + 1) % 7]
+    config = Config(targets=["aurora"], schedule=Schedule(interval="weekly", day=other_day))
+    ran = []
+    night = plan_event("schedule", {"repository": {"default_branch": "main"}}, KNOWN, targets=("aurora",))
+    run_plan(repo, night, lambda *args: ran.append(args) or [], settings=config)
+    assert ran == [] and fake.requests == []  # not its day: nothing asked of GitHub
+    dispatched = plan_event("workflow_dispatch", {"repository": {"default_branch": "main"}, "ref": "refs/heads/main", "inputs": {}},
+                            KNOWN, targets=("aurora",))
+    run_plan(repo, dispatched, lambda *args: ran.append(args) or [], settings=config)
+    assert len(ran) == 1  # a person's run: whatever the day

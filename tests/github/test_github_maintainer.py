@@ -142,7 +142,7 @@ def test_the_nightly_proposes_a_passing_fix_in_a_pr_linked_from_the_report(fake,
     assert "export NCCL_DEBUG=INFO" in fake.files_at(head)["scripts/perlmutter/train.sh"]
     assert "[log of the failing run](https://ci.example/perlmutter)" in pr["body"]
     [issue] = fake.issues
-    assert f"[fix](http://github.test/octo/ports/pull/{pr['number']})" in issue["body"]
+    assert f"[fix PR](http://github.test/octo/ports/pull/{pr['number']})" in issue["body"]  # the dashboard row links it
 
 
 def test_a_second_push_posts_no_duplicate_review(fake, repo, webhook):

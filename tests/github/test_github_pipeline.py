@@ -185,7 +185,9 @@ exec {shutil.which("git")} "$@"
         git(root, "config", "--get-urlmatch", "http.extraheader", "https://example.com/o/r.git", env=env)
 
 
-def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks():
+def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks_and_it_is_not_run():
+    """Attack (issue 26 item 2): before, the model's patched script was run again on slurm by
+    itself (verify_and_debug with rerun); now it is a suggestion only, and the backend runs once."""
     class Model:  # the llm.Backend interface: a chat in, the model's answer out
         name, max_tokens = "stand-in", 512
 
@@ -196,7 +198,10 @@ def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks():
             self.asked.append(messages[-1]["content"])
             return '{"explanation": "train.py reads MYAPP_DATA", "ops": [{"op": "export_env", "name": "MYAPP_DATA", "value": "/data"}]}'
 
+    runs = []
+
     def backend(name, *, cluster, path, script, miniapp, commit, committed, env):
+        runs.append(script)
         ok = "MYAPP_DATA" in script
         return run_result(ok, "" if ok else "0: KeyError: 'MYAPP_DATA'\n", None, "job FAILED")
 
@@ -206,4 +211,4 @@ def test_the_configured_model_proposes_the_fix_the_knowledge_base_lacks():
     assert len(model.asked) == 1 and "KeyError: 'MYAPP_DATA'" in model.asked[0]
     [s] = c["suggestions"]
     assert "export MYAPP_DATA=/data" in s["body"] and "language model" in s["message"]
-    assert "the run passed with the suggested fix" in c["note"]
+    assert len(runs) == 1 and "not run: a language model proposed it" in c["note"] and "fixed" not in c

@@ -1,0 +1,4 @@
+import horovod.tensorflow.keras as hvd
+
+hvd.init()
+print(hvd.rank(), hvd.size())

@@ -1,0 +1,3 @@
+#!/bin/bash
+mkdir -p experiments
+python src/make_experiments.py --out experiments

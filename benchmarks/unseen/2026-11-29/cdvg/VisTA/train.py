@@ -1,0 +1,2 @@
+import torch.distributed as dist
+dist.init_process_group('nccl')

@@ -1,0 +1,2 @@
+import sys
+print("signjoey", sys.argv[1:])

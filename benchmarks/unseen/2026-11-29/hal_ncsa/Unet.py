@@ -1,0 +1,2 @@
+import horovod.tensorflow.keras as hvd
+hvd.init()

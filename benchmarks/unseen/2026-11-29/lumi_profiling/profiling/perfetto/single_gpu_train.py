@@ -1,0 +1,3 @@
+import argparse
+p = argparse.ArgumentParser(); p.add_argument("--num_workers", type=int)
+print(p.parse_args())

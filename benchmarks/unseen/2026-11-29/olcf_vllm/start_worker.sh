@@ -1,0 +1,2 @@
+#!/bin/bash
+ray start --address=$1:6379 --block

@@ -1,0 +1,2 @@
+import sys
+print('caches the dataset', sys.argv[1:])

@@ -1,0 +1,4 @@
+from lightning.pytorch.cli import LightningCLI
+
+def main():
+    LightningCLI()

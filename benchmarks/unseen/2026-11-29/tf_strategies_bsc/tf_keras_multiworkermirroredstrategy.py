@@ -1,0 +1,4 @@
+import tensorflow as tf
+
+resolver = tf.distribute.cluster_resolver.SlurmClusterResolver()
+strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)

@@ -1,0 +1,86 @@
+"""The emulated allocation a trace runs on: node names, devices and cores per node, and the job
+variables the scheduler sets for a batch job of that shape. Each variable comes from the scheduler
+unit's own table (Scheduler.job_vars, by concept): nothing here names a scheduler."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Optional
+
+from .. import schedulers
+from ..launchers import grammar as _grammar
+from ..launchers import launcher as _launcher
+from ..launchers import names as launcher_names
+
+DEFAULT_NODES = 2  # a size left to submit time is traced on two nodes, so per-node differences show
+DEFAULT_GPUS = 4
+DEFAULT_CPUS = 64
+# The storage variables centers set in every login and job environment (NERSC $SCRATCH/$PSCRATCH/$CFS,
+# TACC $WORK/$SCRATCH, JSC $PROJECT/$SCRATCH, IDRIS $STORE/$WORK): the same stand-in value on every
+# trace, so that `set -u` scripts run and source and port expand them alike.
+SITE_VARS = ("SCRATCH", "PSCRATCH", "WORK", "STORE", "PROJECT", "CFS", "FASTDATA", "DATA", "WORKDIR")
+
+
+@dataclass
+class Allocation:
+    scheduler: str
+    nodes: list
+    gpus_per_node: int
+    cpus_per_node: int
+    ntasks: Optional[int] = None
+    ntasks_per_node: Optional[int] = None
+    node_file_var: Optional[str] = None
+    tasks_per_node_var: Optional[str] = None
+    array: bool = False
+
+    def as_data(self) -> dict:
+        return {**asdict(self), "addresses": {n: f"192.0.2.{i + 1}" for i, n in enumerate(self.nodes)}}
+
+    def job_env(self, submit_dir: str, job_name: str, home: str) -> dict:
+        """Every job variable of the scheduler's table that a job of this shape has, by concept."""
+        unit = schedulers.find(self.scheduler)
+        site = {name: f"/site/{name.lower()}" for name in SITE_VARS}
+        if unit is None:
+            return {**site, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
+        values = {"submit_dir": submit_dir, "job_id": "424242", "job_name": job_name,
+                  "nodes": str(len(self.nodes)), "node_list": ",".join(self.nodes), "node_file": f"{home}/nodefile",
+                  "ranks": self.ntasks and str(self.ntasks), "ranks_per_node": self.ntasks_per_node and str(self.ntasks_per_node),
+                  "array_index": "0" if self.array else None}
+        env = {name: values[concept] for concept, names in unit.job_vars.items()
+               for name in names if values.get(concept)}
+        return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
+
+
+def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int]) -> Allocation:
+    """The allocation the script's directives ask for, on `cluster`'s nodes when one is named."""
+    unit = schedulers.detect(text)
+    d = unit.read(text, strict=False) if unit else schedulers.Directives()
+    gpus, cpus = d.gpus_per_node or DEFAULT_GPUS, DEFAULT_CPUS
+    if cluster:
+        from ..profiles import get_profile
+
+        profile = get_profile(cluster)
+        gpus, cpus = profile.devices_per_node, profile.cpus_per_node
+        unit = unit or schedulers.find(profile.scheduler)
+    count = nodes or d.nodes or DEFAULT_NODES
+    names = [f"n{i + 1:03d}" for i in range(count)]
+    job_vars = unit.job_vars if unit else {}
+    return Allocation(scheduler=unit.name if unit else "none", nodes=names, gpus_per_node=gpus, cpus_per_node=cpus,
+                      ntasks=d.tasks(), ntasks_per_node=d.ntasks_per_node,
+                      node_file_var=(job_vars.get("node_file") or (None,))[0],
+                      tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
+                      array="array" in str(d.dropped))
+
+
+@lru_cache(maxsize=1)
+def grammars() -> dict:
+    """The launcher registry as plain data for the stand-ins (which import no maple_ci)."""
+    data = {}
+    for name in launcher_names():
+        entry, spec = _launcher(name), _grammar(name)
+        data[name] = {"kind": entry.kind, "aliases": spec.aliases, "flags": sorted(spec.flags),
+                      "values": sorted(spec.values), "pairs": sorted(spec.pairs), "value_default": spec.value_default,
+                      "env_name_value": spec.env_name_value, "subcommands": sorted(spec.subcommands),
+                      "ranks": {which: [list(n) for n in alts] for which, alts in entry.ranks}, "trace": entry.trace}
+    return data

@@ -1,0 +1,200 @@
+"""The trace gate: the source traced on an allocation of its own shape, the port on its target's,
+compared per rank. What differs and is not named in the port's header fails the port, naming it.
+
+Compared (rank 0 of each side, and the programs run outside any launcher):
+- every program rank 0 runs, word for word after bash expanded both (job variables a port
+  translates expand to the same values: $SLURM_NNODES and the port's $NNODES are both 2);
+- the process model: processes per node against the node's devices (one per device, one per node);
+- the variables the job gives the program (its own exports and a launcher's, such as accelerate's
+  ACCELERATE_MIXED_PRECISION), and the launcher variables the program identifies itself by;
+- the devices a rank sees, when the source's rank saw more than one;
+- set-up commands the source ran (pip install, a data step) that the port does not.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+from . import Rank, Trace
+from .allocation import grammars
+
+_TORCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+_PER_RANK = re.compile(r"^--local[_-]rank=\d+$")
+_SETUP = ("pip", "pip3", "uv", "git", "wget", "curl", "huggingface-cli", "wandb", "sbatch", "qsub")
+# A script that reads its submit-time arguments is traced with one, so that a port that drops them shows.
+SUBMIT_ARGS = re.compile(r"\$\{?[@*1-9]")
+SAMPLE_ARGS = ("--maple-trace-argument=1",)
+
+
+@dataclass
+class Difference:
+    kind: str  # program | setup | processes | env | devices | none
+    message: str
+    keys: tuple  # words whose presence in the header's notes names the difference
+
+    def named_in(self, header: str) -> bool:
+        return bool(self.keys) and all(key in header for key in self.keys)
+
+
+def header_of(script: str) -> str:
+    """The port's own notes: the comment lines before its first command."""
+    lines = []
+    for line in script.splitlines()[1:]:
+        if line.startswith("#"):
+            lines.append(line)
+        elif line.strip():
+            break
+    return "\n".join(lines)
+
+
+def _shown(words: list) -> str:
+    return shlex.join(words)[:300]
+
+
+def _words(rank: Rank) -> list:
+    return [w for w in rank.program if not _PER_RANK.match(w)]
+
+
+def first_rank(trace: Trace) -> list:
+    """The programs of rank 0 (of the first launch that starts one), in order."""
+    launched = [r for r in trace.ranks if r.rank is not None]
+    if launched:
+        return [r for r in launched if r.rank == 0]
+    return list(trace.ranks[-1:])
+
+
+def _per_node(trace: Trace) -> Optional[int]:
+    """Processes on the first node (each counted once, whatever it runs in turn)."""
+    ranks = [r for r in trace.ranks if r.rank is not None]
+    if not ranks:
+        return 1 if trace.ranks else None
+    return len({r.rank for r in ranks if r.node == ranks[0].node})
+
+
+def _same_model(source: Trace, port: Trace, p_src: int, p_dst: int) -> bool:
+    """The same processes per node, or one per device on both sides."""
+    return p_src == p_dst or (p_src == source.allocation.gpus_per_node and p_dst == port.allocation.gpus_per_node)
+
+
+def _devices_kept(source: Trace, port: Trace, src: Rank, dst: Rank) -> bool:
+    """A rank that saw all of its node's devices still does; one that saw several sees as many."""
+    g_src, g_dst = source.allocation.gpus_per_node, port.allocation.gpus_per_node
+    s_src, s_dst = _device_count(src, g_src), _device_count(dst, g_dst)
+    if s_src <= 1:
+        return True
+    return s_dst == g_dst if s_src == g_src else s_dst >= s_src
+
+
+def _program_differences(source: list, port: list) -> list:
+    src = [_words(r) for r in source]
+    dst = [_words(r) for r in port]
+    if not dst:
+        return [Difference("program", f"the port starts no program; the source's rank 0 runs {_shown(src[-1])}", ())]
+    found = []
+    main_src, main_dst = src[-1], dst[-1]
+    if main_src != main_dst:
+        missing = [w for w in main_src if w not in main_dst]
+        extra = [w for w in main_dst if w not in main_src]
+        found.append(Difference("program", f"rank 0 runs `{_shown(main_src)}` in the source and `{_shown(main_dst)}` "
+                                f"in the port", tuple(missing or extra)))
+    for words in src[:-1]:
+        if words not in dst:
+            found.append(Difference("setup", f"rank 0 of the source runs `{_shown(words)}` before the program; "
+                                    "the port does not", (words[0],) if words else ()))
+    return found
+
+
+def _env_differences(source: Rank, port: Rank) -> list:
+    found = []
+    for name, value in sorted(source.env.items()):
+        if name in _TORCH_VARS or name in launcher_vars():
+            continue
+        if port.env.get(name) != value:
+            now = "unset" if name not in port.env else f"{port.env[name]!r}"
+            found.append(Difference("env", f"the program gets {name}={value!r} in the source and {now} in the port",
+                                    (name,)))
+    for name in _TORCH_VARS:
+        if name in source.env and name not in port.env:
+            found.append(Difference("env", f"the source's rank gets {name} from its launcher; the port's does not", (name,)))
+    return found
+
+
+@lru_cache(maxsize=1)
+def launcher_vars() -> frozenset:
+    """Every variable a launcher sets for its workers (grammars.yaml's trace blocks): compared
+    through the process model, not one by one."""
+    return frozenset(name for g in grammars().values() for names in (g["trace"] or {}).get("env", {}).values()
+                     for name in names) | {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                            "ZE_AFFINITY_MASK"}
+
+
+def _device_count(rank: Rank, gpus: int) -> int:
+    return gpus if rank.devices == "all" else len([d for d in rank.devices.split(",") if d.strip()])
+
+
+def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
+    """Every difference the port's header does not name (an empty list: the port runs the source's
+    program as the source ran it)."""
+    src, dst = first_rank(source), first_rank(port)
+    if not src or stops_itself(port):
+        return []  # nothing to compare, or a port that stops before the program and says why (loud)
+    found = _program_differences(src, dst)
+    if dst:
+        found += _env_differences(src[-1], dst[-1])
+        p_src, p_dst = _per_node(source), _per_node(port)
+        if p_src and p_dst and not _same_model(source, port, p_src, p_dst):
+            found.append(Difference("processes", (
+                f"the source starts {p_src} processes per node of {source.allocation.gpus_per_node} devices, "
+                f"the port {p_dst} of {port.allocation.gpus_per_node}"), ("processes per node",)))
+        if p_src and p_dst and not _devices_kept(source, port, src[-1], dst[-1]):
+            found.append(Difference("devices", f"the source's rank sees {_device_count(src[-1], source.allocation.gpus_per_node)} "
+                                    f"of its node's {source.allocation.gpus_per_node} devices, the port's "
+                                    f"{_device_count(dst[-1], port.allocation.gpus_per_node)} of "
+                                    f"{port.allocation.gpus_per_node}", ("devices",)))
+    for words in _setup_commands(source):
+        if words not in _setup_commands(port):
+            found.append(Difference("setup", f"the source runs `{_shown(words)}`; the port does not", (words[0],)))
+    return [d for d in found if not d.named_in(header)]
+
+
+def stops_itself(port: Trace) -> bool:
+    """A port maple wrote to stop with its own message (a target with no environment for the program)."""
+    return not port.ranks and port.exit_code != 0 and "maple-ci: " in port.stderr
+
+
+def _setup_commands(trace: Trace) -> list:
+    return [argv for argv in trace.not_run if argv and argv[0] in _SETUP]
+
+
+def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None) -> list:
+    """Each port of `results` that passed its static checks, traced against the source: a difference
+    the header does not name fails it (a "trace" check, severity error, naming each difference).
+    `cluster`, the source's own, gives its allocation's shape (devices and cores per node)."""
+    from pathlib import Path
+
+    from ..verify.static import Check
+    from . import trace_script
+
+    text = Path(source_path).read_text(errors="replace")
+    args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
+    source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args)
+    if source.exit_code not in (0, None) and not source.ranks:
+        return results
+    for result in results:
+        if result.status != "ok":
+            continue
+        port = trace_script(Path(source_path), cluster=result.cluster, nodes=len(source.allocation.nodes),
+                            trusted=trusted, text=result.script, args=args)
+        found = compare(source, port, header_of(result.script))
+        ok = not found
+        message = ("the port runs the source's program per rank as the source does (traced)" if ok else
+                   "the trace of the port differs from the source's, and the header does not say so: "
+                   + "; ".join(d.message for d in found))
+        result.checks.append(Check(name="trace", ok=ok, severity="error", message=message))
+        if not ok:
+            result.status = "failed"
+    return results

@@ -1,0 +1,192 @@
+"""Where a traced script runs: its own commands are untrusted code, so they run only here.
+
+- a copy of the checkout (regular files and folders only, size-capped) in a fresh temporary folder;
+- `env -i` plus the emulated job's variables; PATH holds only the stand-ins and an allowlist of
+  side-effect-free tools: any other command is recorded by the stand-in and not run;
+- bubblewrap: new user, mount, PID, network and IPC namespaces; the root file system is /usr
+  (read-only), the copy at /work and an empty /tmp; nothing else of the machine is there;
+- as root, the child drops to the unprivileged `nobody` user first, so that the process limit holds;
+- rlimits (CPU seconds, address space, file size, processes) and a wall-clock timeout after which
+  the whole process group is killed.
+Without bubblewrap the trace runs only when the caller says the content is its own (`trusted`), as
+a command-line user's own script is; the bot never traces fork content that way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import MapleError
+
+NOBODY = 65534
+MAX_COPY_BYTES = 64 << 20
+MAX_COPY_FILES = 5000
+# Tools that read or compute and change nothing outside the sandbox's own writable copy; each is
+# the real program. Everything else on a script's lines goes to the stand-in (recorded, not run).
+READ_TOOLS = ("awk", "basename", "bash", "cat", "cut", "date", "dirname", "echo", "env", "expr", "false", "find",
+              "getopt", "grep", "head", "id", "ls", "paste", "printf", "readlink", "realpath", "sed", "seq", "sh",
+              "sort", "tail", "tr", "true", "uname", "uniq", "wc", "whoami", "xargs", "tac", "rev", "column",
+              "numfmt", "bc", "md5sum", "sha256sum", "stat", "test", "[")
+# Writing tools: real only inside the namespace sandbox, where /work and /tmp are the only writable places.
+WRITE_TOOLS = ("mkdir", "touch", "tee", "cp", "mv", "rm", "ln", "chmod", "mktemp")
+STANDINS = ("srun", "mpiexec", "mpirun", "mpiexec.hydra", "aprun", "ibrun", "jsrun", "lrun", "flux", "torchrun",
+            "torchrun_jsc", "deepspeed", "accelerate", "python", "python3", "ssh", "pdsh", "pbsdsh", "sbatch", "qsub",
+            "bsub", "scontrol", "hostname", "nvidia-smi", "rocm-smi", "module", "ml", "conda", "mamba", "micromamba",
+            "pip", "pip3", "nproc", "sleep", "numactl", "taskset", "nsys", "ncu", "apptainer", "singularity",
+            "podman-hpc", "shifter", "uv", "git", "wget", "curl", "wandb", "huggingface-cli", "sinfo", "squeue",
+            "sacct", "qstat")
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_s: float = 30.0
+    cpu_s: int = 20
+    memory_mb: int = 1024
+    file_mb: int = 16
+    processes: int = 256
+
+
+def bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def copy_checkout(src: Path, dst: Path) -> None:
+    """Regular files and folders of the checkout (no links, devices, .git), within the caps."""
+    total, count = 0, 0
+    for folder, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(folder, d))]
+        target = dst / os.path.relpath(folder, src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            total, count = total + os.path.getsize(path), count + 1
+            if total > MAX_COPY_BYTES or count > MAX_COPY_FILES:
+                raise MapleError(f"the checkout is too large to trace (over {MAX_COPY_BYTES >> 20} MiB or "
+                                 f"{MAX_COPY_FILES} files); trace the script from a smaller folder")
+            shutil.copyfile(path, target / name)
+            os.chmod(target / name, 0o755 if os.access(path, os.X_OK) else 0o644)
+
+
+def interpreter() -> str:
+    """A plain python3 for the stand-ins: the system's when there is one (readable by nobody)."""
+    for candidate in ("/usr/bin/python3", shutil.which("python3") or ""):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise MapleError("maple trace needs a python3 on the machine for its stand-ins")
+
+
+PRELUDE = r"""# maple trace: every bash the traced script starts reads this first (BASH_ENV).
+_maple() { "$MAPLE_TRACE_PY" -I -S "$MAPLE_TRACE_HOME/standin.py" "$@"; }
+command_not_found_handle() { _maple "$@"; }
+_maple_source() {
+  case "$1" in
+    /work/*|[!/]*) if [[ "$1" != *..* && -f "$1" ]]; then builtin source "$@"; return; fi ;;
+  esac
+  _maple source "$@"; return 0
+}
+source() { _maple_source "$@"; }
+.() { _maple_source "$@"; }
+module() { _maple module "$@"; }
+ml() { _maple ml "$@"; }
+conda() { _maple conda "$@"; }
+"""
+
+
+class Sandbox:
+    """One trace's folder: the copy, the stand-ins, their data and the records."""
+
+    def __init__(self, checkout: Path, alloc: dict, grammars: dict, isolated: bool):
+        self.root = Path(tempfile.mkdtemp(prefix="maple-trace-"))
+        self.isolated = isolated
+        self.work = self.root / "work"
+        self.home = self.root / "maple"
+        copy_checkout(checkout, self.work)
+        self._stand_ins(alloc, grammars)
+        if isolated and os.geteuid() == 0:
+            for folder, dirs, files in os.walk(self.root):
+                for name in [".", *dirs, *files]:
+                    os.chown(os.path.join(folder, name), NOBODY, NOBODY)
+
+    def inside(self, path: Path) -> str:
+        """How the traced script sees a host path of the sandbox."""
+        base = {self.work: "/work", self.home: "/maple"} if self.isolated else {}
+        for host, seen in base.items():
+            if path == host or host in path.parents:
+                return seen + str(path)[len(str(host)):]
+        return str(path)
+
+    def _stand_ins(self, alloc: dict, grammars: dict) -> None:
+        here = Path(__file__).parent
+        (self.home / "bin").mkdir(parents=True)
+        (self.home / "out").mkdir()
+        shutil.copyfile(here / "standin.py", self.home / "standin.py")
+        shutil.copyfile(here.parent / "launchers" / "options.py", self.home / "launch_options.py")
+        (self.home / "alloc.json").write_text(json.dumps(alloc))
+        (self.home / "grammars.json").write_text(json.dumps(grammars))
+        (self.home / "prelude.sh").write_text(PRELUDE)
+        shim = '#!/bin/bash\nexec "$MAPLE_TRACE_PY" -I -S "$MAPLE_TRACE_HOME/standin.py" "$(basename "$0")" "$@"\n'
+        for name in STANDINS:
+            (self.home / "bin" / name).write_text(shim)
+            (self.home / "bin" / name).chmod(0o755)
+        for name in READ_TOOLS + (WRITE_TOOLS if self.isolated else ()):
+            real = shutil.which(name)
+            if real and not (self.home / "bin" / name).exists():
+                (self.home / "bin" / name).symlink_to(real)
+
+    def environment(self, job_env: dict) -> dict:
+        home = self.inside(self.home)
+        return {"PATH": f"{home}/bin", "HOME": "/tmp/home" if self.isolated else str(self.root / "home"),
+                "USER": "user", "LOGNAME": "user", "LANG": "C.UTF-8", "SHELL": "/bin/bash", "TMPDIR": "/tmp",
+                "BASH_ENV": f"{home}/prelude.sh", "MAPLE_TRACE_HOME": home,
+                "MAPLE_TRACE_PY": interpreter(), **job_env}
+
+    def command(self, script: Path, args: list) -> list:
+        inner = ["/bin/bash", self.inside(script), *args]
+        if not self.isolated:
+            return inner
+        return [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr",
+                "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                "--bind", str(self.work), "/work", "--ro-bind", str(self.home), "/maple",
+                "--bind", str(self.home / "out"), "/maple/out", "--proc", "/proc", "--dev", "/dev",
+                "--tmpfs", "/tmp", "--dir", "/tmp/home", "--chdir", self.inside(script.parent), "--", *inner]
+
+    def run(self, script: Path, args: list, job_env: dict, limits: Limits) -> subprocess.CompletedProcess:
+        def child() -> None:
+            os.setsid()
+            for which, value in ((resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_AS, limits.memory_mb << 20),
+                                 (resource.RLIMIT_FSIZE, limits.file_mb << 20), (resource.RLIMIT_NPROC, limits.processes)):
+                resource.setrlimit(which, (value, value))
+            if self.isolated and os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+
+        process = subprocess.Popen(self.command(script, args), env=self.environment(job_env), cwd=script.parent,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                   preexec_fn=child)
+        try:
+            stdout, stderr = process.communicate(timeout=limits.wall_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            return subprocess.CompletedProcess(process.args, -signal.SIGKILL, stdout, stderr + b"\n[maple trace: wall-clock limit]")
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+    def events(self) -> list[dict]:
+        path = self.home / "out" / "events.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text(errors="replace").splitlines()[:10000] if line.startswith("{")]
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,397 @@
+"""The stand-in behind every command the trace intercepts: launchers, interpreters, the scheduler's
+and the machine's commands. It runs INSIDE the sandbox, under the plain interpreter (stdlib only,
+`python -I -S`), once per intercepted call: `standin.py NAME ARGS...`.
+
+It records what was asked (one JSON line per event in $MAPLE_TRACE_HOME/out/events.jsonl) and
+behaves as the real command would for the script's control flow, without running any program:
+- a launcher expands its ranks by the launcher registry's grammar (the same data extraction reads)
+  and runs its command once per traced rank with the variables the real launcher sets;
+- `python train.py` (and any command the sandbox has no such program for) is the program: recorded
+  with its argv, cwd, node and environment, never run;
+- `scontrol show hostnames`, `hostname`, `nvidia-smi -L`, `flux hostlist` answer from the allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HOME = Path(os.environ["MAPLE_TRACE_HOME"])
+sys.path.insert(0, str(HOME))
+from launch_options import Spec, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
+
+ALLOC = json.loads((HOME / "alloc.json").read_text())
+GRAMMARS = json.loads((HOME / "grammars.json").read_text())
+MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
+MAX_DEPTH = 8
+PYTHON_VALUE_OPTIONS = {"-W", "-X", "-Q"}
+
+
+def record(event: str, argv: list, **extra) -> None:
+    line = {"event": event, "argv": argv, "cwd": os.getcwd(), "node": node(), **extra}
+    with open(HOME / "out" / "events.jsonl", "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")
+
+
+def node() -> str:
+    return os.environ.get("MAPLE_TRACE_NODE") or ALLOC["nodes"][0]
+
+
+def spec(name: str) -> Spec:
+    g = GRAMMARS[name]
+    return Spec(aliases=g["aliases"], flags=frozenset(g["flags"]), values=frozenset(g["values"]),
+                pairs=frozenset(g["pairs"]), value_default=g["value_default"], env_name_value=g["env_name_value"],
+                subcommands=frozenset(g["subcommands"]))
+
+
+def number(value) -> int | None:
+    try:
+        return int(str(value).split(":")[-1])  # torchrun's --nnodes MIN:MAX runs MAX at most
+    except (TypeError, ValueError):
+        return None
+
+
+def run(argv: list, env: dict) -> int:
+    depth = int(env.get("MAPLE_TRACE_DEPTH", "0")) + 1
+    if depth > MAX_DEPTH:
+        record("refused", argv, reason="launches nested deeper than the trace follows")
+        return 0
+    try:
+        return subprocess.run(argv, env={**env, "MAPLE_TRACE_DEPTH": str(depth)}).returncode
+    except OSError as exc:  # a path-named program the sandbox does not have: it is the program
+        record("program", argv, env=env, missing=exc.strerror)
+        return 0
+
+
+# --- the allocation ------------------------------------------------------------------------------
+
+def hosts_of(path: str) -> list:
+    try:
+        names = [line.split()[0] for line in Path(path).read_text().splitlines() if line.strip()]
+    except OSError:
+        return []
+    return list(dict.fromkeys(names))
+
+
+def gpus() -> int:
+    return int(ALLOC["gpus_per_node"])
+
+
+# --- launchers -----------------------------------------------------------------------------------
+
+def placement(name: str, opts: dict) -> tuple:
+    """(nodes the ranks run on, ranks per node, ranks in all) of one launch."""
+    g = GRAMMARS[name]
+
+    def value(option):
+        return number(last(opts, option))
+
+    hostfile = last(opts, "hostfile")
+    nodes = hosts_of(hostfile) if hostfile else []
+    count = value("nodes") or (len(nodes) if nodes else int(os.environ.get("MAPLE_TRACE_NNODES", len(ALLOC["nodes"]))))
+    nodes = (nodes or job_nodes())[:count] or [node()]
+    world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
+    if per_node is None:
+        per_node = -(-world // len(nodes)) if world else default_per_node(g)
+    if world is None:
+        world = per_node * len(nodes)
+    return nodes, per_node, world
+
+
+def job_nodes() -> list:
+    listed = os.environ.get("MAPLE_TRACE_JOB_NODES")
+    return listed.split(",") if listed else list(ALLOC["nodes"])
+
+
+def count_of(g: dict, which: str, value) -> int | None:
+    for names in g["ranks"].get(which, ()):
+        values = [value(n) for n in names]
+        if all(v is not None for v in values):
+            product = 1
+            for v in values:
+                product *= v
+            return product
+    return None
+
+
+def default_per_node(g: dict) -> int:
+    """What a launcher starts per node when no option says: its documented default (grammars.yaml)."""
+    default = g["trace"].get("default_per_node", 1)
+    if default == "gpus":
+        return gpus()
+    if default == "tasks":
+        return number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
+    return int(default)
+
+
+def traced(world: int, per_node: int) -> list:
+    """Which ranks run: every rank of the first two nodes and the last rank, MAX_RANKS at most."""
+    chosen = [r for r in range(min(world, 2 * per_node))] + [world - 1]
+    return sorted(set(chosen))[:MAX_RANKS]
+
+
+def rank_env(g: dict, rank: int, local: int, per_node: int, world: int, node_index: int) -> dict:
+    values = {"rank": rank, "local_rank": local, "world": world, "local_world": per_node, "node_rank": node_index}
+    return {var: str(values[concept]) for concept, names in g["trace"].get("env", {}).items() for var in names}
+
+
+def mpi_launch(name: str, argv: list) -> int:
+    opts, command = parse_options(argv, spec(name))
+    if not command:
+        record("launch", [name, *argv], launcher=name, note="starts no program")
+        return 0
+    nodes, per_node, world = placement(name, opts)
+    record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command)
+    status = 0
+    for rank in traced(world, per_node):
+        index = min(rank // per_node, len(nodes) - 1)
+        env = {**os.environ, **rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
+               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **bound_devices(opts, rank % per_node)}
+        status = max(status, run(command, env))
+    return status
+
+
+def bound_devices(opts: dict, local: int) -> dict:
+    """srun --gpus-per-task=N: Slurm gives each task its own N devices (CUDA_VISIBLE_DEVICES)."""
+    each = number(last(opts, "gpus_per_task"))
+    if not each:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(local * each + i) for i in range(each))}
+
+
+def via(name: str) -> str:
+    return ",".join(filter(None, [os.environ.get("MAPLE_TRACE_VIA", ""), name]))
+
+
+# --- per-node launchers that fork the workers (torchrun, deepspeed, accelerate) ----------------
+
+def worker_command(name: str, opts: dict, command: list) -> list:
+    if "no_python" in opts:
+        return command
+    if "module" in opts:
+        return ["python", "-m", *command]
+    return ["python", *command]
+
+
+def dl_launch(name: str, argv: list) -> int:
+    g = GRAMMARS[name]
+    opts, command = parse_options(argv, spec(name))
+    if not command:
+        record("launch", [name, *argv], launcher=name, note="starts no program")
+        return 0
+    # a flag (--use_fsdp) reads as "true", as accelerate writes it into the workers' variables
+    settings = {**config_settings(opts), **{k: v[-1] or "true" for k, v in opts.items() if v}}
+    per_node, nodes, node_rank = dl_shape(g, settings)
+    world = per_node * nodes
+    record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
+    master = settings.get("master_addr") or rendezvous_host(settings) or ALLOC["nodes"][0]
+    extra_env = {var: str(settings[option]) for option, var in g["trace"].get("option_env", {}).items() if option in settings}
+    status = 0
+    for local in range(min(per_node, MAX_RANKS)):
+        rank = node_rank * per_node + local
+        env = {**os.environ, **rank_env(g, rank, local, per_node, world, node_rank), **extra_env,
+               "MASTER_ADDR": master, "MASTER_PORT": str(settings.get("master_port", 29500)),
+               "MAPLE_TRACE_VIA": via(name)}
+        words = worker_command(name, opts, command)
+        if g["trace"].get("local_rank_argument") and "no_local_rank" not in opts:
+            words = [*words, f"--local_rank={local}"]
+        status = max(status, run(words, env))
+    return status
+
+
+def dl_shape(g: dict, settings: dict) -> tuple:
+    """(workers per node, nodes, this node's rank) from the launcher's options and documented defaults."""
+    t = g["trace"]
+    nodes = number(settings.get(t.get("nodes_option", ""))) or 1
+    total = number(settings.get(t.get("total_option", "")))
+    per_node = number(settings.get(t.get("per_node_option", "")))
+    if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
+        per_node = gpus()
+    if per_node is None:
+        per_node = -(-total // nodes) if total else default_per_node(g)
+    node_rank = number(settings.get(t.get("node_rank_option", "")))
+    if node_rank is None:
+        node_rank = node_index()
+    return per_node, nodes, node_rank
+
+
+def node_index() -> int:
+    names = job_nodes()
+    return names.index(node()) if node() in names else 0
+
+
+def rendezvous_host(settings: dict) -> str | None:
+    endpoint = settings.get("rdzv_endpoint")
+    return endpoint.rsplit(":", 1)[0] if endpoint else None
+
+
+def config_settings(opts: dict) -> dict:
+    """Top-level `key: value` lines of an accelerate config file inside the checkout (the trace
+    needs only its process counts and precision; nested blocks are read by their keys too)."""
+    path = last(opts, "config_file")
+    settings = {}
+    try:
+        lines = Path(path).read_text().splitlines() if path else []
+    except OSError:
+        return settings
+    for line in lines:
+        key, sep, value = line.strip().partition(":")
+        if sep and value.strip():
+            settings[key.strip()] = value.strip().strip("'\"")
+    return settings
+
+
+# --- the program and the machine's commands --------------------------------------------------------
+
+def python(name: str, argv: list) -> int:
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
+        i += 2 if argv[i] in PYTHON_VALUE_OPTIONS else 1
+    rest = argv[i:]
+    if rest[:1] == ["-m"] and len(rest) > 1 and rest[1] in MODULE_LAUNCHERS:
+        return dispatch(MODULE_LAUNCHERS[rest[1]], rest[2:])
+    if rest[:1] == ["-c"]:
+        return python_code(name, rest)
+    record("program", [name, *argv], env=dict(os.environ))
+    return 0
+
+
+def python_code(name: str, rest: list) -> int:
+    """`python -c CODE`: the device-count idioms answer from the allocation; other code is not run."""
+    code = rest[1] if len(rest) > 1 else ""
+    if "device_count" in code:
+        print(gpus())
+    else:
+        record("not_run", [name, *rest], reason="python -c code is not run by the trace")
+    return 0
+
+
+def scontrol(argv: list) -> int:
+    if argv[:2] == ["show", "hostnames"]:
+        listed = argv[2] if len(argv) > 2 else os.environ.get("SLURM_JOB_NODELIST", "")
+        print("\n".join(listed.split(",")) if listed else "\n".join(ALLOC["nodes"]))
+        return 0
+    record("not_run", ["scontrol", *argv], reason="scheduler query")
+    return 0
+
+
+def hostname(argv: list) -> int:
+    if any(a in ("-i", "-I", "--ip-address", "--all-ip-addresses") for a in argv):
+        print(ALLOC["addresses"].get(node(), "192.0.2.1"))
+    else:
+        print(node() if "-s" in argv or "--short" in argv else node())
+    return 0
+
+
+def nvidia_smi(argv: list) -> int:
+    if "-L" in argv or "--list-gpus" in argv:
+        print("\n".join(f"GPU {i}: stand-in (UUID: GPU-trace-{i})" for i in range(gpus())))
+    elif any(a.startswith("--query-gpu") for a in argv):
+        print("\n".join(str(i) for i in range(gpus())))
+    else:
+        record("not_run", ["nvidia-smi", *argv], reason="device query")
+    return 0
+
+
+def remote(name: str, argv: list) -> int:
+    """ssh HOST CMD / pdsh -w HOSTS CMD: the command runs on each named node."""
+    opts, rest = parse_options(argv, spec(name))
+    hosts = [h for w in opts.get("w", []) for h in w.split(",")] or rest[:1]
+    command = rest if opts.get("w") else rest[1:]
+    record("launch", [name, *argv], launcher=name, nodes=hosts, command=command)
+    status = 0
+    for host in hosts[:MAX_RANKS]:
+        env = {**os.environ, "MAPLE_TRACE_NODE": host, "MAPLE_TRACE_VIA": via(name)}
+        if command:
+            status = max(status, run(["bash", "-c", " ".join(command)], env))
+    return status
+
+
+def flux(argv: list) -> int:
+    if argv[:1] in (["run"], ["submit"]):
+        return mpi_launch("flux", argv)
+    if argv[:1] == ["hostlist"]:
+        print(" ".join(job_nodes()))
+        return 0
+    if argv[:1] == ["getattr"] and argv[1:2] == ["size"]:
+        print(len(job_nodes()))
+        return 0
+    record("not_run", ["flux", *argv], reason="scheduler query")
+    return 0
+
+
+def submit(name: str, argv: list) -> int:
+    record("submit", [name, *argv])
+    print("Submitted batch job 424243" if name == "sbatch" else "424243.trace")
+    return 0
+
+
+MODULE_LAUNCHERS = {"torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
+                    "torchrun_jsc": "torchrun", "deepspeed.launcher.runner": "deepspeed",
+                    "accelerate.commands.launch": "accelerate"}
+
+
+def dispatch(name: str, argv: list) -> int:
+    name = ALIASES.get(name, name)
+    kind = GRAMMARS.get(name, {}).get("kind")
+    if kind == "mpi":
+        return flux(argv) if name == "flux" else mpi_launch(name, argv)
+    if kind == "dl":
+        if name == "accelerate" and argv[:1] == ["launch"]:
+            argv = argv[1:]
+        return dl_launch(name, argv)
+    if kind == "remote":
+        return remote(name, argv)
+    if kind == "submit" or name in ("sbatch", "bsub"):
+        return submit(name, argv)
+    if name in WRAPPERS:
+        return wrapper(name, argv)
+    if name in ("apptainer", "singularity"):
+        return container(name, argv)
+    handler = COMMANDS.get(name)
+    if handler:
+        return handler(argv)
+    if name.startswith("python"):
+        return python(name, argv)
+    record("program" if os.environ.get("MAPLE_TRACE_VIA") else "not_run", [name, *argv], env=dict(os.environ))
+    return 0
+
+
+def wrapper(name: str, argv: list) -> int:
+    """numactl, taskset, nsys, ncu: options (their values attached or next), then the command they run."""
+    takes_value = WRAPPER_VALUES.get(name, ())
+    i = 1 if name in ("nsys", "ncu") and argv[:1] and not argv[0].startswith("-") else 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in takes_value else 1
+    if name == "taskset" and i < len(argv):
+        i += 1  # the CPU mask
+    return run(argv[i:], dict(os.environ)) if argv[i:] else 0
+
+
+def container(name: str, argv: list) -> int:
+    """apptainer/singularity exec|run OPTIONS IMAGE CMD: the command runs (its image is recorded)."""
+    if argv[:1] not in (["exec"], ["run"]):
+        record("not_run", [name, *argv], reason="container command")
+        return 0
+    i = 1
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1 if argv[i] in CONTAINER_FLAGS or "=" in argv[i] else 2
+    record("container", [name, *argv], image=argv[i] if i < len(argv) else None)
+    return run(argv[i + 1:], dict(os.environ)) if argv[i + 1:] else 0
+
+
+WRAPPER_VALUES = {"numactl": ("-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred"),
+                  "nsys": ("-o", "-t", "--trace", "--output", "-s", "--sample"), "ncu": ("-o", "--set", "-k")}
+CONTAINER_FLAGS = {"--nv", "--rocm", "--cleanenv", "-e", "--containall", "-c", "--writable-tmpfs", "--fakeroot",
+                   "--no-home", "--nvccli"}
+COMMANDS = {"scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
+            "flux": flux, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
+WRAPPERS = ("numactl", "taskset", "nsys", "ncu")
+ALIASES = {"torchrun_jsc": "torchrun", "mpiexec.hydra": "mpiexec"}
+
+
+if __name__ == "__main__":
+    sys.exit(dispatch(os.path.basename(sys.argv[1]), sys.argv[2:]))
