@@ -105,10 +105,10 @@ def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
 
 
 def _torchrun_default(opts: dict) -> Optional[str]:
-    """Without --nproc_per_node torchrun starts its default (one worker), not one per device; not so
-    for a launcher read with torchrun's grammar that has options of its own (`fabric run --devices 4`)."""
+    """Without --nproc_per_node torchrun starts its default (one worker: grammars.yaml), not one per
+    device; not so for a launcher read with torchrun's grammar that has options of its own (`fabric run --devices 4`)."""
     torchrun = launcher("torchrun")
-    return torchrun.default("nproc_per_node") if all(torchrun.role(name) for name in opts) else None
+    return str(torchrun.trace["default_per_node"]) if all(torchrun.role(name) for name in opts) else None
 
 
 def _fixed_nnodes(nnodes: Optional[str]) -> Optional[int]:
