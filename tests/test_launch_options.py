@@ -207,3 +207,24 @@ def test_each_option_has_one_place_and_flags_do_not_take_the_program(name):
     flags = sorted(option for option in entry.placement | entry.mode | behaviour if option in entry.spec.flags)
     opts, rest = parse_options([f"--{flag}" for flag in flags] + ["train.py", "--x"], entry.spec)
     assert rest == ["train.py", "--x"] and set(opts) == set(flags)
+
+
+def test_the_trace_an_independent_reader_finds_no_unnamed_difference_in_the_options(tmp_path):
+    """maple trace runs source and port in bash on emulated allocations; the port's accelerate settings
+    (flags on accelerate launch, or the workers' variables under mpiexec) match the source's."""
+    from maple_ci.trace import trace_script
+    from maple_ci.trace.compare import compare, header_of
+
+    text = """#!/bin/bash
+#SBATCH --nodes=2 --gpus-per-node=4 --time=02:00:00
+export HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+srun --ntasks-per-node=1 bash -c 'accelerate launch --num_machines 2 --num_processes 8 --machine_rank $SLURM_NODEID \\
+  --main_process_ip $HEAD --mixed_precision bf16 --use_fsdp --fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP train.py'
+"""
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "job.sbatch").write_text(text)
+    source = trace_script(tmp_path / "job.sbatch")
+    for template_id in ("perlmutter-accelerate-fsdp", "aurora-accelerate-fsdp"):
+        script, _ = port(text, template_id)
+        ported = trace_script(tmp_path / "job.sbatch", cluster=template_id.split("-")[0], nodes=2, text=script)
+        assert compare(source, ported, header_of(script)) == [], template_id
