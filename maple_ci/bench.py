@@ -29,6 +29,7 @@ from .library import GENERIC, get_template, load_templates
 from .paths import bundled
 from .port import PortResult, port_intent
 from .profiles import get_profile, load_profiles
+from .programs import relabelled
 
 SCORED_FIELDS = ("scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node", "world_size",
                  "entrypoint", "script_args", "walltime", "account", "source_cluster")
@@ -141,6 +142,7 @@ def _program_failures(case: AccuracyCase, back) -> list[str]:
     if back.entrypoint != case.expect["entrypoint"]:
         failures.append(f"entrypoint {back.entrypoint!r} != {case.expect['entrypoint']!r}")
     args = case.expect.get("script_args")
+    args = None if args is None else relabelled(args, case.expect, back)
     if args is not None and back.script_args[:len(args)] != args:
         failures.append(f"script args {back.script_args} != {args}")
     return failures

@@ -19,6 +19,7 @@ from .files import read_text
 from .paths import bundled
 from .port import port_intent
 from .profiles import get_profile
+from .programs import relabelled
 from .schedulers.jobvars import translate
 from .verify.record import without_record
 
@@ -66,6 +67,7 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     scheduler, per_node = get_profile(cluster).scheduler, back.gpus_per_node or 1
     entrypoint = translate(expect["entrypoint"], scheduler, per_node)
     arguments = [translate(arg, scheduler, per_node) for arg in expect["script_args"]]
+    arguments = relabelled(arguments, expect, back)
     problems = []
     if back.entrypoint != entrypoint:
         problems.append(f"{cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")

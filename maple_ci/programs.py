@@ -158,8 +158,21 @@ def shape_arguments(args: list[str], source: tuple, port: tuple) -> tuple[list[s
     return out, notes
 
 
-def port_arguments(intent, nodes: Optional[int], ranks_per_node: int) -> tuple[list[str], list[str]]:
-    """shape_arguments for a port of `intent` to `nodes` (None: chosen at submit time) x ranks_per_node."""
-    per_node = intent.world_size // intent.nodes if intent.world_size and intent.nodes and \
-        intent.world_size % intent.nodes == 0 else intent.gpus_per_node
-    return shape_arguments(intent.script_args, (intent.nodes, per_node), (nodes, ranks_per_node))
+def ranks_per_node(nodes: Optional[int], world: Optional[int], devices: Optional[int]) -> Optional[int]:
+    """A job's ranks per node: its world over its nodes where that divides, else its devices per node."""
+    return world // nodes if world and nodes and world % nodes == 0 else devices
+
+
+def port_arguments(intent, nodes: Optional[int], per_node: int) -> tuple[list[str], list[str]]:
+    """shape_arguments for a port of `intent` to `nodes` (None: chosen at submit time) x per_node ranks."""
+    source = (intent.nodes, ranks_per_node(intent.nodes, intent.world_size, intent.gpus_per_node))
+    return shape_arguments(intent.script_args, source, (nodes, per_node))
+
+
+def relabelled(args: list[str], label: dict, back) -> list[str]:
+    """A labelled source's arguments (label: its nodes, world_size, gpus_per_node) as the port read
+    back (`back`) must pass them: Lightning's Trainer sizes at the port's shape, as shape_arguments
+    sets them; a label without nodes has its size chosen at submit time, as has its port."""
+    source = (label["nodes"], ranks_per_node(label["nodes"], label.get("world_size"), label.get("gpus_per_node")))
+    port = (back.nodes if label["nodes"] else None, ranks_per_node(back.nodes, back.world_size, back.gpus_per_node))
+    return shape_arguments(args, source, port)[0]

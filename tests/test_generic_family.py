@@ -121,11 +121,16 @@ def test_lightning_is_started_one_rank_per_device_by_the_scheduler(cluster, laun
 
 
 def test_lightning_device_arguments_that_disagree_are_noted_not_rewritten(tmp_path):
-    args = ["--trainer.devices", "8", "--trainer.num_nodes=2"]
+    # a plain --devices is the program's own: noted, left as written
+    args = ["--devices", "8", "--trainer.num_nodes=2"]
     script = _port(_intent(framework="lightning", strategy=None, entrypoint="main.py", script_args=args),
                    "perlmutter", tmp_path).script
     assert "the script's arguments give devices 8, left as written: change them" in script
-    assert "main.py --trainer.devices 8 --trainer.num_nodes=2" in script
+    assert "main.py --devices 8 --trainer.num_nodes=2" in script
+    # LightningCLI's documented --trainer.devices follows the port's ranks per node (issue 25 class 4)
+    script = _port(_intent(framework="lightning", strategy=None, entrypoint="main.py",
+                           script_args=["--trainer.devices", "8", "--trainer.num_nodes=2"]), "perlmutter", tmp_path).script
+    assert "main.py --trainer.devices 4 --trainer.num_nodes=2" in script and "left as written" not in script
     agreeing = _port(_intent(framework="lightning", strategy=None, entrypoint="main.py", script_args=["--devices=4"]),
                      "perlmutter", tmp_path).script
     assert "left as written" not in agreeing

@@ -66,9 +66,9 @@ def test_without_accelerate_launch_the_options_become_the_variables_it_would_set
 
 
 def test_an_accelerate_config_files_settings_become_variables_where_no_accelerate_launch_reads_it(tmp_path):
-    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nmixed_precision: bf16\nnum_machines: 2\n"
+    (tmp_path / "fsdp.yaml").write_text("distributed_type: FSDP\nmixed_precision: BF16\nnum_machines: 2\n"
                                         "fsdp_config:\n  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP\n"
-                                        "  fsdp_offload_params: true\n  fsdp_version: 2\n")
+                                        "  fsdp_offload_params: true\n  version: 2\n")  # accelerate reads it as fsdp_version
     text = """#!/bin/bash
 #SBATCH --nodes=2 --gpus-per-node=4 --time=01:00:00
 srun --ntasks-per-node=1 accelerate launch --config_file fsdp.yaml --mixed_precision fp16 train.py
@@ -78,6 +78,8 @@ srun --ntasks-per-node=1 accelerate launch --config_file fsdp.yaml --mixed_preci
     script = render(intent, get_profile("frontier"), template, "jobs/train.sh")
     exports = dict(re.findall(r"^export (\w+)=(\S+)$", script, re.M))
     assert exports["ACCELERATE_MIXED_PRECISION"] == "fp16"  # the line wins over the file, as in accelerate
+    assert extract_script(text.replace(" --mixed_precision fp16", ""), tmp_path, "job.sh", tmp_path).config_options[
+        "mixed_precision"] == "bf16"
     assert (exports["FSDP_AUTO_WRAP_POLICY"], exports["FSDP_OFFLOAD_PARAMS"], exports["FSDP_VERSION"]) == (
         "TRANSFORMER_BASED_WRAP", "true", "2")
     assert "SIZE_BASED_WRAP" not in script
@@ -122,6 +124,14 @@ srun --ntasks-per-node=1 torchrun --nnodes 2 --rdzv-backend c10d --rdzv-endpoint
     assert (intent.nodes, intent.world_size) == (2, 2)  # torchrun's default: one worker per node
     _, notes = port(text, "perlmutter-pytorch-ddp-torchrun")
     assert any("1 process(es) per node (torchrun's default" in note for note in notes)
+
+
+def test_a_launcher_read_with_torchruns_grammar_does_not_take_torchruns_default():
+    text = """#!/bin/bash
+#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=4 -t 1:00:00
+srun fabric run --accelerator=cuda --devices=4 --num-nodes=2 train.py
+"""
+    assert extract_script(text).world_size == 8  # fabric's --devices, not torchrun's one worker
 
 
 def test_one_process_per_node_that_drives_the_nodes_gpus_is_named():
@@ -197,3 +207,24 @@ def test_each_option_has_one_place_and_flags_do_not_take_the_program(name):
     flags = sorted(option for option in entry.placement | entry.mode | behaviour if option in entry.spec.flags)
     opts, rest = parse_options([f"--{flag}" for flag in flags] + ["train.py", "--x"], entry.spec)
     assert rest == ["train.py", "--x"] and set(opts) == set(flags)
+
+
+def test_the_trace_an_independent_reader_finds_no_unnamed_difference_in_the_options(tmp_path):
+    """maple trace runs source and port in bash on emulated allocations; the port's accelerate settings
+    (flags on accelerate launch, or the workers' variables under mpiexec) match the source's."""
+    from maple_ci.trace import trace_script
+    from maple_ci.trace.compare import compare, header_of
+
+    text = """#!/bin/bash
+#SBATCH --nodes=2 --gpus-per-node=4 --time=02:00:00
+export HEAD=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)
+srun --ntasks-per-node=1 bash -c 'accelerate launch --num_machines 2 --num_processes 8 --machine_rank $SLURM_NODEID \\
+  --main_process_ip $HEAD --mixed_precision bf16 --use_fsdp --fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP train.py'
+"""
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "job.sbatch").write_text(text)
+    source = trace_script(tmp_path / "job.sbatch")
+    for template_id in ("perlmutter-accelerate-fsdp", "aurora-accelerate-fsdp"):
+        script, _ = port(text, template_id)
+        ported = trace_script(tmp_path / "job.sbatch", cluster=template_id.split("-")[0], nodes=2, text=script)
+        assert compare(source, ported, header_of(script)) == [], template_id

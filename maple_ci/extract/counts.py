@@ -103,9 +103,14 @@ def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> 
 
 def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
     nodes = _fixed_nnodes(value(opts, "nnodes")) if "nnodes" in opts else 1  # torchrun's default
-    # without --nproc_per_node torchrun starts its default (one worker), not one per device
-    per_node = value(opts, "nproc_per_node") if "nproc_per_node" in opts else launcher("torchrun").default("nproc_per_node")
-    return Counts(nodes, count(per_node))
+    return Counts(nodes, count(value(opts, "nproc_per_node") if "nproc_per_node" in opts else _torchrun_default(opts)))
+
+
+def _torchrun_default(opts: dict) -> Optional[str]:
+    """Without --nproc_per_node torchrun starts its default (one worker: grammars.yaml), not one per
+    device; not so for a launcher read with torchrun's grammar that has options of its own (`fabric run --devices 4`)."""
+    torchrun = launcher("torchrun")
+    return str(torchrun.trace["default_per_node"]) if all(torchrun.role(name) for name in opts) else None
 
 
 def _fixed_nnodes(nnodes: Optional[str]) -> Optional[int]:

@@ -17,17 +17,30 @@ def launcher_options(launch: Optional[Launch]) -> dict[str, str]:
     return {name: values[-1] for name, values in (stage or {}).items()}
 
 
-# The sections of an accelerate config whose keys are the launcher's option names (accelerate's
-# commands/launch.py fills its arguments from them when no flag gives one; read 2026-11-29).
-_CONFIG_SECTIONS = ("fsdp_config", "deepspeed_config", "dynamo_config")
+# The sections of an accelerate config whose keys are the launcher's options, with the prefix its
+# launch command adds to a key that lacks it (commands/launch.py, _validate_launch_command: the
+# config fills each argument no flag gave; read 2026-11-29 at huggingface/accelerate 16cb6eb8).
+_CONFIG_SECTIONS = {"fsdp_config": "fsdp_", "fp8_config": "fp8_", "dynamo_config": "dynamo_", "deepspeed_config": ""}
+
+
+def _flat(config: dict) -> dict:
+    flat = dict(config)
+    for section, prefix in _CONFIG_SECTIONS.items():
+        entries = config.get(section) if isinstance(config.get(section), dict) else {}
+        flat.update({key if key.startswith(prefix) else prefix + key: value for key, value in entries.items()})
+    return flat
+
+
+def _text(name: str, value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    # the launcher writes the precision as PrecisionType(value.lower()): `BF16` in a config is bf16
+    return str(value).lower() if name == "mixed_precision" else str(value)
 
 
 def config_options(config: Optional[dict]) -> dict[str, str]:
-    """The settings of an accelerate config file that are accelerate's behaviour options (grammars.yaml),
-    as text (true/false for booleans); nested sections flattened; anything else left to the file."""
+    """The settings of an accelerate config file that are accelerate's behaviour options with a
+    variable for the workers (grammars.yaml), as text; anything else is left to the file."""
     accelerate = launcher("accelerate")
-    flat = dict(config or {})
-    for section in _CONFIG_SECTIONS:
-        flat.update(flat.get(section) if isinstance(flat.get(section), dict) else {})
-    return {name: str(value).lower() if isinstance(value, bool) else str(value) for name, value in flat.items()
-            if isinstance(value, (str, int, float)) and accelerate.role(name) == "behaviour" and accelerate.variable(name)}
+    return {name: _text(name, value) for name, value in _flat(config or {}).items()
+            if isinstance(value, (str, int, float)) and accelerate.variable(name)}

@@ -33,10 +33,6 @@ class Launcher:
     placement: frozenset = frozenset()
     mode: frozenset = frozenset()
     behaviour: tuple = ()  # ((option, the workers' variable it sets, or None), ...)
-    defaults: tuple = ()  # ((option, the value the launcher takes when it is not given), ...)
-
-    def default(self, name: str) -> Optional[str]:
-        return dict(self.defaults).get(name)
 
     def variable(self, name: str) -> Optional[str]:
         """The variable a behaviour option sets for the workers (accelerate's), or None."""
@@ -80,7 +76,7 @@ def _load(entry: dict, name: str) -> Launcher:
     return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,
                     entry.get("trace"), dict(entry.get("fix_options", {})),
                     frozenset(entry.get("placement", ())), frozenset(entry.get("mode", ())),
-                    tuple((entry.get("behaviour") or {}).items()), tuple((entry.get("defaults") or {}).items()))
+                    tuple((entry.get("behaviour") or {}).items()))
 
 
 @lru_cache(maxsize=1)
