@@ -88,7 +88,8 @@ def test_a_jax_program_runs_in_the_users_environment_in_place_of_the_sites_pytor
 def test_a_pytorch_program_with_its_own_package_keeps_the_sites_pytorch_and_adds_the_users(tmp_path):
     text = ONE_NODE.format(gpus=4) + "fairseq-train data-bin/wmt --arch transformer --max-tokens 4096\n"
     script = ported(text, tmp_path, "perlmutter", {}, {"perlmutter": "fairseq-env"})
-    setup = script[script.index("set -eo pipefail"):script.index("fairseq-train")]
+    start = script.index("set -eo pipefail")  # after the header, whose record names the program too
+    setup = script[start:script.index("fairseq-train", start)]
     assert setup.index("module load pytorch") < setup.index("conda activate fairseq-env")
     assert "perlmutter provides no fairseq set-up: the job activates your environment, fairseq-env, after" in script
 

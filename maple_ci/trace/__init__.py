@@ -7,6 +7,7 @@ with its argv, cwd, node and environment. Script content runs only in the sandbo
 
 from __future__ import annotations
 
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,9 +134,11 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
         box.close()
     trace.exit_code, trace.stderr, trace.seconds = done.returncode, done.stderr.decode(errors="replace")[-4000:], \
         time.monotonic() - started
-    if done.returncode == -9:
-        raise MapleError(f"{path}: the trace ran past its {limits.wall_s:.0f} s limit and was stopped "
-                         "(a loop that does not end, or a command that waits): nothing it did outside the sandbox remains")
+    # killed by a limit: directly (a negative status), or bash under bwrap, which exits 128 + the signal
+    if abs(done.returncode) % 128 in (signal.SIGKILL, signal.SIGXCPU) and done.returncode not in (0, signal.SIGKILL):
+        raise MapleError(f"{path}: the trace ran past its limit ({limits.wall_s:.0f} s of wall-clock time or "
+                         f"{limits.cpu_s} s of CPU) and was stopped (a loop that does not end, or a command that "
+                         "waits): nothing it did outside the sandbox remains")
     return trace
 
 
