@@ -19,10 +19,10 @@ def _golden():
     return load_golden(), "published scripts", run_golden
 
 
-def _debug():
+def _debug(cases_dir: Optional[Path] = None):
     from .bench_debug import load_debug_cases, run_debug
 
-    return load_debug_cases(), "failures", lambda cases, _out, step: run_debug(cases, step)
+    return load_debug_cases(cases_dir=cases_dir), "failures", lambda cases, _out, step: run_debug(cases, step)
 
 
 # Suites shown with a progress bar: () -> (cases, what they are, run(cases, out_dir, step)).
@@ -33,7 +33,8 @@ _WITH_BAR = {
 }
 
 
-def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
+def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool,
+              cases_dir: Optional[Path] = None) -> dict:
     """The report of one suite: accuracy, real, golden, debug, latency or verified (on a Slurm cluster)."""
     if suite not in ("accuracy", "latency", "verified", *_WITH_BAR):
         raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, latency, verified or debug")
@@ -41,8 +42,10 @@ def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, q
         return run_verified(load_cases(), subset or 8)
     if suite == "latency":
         return run_latency(load_cases(subset), runs=runs)
+    if cases_dir and suite != "debug":
+        raise MapleError("--cases is for --suite debug (a held-out folder of debug cases)")
     if suite in _WITH_BAR:
-        cases, what, run = _WITH_BAR[suite]()
+        cases, what, run = _debug(cases_dir) if cases_dir else _WITH_BAR[suite]()
         out_dir = Path(tempfile.mkdtemp(prefix=f"maple-{suite}-"))
         return _with_bar(progress, quiet, f"{len(cases)} {what}", len(cases), lambda step: run(cases, out_dir, step))
     cases = load_cases(subset)

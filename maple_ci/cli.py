@@ -232,7 +232,7 @@ def bench(args) -> int:
     """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
     from .bench_cli import print_report, run_suite
 
-    report = run_suite(args.suite, args.subset, args.runs, progress=err, quiet=args.json_output)
+    report = run_suite(args.suite, args.subset, args.runs, progress=err, quiet=args.json_output, cases_dir=args.cases)
     args.output.write_text(json.dumps(report, indent=2))
     if args.json_output:
         print_json(report)
@@ -357,6 +357,7 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--suite", default="accuracy", help="accuracy | real | golden | latency | verified (runs on a Slurm cluster) | debug.")
     command.add_argument("--subset", type=_at_least(1), help="Run an even spread of N cases instead of all.")
     command.add_argument("--output", type=Path, default=Path("bench-results.json"), help="Where the full JSON report goes.")
+    command.add_argument("--cases", type=Path, help="debug: score the cases in this folder (a held-out set) instead.")
     command.add_argument("--runs", type=_at_least(1), default=5,
                          help="latency: whole-process runs per command, cold and warm (medians; default: 5).")
 
