@@ -25,10 +25,17 @@ def _debug(cases_dir: Optional[Path] = None):
     return load_debug_cases(cases_dir=cases_dir), "failures", lambda cases, _out, step: run_debug(cases, step)
 
 
+def _catalog():
+    from .bench_catalog import catalog_messages, run_catalog
+
+    return catalog_messages(), "catalogue messages", lambda messages, _out, step: run_catalog(messages, step)
+
+
 # Suites shown with a progress bar: () -> (cases, what they are, run(cases, out_dir, step)).
 _WITH_BAR = {
     "golden": _golden,
     "debug": _debug,
+    "catalog": _catalog,
     "real": lambda: (load_real_cases(), "real scripts", run_real),
 }
 
@@ -37,7 +44,7 @@ def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, q
               cases_dir: Optional[Path] = None) -> dict:
     """The report of one suite: accuracy, real, golden, debug, latency or verified (on a Slurm cluster)."""
     if suite not in ("accuracy", "latency", "verified", *_WITH_BAR):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, latency, verified or debug")
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, latency, verified, debug or catalog")
     if suite == "verified":
         return run_verified(load_cases(), subset or 8)
     if suite == "latency":
@@ -70,6 +77,10 @@ def print_report(suite: str, report: dict, out: Console) -> None:
         from .bench_debug import print_debug
 
         print_debug(report, out)
+    elif suite == "catalog":
+        from .bench_catalog import print_catalog
+
+        print_catalog(report, out)
     elif suite == "verified":
         for run in report["runs"]:
             colour = "green" if run["ok"] else "red"

@@ -354,7 +354,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="Also search GitHub issues for the error (GITHUB_API_URL, GITHUB_TOKEN); offline by default.")
 
     command = _command(commands, "bench", bench, "Measure accuracy and latency.", "Print the report as JSON.")
-    command.add_argument("--suite", default="accuracy", help="accuracy | real | golden | latency | verified (runs on a Slurm cluster) | debug.")
+    command.add_argument("--suite", default="accuracy", help="accuracy | real | golden | latency | verified (runs on a Slurm cluster) | debug | catalog.")
     command.add_argument("--subset", type=_at_least(1), help="Run an even spread of N cases instead of all.")
     command.add_argument("--output", type=Path, default=Path("bench-results.json"), help="Where the full JSON report goes.")
     command.add_argument("--cases", type=Path, help="debug: score the cases in this folder (a held-out set) instead.")

@@ -26,7 +26,11 @@ _ERROR_PATTERNS = [
     r"\bFATAL\b|\bFatal error\b",
     r"\bERROR\b",
     r"\berror:",
-    r"Lmod has detected the following error",
+    r"Lmod has detected the following error|MODULEPATH is not set",
+    # Lmod's warnings that leave the job without its modules (not deprecations: lmod-messages.yaml)
+    r"Lmod Warning:\s+(?:The following modules were not loaded|MODULEPATH is undefined|The system MODULEPATH has changed"
+    r"|One or more modules in your \S+ collection have changed)",
+    r"The following dependent module\(s\) are not currently loaded",  # Lmod's w_MissingModules
     r"(?:^|[ \t])Killed(?:[ \t]|$)",
     r"\bCUDA error\b|\bHIP error\b",
     r"command not found",
@@ -79,6 +83,8 @@ _ERROR_PATTERNS = [
     r"NVIDIA-SMI has failed",  # no driver reachable on the node
     r"\bblas_thread_init: pthread_create",  # OpenBLAS over the user's process limit
     r"\bEXCEPTION: ",  # oneCCL's own exceptions, before its |CCL_ERROR| lines
+    # Why a job is pending: squeue's NODELIST(REASON) column, scontrol show job's Reason= (slurm-pending.yaml)
+    r"\bPD\s+\S+\s+\d+\s+\((?!None\))[A-Z]\w+\)\s*$|\bJobState=PENDING Reason=(?!None\b)\w",
 ]
 # Lines that look like errors but are documented as harmless.
 _BENIGN_PATTERNS = [
@@ -117,6 +123,7 @@ _KEYWORDS = (
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
     "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
+    " PD ", "JobState=PENDING", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
 )  # fmt: skip
 
 

@@ -124,6 +124,14 @@ class Slurm(Scheduler):
         "mem": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS",
         "gpus": 'the GPUs the program uses (one per process); per node: sinfo -o "%P %G"',
         "node_memory": 'sinfo -o "%P %m"  (memory per node in MB; scontrol show node <node>: RealMemory)',
+        # Values the catalogue's fixes name (templates/errors/slurm-codes.yaml, slurm-pending.yaml)
+        "reservation": "scontrol show reservation  (ReservationName, Users, Accounts, StartTime)",
+        "license": "scontrol show lic",
+        "wckey": "sacctmgr show user $USER withwckeys",
+        "time_before_maintenance": "scontrol show reservation  (StartTime of the MAINT reservation, minus now)",
+        "workdir": "an existing directory the job can write: echo $SCRATCH",
+        "max_nodes": "scontrol show partition <partition>  (MaxNodes); sacctmgr show qos format=name,maxtresperjob",
+        "qos_limit": "sacctmgr show qos format=name%20,maxtresperjob%40,maxwall,mintresperjob%30",
     }
     limit_advice = ("wait until your running jobs finish (squeue -u $USER) or cancel one (scancel <jobid>); "
                     "your limits: sacctmgr show assoc user=$USER format=account%30,qos%40,maxjobs,maxsubmit")
