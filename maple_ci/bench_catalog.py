@@ -113,7 +113,7 @@ def run_catalog(messages: list[Message], step: Optional[Callable[[int, int], Non
     for row in rows:
         per[row["component"]].append(row)
     missed = [r for r in rows if not (r["located"] and r["classified"] and r["actionable"]) or r["wrong_edit"]]
-    return {"total": _shares(rows), "components": {c: _shares(r) for c, r in sorted(per.items())},
+    return {"all": _shares(rows), "components": {c: _shares(r) for c, r in sorted(per.items())},
             "rows": rows, "failures": missed}  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def print_catalog(report: dict, out) -> None:
 
     table = Table("component", "messages", "located", "classified", "actionable", "wrong edit",
                   title="catalogue messages, each in a realistic log")  # fmt: skip
-    for name, s in [*report["components"].items(), ("all", report["total"])]:
+    for name, s in [*report["components"].items(), ("all", report["all"])]:
         n = s["messages"]
         table.add_row(name, str(n), *(f"{s[k]}/{n} ({s[k] / n:.0%})" for k in ("located", "classified", "actionable", "wrong_edit")))
     out.print(table)

@@ -54,6 +54,9 @@ _ERROR_PATTERNS = [
     r"\blaunch failed on \S+:",  # PALS (mpiexec on HPE Cray PBS)
     r"\[error\]|: (?:write|read) error\b",  # mercury/DAOS, libcxi
     r"\b(?:hip|cuda)Error[A-Z]\w*",  # hipErrorNoBinaryForGpu, cudaErrorECCUncorrectable
+    r"\bCUDA_ERROR_[A-Z_]+\b",  # the driver API's names, as XLA prints them (gpu-runtime.yaml)
+    r"Last NCCL warning\(error\)",  # XLA quoting NCCL's last WARN line
+    r"\bSignal \d+ \(SIG[A-Z]+\) received by PID",  # torchelastic: a worker ended by a signal
     r"is/are busy or unavailable",  # CUDA devices in exclusive-process mode
     r"installed CUDA driver is: not available",  # conda solving CUDA packages on a node without a driver
     r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
@@ -123,7 +126,7 @@ _KEYWORDS = (
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
     "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
-    " PD ", "JobState=PENDING", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
+    " PD ", "JobState=PENDING", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
 )  # fmt: skip
 
 

@@ -125,6 +125,7 @@ class Slurm(Scheduler):
         "gpus": 'the GPUs the program uses (one per process); per node: sinfo -o "%P %G"',
         "node_memory": 'sinfo -o "%P %m"  (memory per node in MB; scontrol show node <node>: RealMemory)',
         # Values the catalogue's fixes name (templates/errors/slurm-codes.yaml, slurm-pending.yaml)
+        "default_account": "sacctmgr show user $USER format=defaultaccount",
         "reservation": "scontrol show reservation  (ReservationName, Users, Accounts, StartTime)",
         "license": "scontrol show lic",
         "wckey": "sacctmgr show user $USER withwckeys",
