@@ -61,7 +61,7 @@ _ERROR_PATTERNS = [
     r"installed CUDA driver is: not available",  # conda solving CUDA packages on a node without a driver
     r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
-    r"Request aborted by esub",  # LSF: a site's esub refused the job (its reason is on the lines before)
+    r"Request aborted by esub|\bNo such queue\. Job not submitted",  # LSF: an esub (its reason on the lines before), bsub
     r"\bTERM_[A-Z_]+: job killed",  # LSF's termination reason (bjobs -l, the job's output report)
     r"\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]+",  # Intel Level Zero's and Unified Runtime's result codes (XPU)
     r"\bssh exited with exit code [1-9]",  # pdsh (DeepSpeed's multi-node launcher) says nothing else
@@ -126,7 +126,7 @@ _KEYWORDS = (
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
     "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
-    " PD ", "JobState=PENDING", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
+    " PD ", "JobState=PENDING", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "No such queue", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
 )  # fmt: skip
 
 

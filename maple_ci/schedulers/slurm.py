@@ -152,7 +152,9 @@ class Slurm(Scheduler):
     size_options = frozenset({"nodes", "time"})
     fix_options = dict.fromkeys(("account", "partition", "qos", "constraint", "time", "nodes", "ntasks", "ntasks_per_node",
                                  "cpus_per_task", "cpus_per_gpu", "gpus", "gpus_per_node", "gpus_per_task", "gres", "mem",
-                                 "mem_per_cpu", "mem_per_gpu", "exclusive", "network", "gpu_bind"), "word")
+                                 "mem_per_cpu", "mem_per_gpu", "exclusive", "network", "gpu_bind",
+                                 # the catalogue's (slurm-codes.yaml): names the site gives, found with site_queries
+                                 "reservation", "licenses", "wckey"), "word") | {"chdir": "person"}
     node_features = True
     not_ported = _NOT_PORTED
     launchers = frozenset({"srun"})
