@@ -19,10 +19,16 @@ def _golden():
     return load_golden(), "published scripts", run_golden
 
 
-def _debug():
+def _debug(cases_dir: Optional[Path] = None):
     from .bench_debug import load_debug_cases, run_debug
 
-    return load_debug_cases(), "failures", lambda cases, _out, step: run_debug(cases, step)
+    return load_debug_cases(cases_dir=cases_dir), "failures", lambda cases, _out, step: run_debug(cases, step)
+
+
+def _catalog():
+    from .bench_catalog import catalog_messages, run_catalog
+
+    return catalog_messages(), "catalogue messages", lambda messages, _out, step: run_catalog(messages, step)
 
 
 def _trace():
@@ -35,21 +41,25 @@ def _trace():
 _WITH_BAR = {
     "golden": _golden,
     "debug": _debug,
+    "catalog": _catalog,
     "real": lambda: (load_real_cases(), "real scripts", run_real),
     "trace": _trace,
 }
 
 
-def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool) -> dict:
+def run_suite(suite: str, subset: Optional[int], runs: int, progress: Console, quiet: bool,
+              cases_dir: Optional[Path] = None) -> dict:
     """The report of one suite: accuracy, real, golden, debug, latency or verified (on a Slurm cluster)."""
     if suite not in ("accuracy", "latency", "verified", *_WITH_BAR):
-        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, trace, latency, verified or debug")
+        raise MapleError(f"unknown suite {suite!r}; choose accuracy, real, golden, trace, latency, verified, debug or catalog")
     if suite == "verified":
         return run_verified(load_cases(), subset or 8)
     if suite == "latency":
         return run_latency(load_cases(subset), runs=runs)
+    if cases_dir and suite != "debug":
+        raise MapleError("--cases is for --suite debug (a held-out folder of debug cases)")
     if suite in _WITH_BAR:
-        cases, what, run = _WITH_BAR[suite]()
+        cases, what, run = _debug(cases_dir) if cases_dir else _WITH_BAR[suite]()
         out_dir = Path(tempfile.mkdtemp(prefix=f"maple-{suite}-"))
         return _with_bar(progress, quiet, f"{len(cases)} {what}", len(cases), lambda step: run(cases, out_dir, step))
     cases = load_cases(subset)
@@ -78,6 +88,10 @@ def print_report(suite: str, report: dict, out: Console) -> None:
         from .bench_debug import print_debug
 
         print_debug(report, out)
+    elif suite == "catalog":
+        from .bench_catalog import print_catalog
+
+        print_catalog(report, out)
     elif suite == "verified":
         for run in report["runs"]:
             colour = "green" if run["ok"] else "red"

@@ -97,12 +97,14 @@ def load_classes(root: Optional[Path] = None) -> dict[str, dict]:
     return classes
 
 
-def load_debug_cases(root: Optional[Path] = None) -> list[DebugCase]:
-    """Every case under <root>/cases, validated; a bad case is an error naming its file and field."""
+def load_debug_cases(root: Optional[Path] = None, cases_dir: Optional[Path] = None) -> list[DebugCase]:
+    """Every case under <root>/cases (or cases_dir: a held-out set scored against root's classes),
+    validated; a bad case is an error naming its file and field."""
     root = root or debug_dir()
+    cases_dir = cases_dir or root / "cases"
     classes = load_classes(root)
     cases = []
-    for path in sorted((root / "cases").glob("*.yaml")):
+    for path in sorted(cases_dir.glob("*.yaml")):
         try:
             case = DebugCase.model_validate(yaml.safe_load(path.read_text()))
         except (ValidationError, yaml.YAMLError) as exc:
@@ -113,7 +115,7 @@ def load_debug_cases(root: Optional[Path] = None) -> list[DebugCase]:
             raise MapleError(f"invalid debug case {path.name}: class {case.class_!r} is not in classes.yaml")
         cases.append(case)
     if not cases:
-        raise MapleError(f"no debug cases under {root / 'cases'}")
+        raise MapleError(f"no debug cases under {cases_dir}")
     return cases
 
 

@@ -236,7 +236,7 @@ def bench(args) -> int:
     """Measure accuracy over the case suite (benchmarks/accuracy/suite.yaml) or per-stage latency."""
     from .bench_cli import print_report, run_suite
 
-    report = run_suite(args.suite, args.subset, args.runs, progress=err, quiet=args.json_output)
+    report = run_suite(args.suite, args.subset, args.runs, progress=err, quiet=args.json_output, cases_dir=args.cases)
     args.output.write_text(json.dumps(report, indent=2))
     if args.json_output:
         print_json(report)
@@ -358,9 +358,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="Also search GitHub issues for the error (GITHUB_API_URL, GITHUB_TOKEN); offline by default.")
 
     command = _command(commands, "bench", bench, "Measure accuracy and latency.", "Print the report as JSON.")
-    command.add_argument("--suite", default="accuracy", help="accuracy | real | golden | trace | latency | verified (runs on a Slurm cluster) | debug.")
+    command.add_argument("--suite", default="accuracy", help="accuracy | real | golden | trace | latency | verified (runs on a Slurm cluster) | debug | catalog.")
     command.add_argument("--subset", type=_at_least(1), help="Run an even spread of N cases instead of all.")
     command.add_argument("--output", type=Path, default=Path("bench-results.json"), help="Where the full JSON report goes.")
+    command.add_argument("--cases", type=Path, help="debug: score the cases in this folder (a held-out set) instead.")
     command.add_argument("--runs", type=_at_least(1), default=5,
                          help="latency: whole-process runs per command, cold and warm (medians; default: 5).")
 

@@ -70,10 +70,11 @@ def test_directive_edits_land_before_the_first_command_where_the_scheduler_reads
     # editing it (as the old editor did) changed nothing the scheduler sees.
     from maple_ci.debug.kb import RemoveDirective, SetDirective
 
-    script = "#!/bin/bash\n#SBATCH -N 1\nsrun hostname\n#SBATCH --account=old\n"
-    patched = apply_fix(script, [SetDirective(op="set_directive", name="-A", value="abc")])
-    assert patched == "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --account=abc\nsrun hostname\n#SBATCH --account=old\n"
-    assert apply_fix(patched, [RemoveDirective(op="remove_directive", name="--account")]) == script
+    # (--qos: removing an account or partition without a replacement is refused, policy.check_fix)
+    script = "#!/bin/bash\n#SBATCH -N 1\nsrun hostname\n#SBATCH --qos=old\n"
+    patched = apply_fix(script, [SetDirective(op="set_directive", name="-q", value="abc")])
+    assert patched == "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --qos=abc\nsrun hostname\n#SBATCH --qos=old\n"
+    assert apply_fix(patched, [RemoveDirective(op="remove_directive", name="--qos")]) == script
     pbs = "#!/bin/bash\n#PBS -l select=2\n#PBS -l walltime=3:00:00\n./a\n"
     assert "#PBS -l walltime=01:00:00\n" in apply_fix(pbs, [SetDirective(op="set_directive", name="-l walltime", value="01:00:00")])
 

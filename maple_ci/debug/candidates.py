@@ -33,6 +33,7 @@ SITE_VALUES = {
     "bind_path": "DIR:PATH, a writable directory (mkdir -p $SCRATCH/cache) onto the read-only path the error names",
     "cuda_module": "module spider cuda  (the CUDA toolkit module, no newer than nvidia-smi's CUDA version)",
     "slots": "the GPUs of the node or allocation: nvidia-smi -L | wc -l (or rocm-smi)",
+    "ib_hca": "ibv_devinfo | grep -e hca_id -e link_layer  (the HCAs of one link layer, e.g. mlx5_0,mlx5_1)",
     "mem_per_cpu": "the memory per node the job asked for (--mem) divided by the CPUs it uses on a node; what it used: sacct -j <jobid> -o MaxRSS",
 }
 

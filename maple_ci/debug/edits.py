@@ -247,11 +247,15 @@ def apply_fix(script: str, ops: list, context: Optional[dict] = None) -> str:
     or flag, or a line to replace is ambiguous."""
     context = context or {}
     lines = script.split("\n")  # split, not splitlines: "\n".join restores the text exactly
+    policy.check_fix(ops, _unit(lines, context))
     for op in ops:
         resolved = resolve(op, context)
         policy.check(resolved, _unit(lines, context) if resolved.op == "set_directive" else None)
         lines = _APPLY[resolved.op](lines, resolved, context)
-    return "\n".join(lines)
+    patched = "\n".join(lines)
+    if why := policy.per_task_refusal(script, patched):
+        raise MapleError(f"the fix may not be made: {why}")
+    return patched
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,11 @@ _ERROR_PATTERNS = [
     r"\bFATAL\b|\bFatal error\b",
     r"\bERROR\b",
     r"\berror:",
-    r"Lmod has detected the following error",
+    r"Lmod has detected the following error|MODULEPATH is not set",
+    # Lmod's warnings that leave the job without its modules (not deprecations: lmod-messages.yaml)
+    r"Lmod Warning:\s+(?:The following modules were not loaded|MODULEPATH is undefined|The system MODULEPATH has changed"
+    r"|One or more modules in your \S+ collection have changed)",
+    r"The following dependent module\(s\) are not currently loaded",  # Lmod's w_MissingModules
     r"(?:^|[ \t])Killed(?:[ \t]|$)",
     r"\bCUDA error\b|\bHIP error\b",
     r"command not found",
@@ -50,11 +54,14 @@ _ERROR_PATTERNS = [
     r"\blaunch failed on \S+:",  # PALS (mpiexec on HPE Cray PBS)
     r"\[error\]|: (?:write|read) error\b",  # mercury/DAOS, libcxi
     r"\b(?:hip|cuda)Error[A-Z]\w*",  # hipErrorNoBinaryForGpu, cudaErrorECCUncorrectable
+    r"\bCUDA_ERROR_[A-Z_]+\b",  # the driver API's names, as XLA prints them (gpu-runtime.yaml)
+    r"Last NCCL warning\(error\)",  # XLA quoting NCCL's last WARN line
+    r"\bSignal \d+ \(SIG[A-Z]+\) received by PID",  # torchelastic: a worker ended by a signal
     r"is/are busy or unavailable",  # CUDA devices in exclusive-process mode
     r"installed CUDA driver is: not available",  # conda solving CUDA packages on a node without a driver
     r"\bfork: (?:retry: )?Resource temporarily unavailable|Disk quota exceeded",  # ALCF's submit filter (sbank), printed without a qsub: prefix
     r"allocation failure:",  # sbatch --test-only, salloc
-    r"Request aborted by esub",  # LSF: a site's esub refused the job (its reason is on the lines before)
+    r"Request aborted by esub|\bNo such queue\. Job not submitted",  # LSF: an esub (its reason on the lines before), bsub
     r"\bTERM_[A-Z_]+: job killed",  # LSF's termination reason (bjobs -l, the job's output report)
     r"\b(?:ZE|UR)_RESULT_ERROR_[A-Z_]+",  # Intel Level Zero's and Unified Runtime's result codes (XPU)
     r"\bssh exited with exit code [1-9]",  # pdsh (DeepSpeed's multi-node launcher) says nothing else
@@ -79,6 +86,8 @@ _ERROR_PATTERNS = [
     r"NVIDIA-SMI has failed",  # no driver reachable on the node
     r"\bblas_thread_init: pthread_create",  # OpenBLAS over the user's process limit
     r"\bEXCEPTION: ",  # oneCCL's own exceptions, before its |CCL_ERROR| lines
+    # Why a job is pending: squeue's NODELIST(REASON) column, scontrol show job's Reason= (slurm-pending.yaml)
+    r"\bPD\s+\S+\s+\d+\s+\((?!None\))[A-Z]\w+\)\s*$|\bJobState=PENDING Reason=(?!None\b)\w",
 ]
 # Lines that look like errors but are documented as harmless.
 _BENIGN_PATTERNS = [
@@ -117,6 +126,7 @@ _KEYWORDS = (
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
     "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
+    " PD ", "JobState=PENDING", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "No such queue", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
 )  # fmt: skip
 
 

@@ -3,6 +3,8 @@
 proposes typed edits that pass the same policy as every other edit (issue 26 items 2 and 3).
 
     check(op, unit)                MapleError when a resolved edit may not be made (every op, every source)
+    check_fix(ops, unit)           MapleError when a fix as a whole would break the job (issue 27, E)
+    per_task_refusal(old, new)     why an edited script hands the batch shell a per-task value, or None
     model_refusal(op)              why a model's edit is refused before it is resolved, or None
     log_value_refusal(name, value) why a value captured from a log may not fill the field `name`, or None
 
@@ -16,7 +18,7 @@ comes from outside it (a model's values, a log's) must also hold no command.
 import re
 from typing import Optional
 
-from .. import launchers
+from .. import launchers, schedulers
 from ..errors import MapleError
 from ..values import FORMS as VALUE_FORMS
 from ..values import edit_refusal
@@ -150,6 +152,9 @@ LOG_FIELDS = {
     "asked": FORMS["count"], "devices_per_node": FORMS["count"],
     "option": _OPTION, "old_flag": _OPTION, "new_flag": _OPTION,
     "value": FORMS["word"], "new_value": FORMS["word"], "resource": FORMS["word"],
+    # Lmod's own messages name modules (lmod-messages.yaml): the prerequisites, the versions to swap
+    "prereqs": re.compile(rf"{MODULE.pattern}(?:[ \t]+{MODULE.pattern})*"), "old": MODULE, "new": MODULE,
+    "full": MODULE, "sn": MODULE,
 }
 
 
@@ -160,3 +165,57 @@ def log_value_refusal(name: str, value: str) -> Optional[str]:
     if COMMAND.search(value) or form is None or not form.fullmatch(value):
         return f"the log's {name} {value!r} is not {'a value of that form' if form else 'a value a fix takes from a log'}"
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Edits that break the job though each op is allowed (issue 27, E)
+
+# Whom the job is billed to and where it runs: without the option the site's default applies,
+# which may refuse the job (deleting -A gpu fell back to a default account the GPU partition
+# rejects), so a fix removes one only when it also sets the option.
+_PLACEMENT = frozenset({"account", "partition", "queue", "project"})
+
+
+def check_fix(ops, unit) -> None:
+    """Refuse (MapleError) a fix that removes the job's account, partition or queue without
+    setting a replacement for it in the same fix."""
+    if unit is None:
+        return
+    names = {unit.canonical(op.name) for op in ops if op.op == "set_directive"}
+    for op in ops:
+        name = unit.canonical(op.name) if op.op == "remove_directive" else None
+        if name in _PLACEMENT and name not in names:
+            raise MapleError(f"the fix may not remove {op.name} without naming a replacement: the site's default "
+                             f"{name} may refuse the job (name the one to use instead)")
+
+
+# Values that differ per task: each scheduler's rank and local rank, and Slurm's node index
+# (srun(1), "SLURM_NODEID: the relative node ID of the current node", read 2026-11-29). The batch
+# shell expands them once, to the batch task's value, before srun starts any task.
+_PER_TASK = frozenset(
+    {v for unit in schedulers.all() for key in ("rank", "local_rank") for v in unit.job_vars.get(key, ())}
+    | {"SLURM_NODEID"}
+)
+_PER_TASK_REF = re.compile(r"\\?\$\{?(" + "|".join(sorted(_PER_TASK)) + r")\b")
+
+
+def _expanded_here(script: str) -> int:
+    """How many per-task references the shell running `script` expands itself: not escaped (\\$)
+    and not inside single quotes (a command each task's own shell runs, e.g. srun bash -c '...')."""
+    count, quoted = 0, False
+    for m in re.finditer(r"'|" + _PER_TASK_REF.pattern, script):
+        if m[0] == "'":
+            quoted = not quoted
+        elif not quoted and not m[0].startswith("\\"):
+            count += 1
+    return count
+
+
+def per_task_refusal(old: str, new: str) -> Optional[str]:
+    """Why the edited script `new` is refused: it hands the batch shell a per-task value it would
+    expand once for every task (--node_rank=$SLURM_NODEID on an srun line is 0 on every node)."""
+    if _expanded_here(new) > _expanded_here(old):
+        return ("a per-task value ($SLURM_NODEID, $SLURM_PROCID, ...) belongs where each task expands it: "
+                "inside the command srun runs (srun bash -c '... $SLURM_NODEID ...'), not on the batch shell's line")
+    return None
+

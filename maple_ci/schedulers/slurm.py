@@ -125,6 +125,15 @@ class Slurm(Scheduler):
         "mem": "seff <jobid>  (Memory Utilized), or sacct -j <jobid> -o MaxRSS",
         "gpus": 'the GPUs the program uses (one per process); per node: sinfo -o "%P %G"',
         "node_memory": 'sinfo -o "%P %m"  (memory per node in MB; scontrol show node <node>: RealMemory)',
+        # Values the catalogue's fixes name (templates/errors/slurm-codes.yaml, slurm-pending.yaml)
+        "default_account": "sacctmgr show user $USER format=defaultaccount",
+        "reservation": "scontrol show reservation  (ReservationName, Users, Accounts, StartTime)",
+        "license": "scontrol show lic",
+        "wckey": "sacctmgr show user $USER withwckeys",
+        "time_before_maintenance": "scontrol show reservation  (StartTime of the MAINT reservation, minus now)",
+        "workdir": "an existing directory the job can write: echo $SCRATCH",
+        "max_nodes": "scontrol show partition <partition>  (MaxNodes); sacctmgr show qos format=name,maxtresperjob",
+        "qos_limit": "sacctmgr show qos format=name%20,maxtresperjob%40,maxwall,mintresperjob%30",
     }
     limit_advice = ("wait until your running jobs finish (squeue -u $USER) or cancel one (scancel <jobid>); "
                     "your limits: sacctmgr show assoc user=$USER format=account%30,qos%40,maxjobs,maxsubmit")
@@ -144,7 +153,9 @@ class Slurm(Scheduler):
     size_options = frozenset({"nodes", "time"})
     fix_options = dict.fromkeys(("account", "partition", "qos", "constraint", "time", "nodes", "ntasks", "ntasks_per_node",
                                  "cpus_per_task", "cpus_per_gpu", "gpus", "gpus_per_node", "gpus_per_task", "gres", "mem",
-                                 "mem_per_cpu", "mem_per_gpu", "exclusive", "network", "gpu_bind"), "word")
+                                 "mem_per_cpu", "mem_per_gpu", "exclusive", "network", "gpu_bind",
+                                 # the catalogue's (slurm-codes.yaml): names the site gives, found with site_queries
+                                 "reservation", "licenses", "wckey"), "word") | {"chdir": "person"}
     node_features = True
     not_ported = _NOT_PORTED
     launchers = frozenset({"srun"})
