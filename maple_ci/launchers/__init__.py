@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 import yaml
 
-from .options import Spec, last, option_name, parse_options
+from .options import Spec, count_ranks, last, option_name, parse_options
 
 __all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
            "parse_options"]
@@ -49,14 +49,7 @@ class Launcher:
     def count(self, which: str, value: Callable[[str], Optional[int]]) -> Optional[int]:
         """Ranks in all (`which` "world") or per node ("per_node"): the first alternative whose
         options all have a known value, multiplied; None when none has."""
-        for names in dict(self.ranks).get(which, ()):
-            values = [value(name) for name in names]
-            if all(v is not None for v in values):
-                product = 1
-                for v in values:
-                    product *= v
-                return product
-        return None
+        return count_ranks(dict(self.ranks).get(which, ()), value)
 
     def exports(self, opts: dict) -> list[str]:
         """The NAME=VALUE and NAME items of its env/export options, lists split."""

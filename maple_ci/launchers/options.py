@@ -98,3 +98,17 @@ def parse_options(argv: list[str], spec: Spec) -> tuple[dict[str, list], list[st
 def last(opts: dict, name: str) -> Optional[str]:
     values = opts.get(name)
     return values[-1] if values else None
+
+
+def count_ranks(alternatives, value) -> Optional[int]:
+    """The first alternative (a list of option names) whose options all have a known value
+    (`value(name)`), multiplied; None when none has. Shared with `maple trace`'s stand-in, which
+    imports this module alone."""
+    for names in alternatives:
+        values = [value(name) for name in names]
+        if all(v is not None for v in values):
+            product = 1
+            for v in values:
+                product *= v
+            return product
+    return None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 HOME = Path(os.environ["MAPLE_TRACE_HOME"])
 sys.path.insert(0, str(HOME))
-from launch_options import Spec, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
+from launch_options import Spec, count_ranks, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
 
 ALLOC = json.loads((HOME / "alloc.json").read_text())
 GRAMMARS = json.loads((HOME / "grammars.json").read_text())
@@ -133,14 +133,7 @@ def job_nodes() -> list:
 
 
 def count_of(g: dict, which: str, value) -> int | None:
-    for names in g["ranks"].get(which, ()):
-        values = [value(n) for n in names]
-        if all(v is not None for v in values):
-            product = 1
-            for v in values:
-                product *= v
-            return product
-    return None
+    return count_ranks(g["ranks"].get(which, ()), value)
 
 
 def default_per_node(g: dict) -> int:
