@@ -144,7 +144,8 @@ def test_a_port_to_pbs_runs_the_program_from_the_submit_directory_and_computes_s
     result = port_intent(extract_script(source), ["perlmutter"], "job.pbs", tmp_path)[0]
     assert '--global-batch-size "$((2*NNODES*4/1/1))"' in result.script
     nnodes = 3  # what bash makes of it at run time, for an allocation of 3 nodes
-    line = next(l for l in result.script.splitlines() if "--global-batch-size" in l)
+    # the launch line, not the header's record (which names the arguments too)
+    line = next(l for l in result.script.splitlines() if "--global-batch-size" in l and not l.startswith("#"))
     word = line.split("--global-batch-size ", 1)[1].split()[0]
     out = subprocess.run(["bash", "-c", f"NNODES={nnodes}; echo {word}"], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(2 * nnodes * 4)
