@@ -65,9 +65,16 @@ def make_record(intent: JobIntent, cluster: str, template: str, source_text: Opt
     return Record(intent, cluster, template, digest, given)
 
 
+# What the gates read of the intent (readback.py, static.py, process_model.py): only these are written,
+# so no value the port chose not to carry (a site's variables, modules, constraint, account, image)
+# comes back into the script as text, even in a comment.
+RECORDED = ("scheduler", "launcher", "framework", "strategy", "nodes", "gpus_per_node", "world_size", "entrypoint",
+            "script_args", "walltime", "queue", "launcher_options", "config_options")
+
+
 def _non_default(item) -> dict:
-    """The dataclass's fields that differ from their defaults (notes aside: the header has them)."""
-    values = {f.name: getattr(item, f.name) for f in fields(item) if f.name != "notes"}
+    """The recorded fields that differ from their defaults (notes aside: the header has them)."""
+    values = {f.name: getattr(item, f.name) for f in fields(item) if f.name in RECORDED}
     defaults = {f.name: f.default if f.default is not MISSING else f.default_factory() for f in fields(item)
                 if f.default is not MISSING or f.default_factory is not MISSING}
     return {name: asdict(value) if is_dataclass(value) else value
