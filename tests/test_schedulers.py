@@ -13,7 +13,7 @@ from maple_ci.schedulers.jobvars import translate
 
 UNITS = schedulers.all()
 CONCEPTS = {"submit_dir", "job_id", "job_name", "array_index", "nodes", "ranks", "ranks_per_node", "node_list",
-            "node_file", "rank", "local_rank"}
+            "node_file", "rank", "local_rank", "cpus_per_task"}  # cpus_per_task: the trace's job (Slurm's -c)
 ids = [unit.name for unit in UNITS]
 
 

@@ -118,7 +118,8 @@ def test_shipped_vectors_cover_the_bundled_library_the_known_errors_and_the_benc
     missing = [text for text in texts if text not in shipped]
     assert not missing, f"run `python -m maple_ci.precompute`; no shipped vector for {missing[:5]}"
     assert set(bundled_texts()) <= set(shipped) and set(query_texts()) <= set(shipped)
-    assert embedding.SHIPPED.stat().st_size < 1024 * 1024  # half precision keeps it small
+    # half precision keeps it small: 1.2 MB for 1679 texts since the message catalogues (issue 27) came
+    assert embedding.SHIPPED.stat().st_size < 1536 * 1024
 
 
 def test_shipped_vectors_are_the_models_own():
