@@ -227,3 +227,13 @@ def test_ssh_per_node_and_a_site_wrapper(tmp_path):
     trace = trace_script(path)
     assert sorted((r.node, r.program) for r in trace.ranks) == [("n001", ["train.py", "--node", "n001"]),
                                                           ("n002", ["train.py", "--node", "n002"])]
+
+
+def test_installed_dependencies_are_not_copied_into_the_sandbox(tmp_path):
+    """A checkout with its node_modules (tests/github's has thousands of files) still traces."""
+    modules = tmp_path / "node_modules" / "pkg"
+    modules.mkdir(parents=True)
+    for i in range(5001):
+        (modules / f"f{i}.js").write_text("")
+    path = script(tmp_path, SLURM + "srun python train.py\n")
+    assert len(trace_script(path).ranks) == 8

@@ -29,6 +29,11 @@ from ..errors import MapleError
 NOBODY = 65534
 MAX_COPY_BYTES = 64 << 20
 MAX_COPY_FILES = 5000
+# Folders of installed dependencies and caches: what a launch script names is never in them, and a
+# checkout with its node_modules or a venv would pass the caps. (Not `git ls-files`: git reads the
+# untrusted checkout's own config, which can name commands to run.)
+NOT_COPIED = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
+                        ".pytest_cache", ".ruff_cache"})
 # Tools that read or compute and change nothing outside the sandbox's own writable copy; each is
 # the real program. Everything else on a script's lines goes to the stand-in (recorded, not run).
 READ_TOOLS = ("awk", "basename", "bash", "cat", "cut", "date", "dirname", "echo", "env", "expr", "false", "find",
@@ -59,10 +64,10 @@ def bwrap() -> str | None:
 
 
 def copy_checkout(src: Path, dst: Path) -> None:
-    """Regular files and folders of the checkout (no links, devices, .git), within the caps."""
+    """Regular files and folders of the checkout (no links, devices, NOT_COPIED folders), within the caps."""
     total, count = 0, 0
     for folder, dirs, files in os.walk(src):
-        dirs[:] = [d for d in dirs if d != ".git" and not os.path.islink(os.path.join(folder, d))]
+        dirs[:] = [d for d in dirs if d not in NOT_COPIED and not os.path.islink(os.path.join(folder, d))]
         target = dst / os.path.relpath(folder, src)
         target.mkdir(parents=True, exist_ok=True)
         for name in files:
