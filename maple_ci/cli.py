@@ -18,6 +18,8 @@ from . import __version__, cli_setup, schedulers
 from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
                          print_verified, progress)
 from .errors import MapleError
+from .files import write_inside
+
 
 def extract(args) -> int:
     """Extract the job intent (nodes, GPUs, launcher, framework...) from a script or a request."""
@@ -181,7 +183,7 @@ def verify(args) -> int:
                                 path=str(script), fix=args.fix, model=model)
     if verified.report and verified.report.attempts:
         fixed = script.with_name(f"{script.stem}.fixed{script.suffix}")
-        fixed.write_text(verified.report.script)
+        write_inside(script.parent, Path(fixed.name), verified.report.script)  # follows no planted symlink
         progress(args.json_output)(f"patched script written to {fixed}")
     print_verified(verified, args.json_output)
     return 0 if verified.ok else 1

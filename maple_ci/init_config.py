@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, NamedTuple
 
 from maple_ci.errors import MapleError
+from maple_ci.files import write_inside
 from maple_ci.github.config import DEFAULT_PATH, load_config
 from maple_ci.github.pipeline import LAUNCH_SUFFIXES
 from maple_ci.paths import bundled
@@ -137,8 +138,7 @@ def init(root: Path, known: Iterable[str], force: bool = False) -> tuple[Proposa
         raise MapleError(f"Not overwritten: {', '.join(there)} already exist(s); `maple config check` checks a "
                          "configuration, `maple init --force` replaces them.", exit_code=2)
     for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text, encoding="utf-8")
+        write_inside(root, Path(path), text)  # a checkout's planted symlink cannot redirect it
     return proposal, list(files)
 
 

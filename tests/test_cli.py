@@ -192,3 +192,26 @@ def test_maple_verify_and_the_bot_go_through_one_verify_then_debug_flow(capsys, 
     [c] = bot.verify(BotCommand("port", ("perlmutter",)), [result], "c0")[0]["clusters"]
     assert c["verification"] == "failed" and "export NCCL_SOCKET_IFNAME=hsn" in c["fixed"]
     assert flows == [str(script), "scripts/perlmutter/a.sbatch"] and runs == ["slurm"] * 4
+
+
+def test_verify_fix_follows_no_symlink_planted_where_the_fixed_script_goes(capsys, monkeypatch, tmp_path):
+    """A checkout can hold `a.fixed.sbatch` as a link to a file elsewhere; the patched script is not written through it."""
+    from maple_ci import pipeline as flow
+    from maple_ci.verify.substitute import VerifyResult
+
+    nccl = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, unhandled system error\n"
+
+    def run_verification(backend, path, **options):
+        ok = "NCCL_SOCKET_IFNAME=hsn" in Path(path).read_text()
+        return VerifyResult(ok=ok, backend=backend, state="COMPLETED" if ok else "FAILED", log="" if ok else nccl,
+                            message="job COMPLETED" if ok else "job FAILED")
+
+    monkeypatch.setattr(flow, "run_verification", run_verification)
+    (tmp_path / "repo").mkdir()
+    script = tmp_path / "repo" / "a.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH -N 1\n\nsrun python train.py\n")
+    victim = tmp_path / "victim"
+    victim.write_text("untouched\n")
+    (tmp_path / "repo" / "a.fixed.sbatch").symlink_to(victim)
+    code, _, err = maple(capsys, monkeypatch, "verify", script, "--backend", "slurm", "--cluster", "perlmutter", "--fix")
+    assert code != 0 and "symlink" in err and victim.read_text() == "untouched\n"

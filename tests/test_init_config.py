@@ -77,3 +77,12 @@ def test_config_check_names_each_problem(checkout, capsys, text, message):
 def test_config_check_without_a_file_says_how_to_make_one(tmp_path, capsys):
     code, output = run(capsys, "config", "check", "--root", str(tmp_path))
     assert code == 2 and "`maple init` writes one" in output
+
+
+def test_init_follows_no_symlink_the_checkout_planted(checkout, tmp_path_factory, capsys):
+    """A cloned repository's `.github` pointing elsewhere must not make `maple init` write there."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (checkout / ".github").symlink_to(elsewhere, target_is_directory=True)
+    code, output = run(capsys, "init", str(checkout))
+    assert code != 0 and "symlink" in output
+    assert list(elsewhere.iterdir()) == []
