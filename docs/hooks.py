@@ -5,6 +5,8 @@ so they cannot go stale.
   table from the cluster profiles (`maple_ci.profiles.clusters_markdown()`, the table
   `maple clusters --markdown` prints), counts of clusters, templates and known errors, and the
   action's inputs from action.yml.
+- center.md is workflows/gitlab/README.md, the center admin's guide, which lives beside the CI file
+  it explains.
 - A page under docs/ that the nav does not name is appended to it under "More", so a new page
   builds, and is reachable, before someone places it in the nav.
 """
@@ -73,6 +75,12 @@ def on_config(config):
     if config["nav"] and unplaced:
         config["nav"].append({"More": unplaced})
     return config
+
+
+def on_files(files, config):
+    from mkdocs.structure.files import File
+    files.append(File.generated(config, "center.md", abs_src_path=str(REPO / "workflows" / "gitlab" / "README.md")))
+    return files
 
 
 def on_page_markdown(markdown, page, config, files):

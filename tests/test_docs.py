@@ -4,12 +4,14 @@ machines page lists every cluster profile, and the README's links and commands h
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 from urllib.parse import unquote, urlsplit
 
 import pytest
@@ -150,3 +152,28 @@ def test_the_readme_links_resolve_and_its_two_commands_are_make_targets():
     assert {"demo", "test", "docs"} <= set(targets)
     assert (REPO / ".ci" / "run").read_text().rstrip().endswith("make test")  # CI runs the README's command
     assert len(readme.splitlines()) < 120
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_page_the_nav_does_not_name_is_appended_to_it(tmp_path):
+    """Pages other helpers add (docs/speed.md, ...) build and are reachable before the nav names them."""
+    for name in ("index.md", "cli.md", "speed.md", "more/any-cluster.md"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text("# x\n")
+    config = _hooks().on_config({"docs_dir": str(tmp_path), "nav": [{"Home": "index.md"}, {"Use": [{"CLI": "cli.md"}]}]})
+    assert config["nav"][-1] == {"More": ["more/any-cluster.md", "speed.md"]}
+
+
+def test_a_generated_part_is_written_and_an_unknown_marker_stops_the_build(monkeypatch):
+    monkeypatch.delenv("MAPLE_TEMPLATES_DIR", raising=False)  # the hook drops it: the site shows the bundled library
+    hooks, page = _hooks(), SimpleNamespace(file=SimpleNamespace(src_uri="x.md"))
+    written = hooks.on_page_markdown("<!-- maple: known errors count --> known failures", page, {}, None)
+    assert re.fullmatch(r"\d{3,} known failures", written)
+    with pytest.raises(ValueError, match="unknown marker"):
+        hooks.on_page_markdown("<!-- maple: clusters tabel -->", page, {}, None)
