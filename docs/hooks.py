@@ -52,7 +52,8 @@ def _action_inputs() -> str:
     rows = ["| input | default | meaning |", "|---|---|---|"]
     for name, spec in inputs.items():
         default = f"`{spec['default']}`" if spec.get("default") else ""
-        rows.append(f"| `{name}` | {default} | {' '.join(spec['description'].split())} |")
+        meaning = " ".join(spec["description"].split()).replace("|", "\\|")  # a pipe would end the cell
+        rows.append(f"| `{name}` | {default} | {meaning} |")
     return "\n".join(rows) + "\n"
 
 
