@@ -2,7 +2,7 @@
 PYTHON ?= python3
 EXAMPLE ?= examples/perlmutter_torchrun_ddp.sbatch
 
-.PHONY: install demo test embeddings
+.PHONY: install demo test docs embeddings
 
 install:
 	# CPU build of PyTorch first, so sentence-transformers does not pull the CUDA one.
@@ -19,6 +19,10 @@ test: install
 	bash tests/cluster/setup.sh
 	npm ci --prefix tests/github --ignore-scripts --no-audit --no-fund --loglevel=error
 	$(PYTHON) -m pytest
+
+# The documentation site, into site/ (mkdocs.yml): every warning is an error, as in tests/test_docs.py.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict
 
 # What ships with the package so that a first port of a common job loads neither the embedding
 # model nor LanceDB: the vectors (maple_ci/embeddings.npz) and the templates table's answers to the

@@ -43,7 +43,7 @@ def clusters(args) -> int:
     """List the clusters maple-ci knows, with their scheduler, GPUs and launcher."""
     from .profiles import clusters_markdown, load_profiles
 
-    if args.markdown:  # the README's "Supported machines" table
+    if args.markdown:  # the table docs/machines.md shows (docs/hooks.py)
         print(clusters_markdown(), end="")
         return 0
     profiles = load_profiles().values()

@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from .cli_output import err, out
 
-NEXT_STEPS = """Next steps (README, "The bot"):
+NEXT_STEPS = """Next steps (maple-ci's docs/bot.md):
   1. Review {config}: `targets`, `sources`, `verification`.
   2. Pin maple-ci in the three workflows: replace `@v0` with the full SHA of the release you reviewed.
   3. Choose the token: a GitHub App (vars.MAPLE_APP_CLIENT_ID, secrets.MAPLE_APP_PRIVATE_KEY; your CI then runs

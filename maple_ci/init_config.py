@@ -102,7 +102,7 @@ def render_config(scripts: dict[str, str | None], sources: list[str], targets: l
     """The .github/maple.yml text: the settings a person edits, each with what it does."""
     found = [f"#   {s}" + (f" (written for {c})" if c else "") for s, c in scripts.items()] or ["#   (none: list yours under `sources`)"]
     return "\n".join([
-        "# maple-ci's settings (README, \"The bot\"). Check them with `maple config check`.",
+        "# maple-ci's settings (maple-ci's docs/bot.md). Check them with `maple config check`.",
         "# Launch scripts found:", *found,
         f"targets: {json.dumps(targets)}  # clusters to keep the scripts ported to; known: {', '.join(known)}",
         f"sources: {json.dumps(sources)}  # globs of the tracked launch scripts",

@@ -278,8 +278,8 @@ def _unconfirmed(profile: ClusterProfile) -> int:
 
 
 def clusters_markdown() -> str:
-    """The README's table of supported machines, one row per profile (tests/test_profiles.py keeps
-    the README equal to it)."""
+    """The table of supported machines, one row per profile: docs/machines.md shows it, written at
+    each build of the site (docs/hooks.py)."""
     rows = ["| Cluster | Center | Scheduler | GPUs per node | Templates | Values marked unconfirmed |",
             "|---|---|---|---|---|---|"]
     for p in load_profiles().values():

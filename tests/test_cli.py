@@ -1,6 +1,7 @@
 """The `maple` command line as a user meets it: exit codes, JSON shapes, files written or not."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -29,11 +30,12 @@ def data_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path_factory.getbasetemp() / "maple-data"))
 
 
-def test_clusters_markdown_prints_the_readme_table_of_every_profile(capsys, monkeypatch):
+def test_clusters_markdown_prints_the_docs_table_of_every_profile(capsys, monkeypatch):
+    """The table docs/machines.md shows (docs/hooks.py writes it; tests/test_docs.py checks the page)."""
     code, out, _ = maple(capsys, monkeypatch, "clusters", "--markdown")
-    assert code == 0 and out in (REPO / "README.md").read_text()
     rows = [line for line in out.splitlines() if line.startswith("| [")]
-    assert len(rows) == len(load_profiles()) >= 23
+    assert code == 0 and len(rows) == len(load_profiles()) >= 23
+    assert [re.search(r"\(`([^`]+)`\)", row).group(1) for row in rows] == list(load_profiles())
 
 
 def test_port_to_every_cluster_writes_one_checked_script_each(capsys, monkeypatch, tmp_path):

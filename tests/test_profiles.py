@@ -13,7 +13,7 @@ from maple_ci.errors import MapleError
 from maple_ci.intent import JobIntent
 from maple_ci.library import TemplateMeta, load_templates
 from maple_ci.paths import templates_dir
-from maple_ci.profiles import ClusterProfile, Queue, clusters_markdown, get_profile, load_profiles, pick_queue
+from maple_ci.profiles import ClusterProfile, Queue, get_profile, load_profiles, pick_queue
 from maple_ci.synthesize import render
 
 PROFILE_FILES = sorted((templates_dir() / "clusters").glob("*.yaml"))
@@ -447,9 +447,3 @@ def test_a_rows_shape_follows_from_its_launcher_and_strategy():
     assert [shape("ddp", "srun"), shape("fsdp", "torchrun"), shape("zero3", "deepspeed"), shape("ddp", "accelerate"),
             shape("any", "mpiexec"), shape("any", "torchrun"), shape("single", "python")] == \
         ["ranks", "torchrun", "deepspeed", "accelerate", "generic", "torchrun", "single"]
-
-
-def test_readmes_table_of_supported_machines_is_the_profiles():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    table = re.search(r"<!-- clusters:begin -->\n(.*?)<!-- clusters:end -->", readme, re.S).group(1)
-    assert table == clusters_markdown(), "README's table is stale: rewrite it from profiles.clusters_markdown()"

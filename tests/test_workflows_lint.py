@@ -53,7 +53,7 @@ def uses(text: str) -> list[str]:
 def test_every_third_party_action_is_pinned_by_full_sha_with_its_version():
     for path in [ACTION, *WORKFLOWS]:
         for ref in uses(path.read_text()):
-            if ref.startswith("maple-ci/maple-ci@"):  # the user pins this one (README, Security)
+            if ref.startswith("maple-ci/maple-ci@"):  # the user pins this one (docs/security.md)
                 assert "zizmor: ignore[unpinned-uses]" in ref and "SHA" in ref, ref
             else:
                 assert FULL_SHA.match(ref), f"{path.name}: {ref} is not pinned by full commit SHA with a version comment"

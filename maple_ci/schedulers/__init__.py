@@ -1,7 +1,7 @@
 """The scheduler registry: each scheduler is one unit (slurm.py, pbs.py, ...) that owns reading and
 writing its directives, its walltime forms, its job variables and its submit and cancel commands.
 Every other module asks the registry; none names a scheduler. Adding one is adding its module here
-(see README, "How to add a scheduler"): every module of this package but base and jobvars is loaded."""
+(see docs/extending.md, "A scheduler"): every module of this package but base and jobvars is loaded."""
 
 from __future__ import annotations
 
