@@ -368,6 +368,9 @@ def _parser() -> argparse.ArgumentParser:
     from .trace.cli import add_parser as add_trace
 
     add_trace(commands, _command)
+    from .discover.cli import add_parser as add_cluster
+
+    add_cluster(commands, _command)
     _command(commands, "action", action, "Run as the GitHub Action.")
     cli_setup.register(commands, _command)
     parser.set_defaults(usage=parser)
