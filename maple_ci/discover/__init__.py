@@ -55,8 +55,9 @@ def gpu_shape(shapes: list[NodeShape]) -> Optional[NodeShape]:
 
 
 SCHEDULERS = ("slurm", "pbs", "flux", "lsf")
-# The query whose answer shows the scheduler is there; the first that answers names it.
-PRESENCE = {"flux": "flux_resources", "slurm": "slurm_partitions", "pbs": "pbs_queues", "lsf": "lsf_queues"}
+# The queries whose answer shows the scheduler is there; the first scheduler with one names it.
+PRESENCE = {"flux": ("flux_resources", "flux_queues"), "slurm": ("slurm_partitions", "slurm_nodes"),
+            "pbs": ("pbs_queues", "pbs_nodes"), "lsf": ("lsf_queues", "lsf_hosts")}
 
 
 def scheduler_facts(probe: Probe) -> tuple[str, dict[str, Fact]]:
@@ -64,8 +65,11 @@ def scheduler_facts(probe: Probe) -> tuple[str, dict[str, Fact]]:
 
     readers = {"slurm": slurm.facts, "pbs": pbs.facts, "flux": flux.facts, "lsf": lsf.facts}
     for name in ("flux", "slurm", "pbs", "lsf"):  # Flux first: LLNL runs it inside Slurm allocations too
-        if probe(PRESENCE[name]) is not None:
-            return name, readers[name](probe)
+        answered = next((key for key in PRESENCE[name] if probe(key) is not None), None)
+        if answered:
+            facts = readers[name](probe)
+            facts["scheduler"] = Fact(name, command_line(answered))
+            return name, facts
     raise MapleError("no scheduler answered here (scontrol, qstat, flux, bqueues): "
                      "run `maple cluster discover` on the cluster's login node")
 
@@ -74,8 +78,7 @@ def discover(probe: Probe) -> dict[str, Fact]:
     """Every fact the queries give: the scheduler's, then the node's software and hardware."""
     from . import modules, node
 
-    name, facts = scheduler_facts(probe)
-    facts["scheduler"] = Fact(name, command_line(PRESENCE[name]))
+    _, facts = scheduler_facts(probe)
     facts.update(modules.facts(probe))
     facts.update(node.facts(probe, facts))
     return facts

@@ -30,7 +30,7 @@ def listing(text: str) -> tuple[list[str], set[str]]:
         if _HEADING.match(line) or ":" in line or line.strip().startswith(("Where", "Use ", "If ", "Lmod", "Modules based")):
             continue
         for token in re.split(r"\s{2,}|\t|^\s+", line.strip()):
-            marked = bool(re.search(r"\(\w*D\w*\)", token))
+            marked = bool(re.search(r"\([\w,]*\bD\b[\w,]*\)", token))
             name = _MARKERS.sub("", token).strip()
             if re.fullmatch(r"[\w.+-]+(/[\w.+-]+)*", name) and not name.endswith("/"):
                 names.append(name)

@@ -38,13 +38,19 @@ def walltime(value: Optional[str]) -> Optional[str]:
     return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
 
 
+def _gpu_name(attrs: dict[str, str]) -> str:
+    """The site's GPU resource, under the names sites give it (ALCF: gputype)."""
+    return next((attrs[f"resources_available.{name}"] for name in ("gputype", "gpu_model", "gpu_type")
+                 if f"resources_available.{name}" in attrs), "")
+
+
 def nodes(text: str) -> list[NodeShape]:
     shapes = []
     for _, attrs in blocks(text, ""):
         cpus = _int(attrs.get("resources_available.ncpus")) or 0
         queue = attrs.get("queue") or attrs.get("resources_available.Qlist", "")
         shapes.append(NodeShape(_int(attrs.get("resources_available.ngpus")) or 0,
-                                attrs.get("resources_available.gpu_model", attrs.get("resources_available.gpu_type", "")),
+                                _gpu_name(attrs),
                                 cpus, cpus, tuple(q for q in queue.split(",") if q)))
     return shapes
 
