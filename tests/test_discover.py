@@ -186,3 +186,39 @@ def test_a_users_profile_folder_adds_a_cluster_and_a_clash_is_refused(tmp_path, 
     (tmp_path / "polaris.yaml").write_text(text.replace("name: mine", "name: polaris").replace("mine-", "polaris2-"))
     with pytest.raises(MapleError, match="defined twice"):
         load_profiles()
+
+
+# --- more centers' published outputs (Flux is a stand-in here too: no registry ships a system instance) ---
+
+def test_aris_published_partition_matches_its_published_sinfo_table():
+    facts = facts_of("aris")
+    assert facts["scheduler"].value == "slurm"
+    # sinfo table on the same page: compute, 2-00:00:00, 48 nodes; MaxNodes=UNLIMITED -> the partition's nodes.
+    assert facts["queues"].value == [{"name": "compute", "max_walltime": "48:00:00", "max_nodes": 48, "default": True}]
+    assert not facts["gpus_per_node"].confirmed  # no `scontrol show node` was published
+
+
+def test_coronas_published_resources_match_llnls_node_and_the_gpu_vendor_is_left_unconfirmed():
+    facts = facts_of("corona")
+    assert facts["scheduler"].value == "flux"
+    assert (facts["gpus_per_node"].value, facts["cores_per_node"].value) == (8, 48)  # 8 MI50, 2 x 24 cores
+    # The listed mismatch: flux resource list names no GPU kind, so the vendor (AMD) is not known
+    # and the default written is marked unconfirmed, with the query a compute node would answer.
+    assert not facts["gpu_vendor"].confirmed
+    assert not facts["queues"].confirmed  # no `flux queue list` published
+
+
+def test_cscs_published_module_listing_gives_its_published_software():
+    software = modules.facts(Recorded(DATA / "cscs-prgenv-gnu"))
+    kinds = software["software"].value
+    assert kinds["mpi"] == ["cray-mpich/8.1.32"] and kinds["cuda"] == ["cuda/12.9.0"]
+    assert kinds["nccl"] == ["nccl/2.27.5-1"] and kinds["ofi_plugin"] == ["aws-ofi-nccl/1.16.0"]
+    assert kinds["python"] == ["python/3.13.5"]
+    # No PyTorch in this uenv, as CSCS says: a profile from it activates the user's environment.
+    assert software["pytorch_module"].value == "" and "pytorch" not in kinds
+
+
+def test_every_recorded_system_with_a_scheduler_writes_a_valid_profile():
+    for system in ("maple-test", "aris", "metacentrum", "polaris", "corona"):
+        text = render(facts_of(system), system, "2026-11-29", "recorded outputs")
+        assert ClusterProfile.model_validate(yaml.safe_load(text)).scheduler == facts_of(system)["scheduler"].value
