@@ -252,11 +252,13 @@ def action(args) -> int:
 
     from .github.action import apply_inputs, run_configured
     from .github.pipeline import Pipeline, git_checkout
+    from .github.repo_profiles import use_repository_profiles
     from .llm import backend_from_setting
     from .profiles import load_profiles
 
     apply_inputs()
     root = Path(os.environ.get("GITHUB_WORKSPACE", "."))
+    use_repository_profiles(root)  # the default branch's .github/maple/clusters/*.yaml, checked
     return run_configured(root, sorted(load_profiles()),
                           lambda config: Pipeline(config, git_checkout(root), model=backend_from_setting()))
 
