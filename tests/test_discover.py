@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maple_ci.discover import discover, modules, node, slurm
+from maple_ci.discover import NodeShape, discover, modules, node, slurm
 from maple_ci.discover.check import drift
 from maple_ci.discover.probe import QUERIES, Live, Recorded
 from maple_ci.discover.profile import render
@@ -222,3 +222,23 @@ def test_every_recorded_system_with_a_scheduler_writes_a_valid_profile():
     for system in ("maple-test", "aris", "metacentrum", "polaris", "corona"):
         text = render(facts_of(system), system, "2026-11-29", "recorded outputs")
         assert ClusterProfile.model_validate(yaml.safe_load(text)).scheduler == facts_of(system)["scheduler"].value
+
+
+def test_lsf_reads_queues_slots_and_gpus_in_the_layout_ibm_documents():
+    """LSF is a stand-in, and no recorded LSF output was found in the public sources searched: this
+    text follows the layout of IBM's bqueues(1), bhosts(1) and lshosts(1) references (Spectrum LSF
+    10.1, read 2026-11-29), not a real system's answer."""
+    from maple_ci.discover import lsf
+
+    queues = ("QUEUE: batch\n  -- Default queue for batch jobs.  This is the default queue.\n\n"
+              "PARAMETERS/STATISTICS\nPRIO NICE STATUS          MAX JL/U JL/P JL/H NJOBS  PEND   RUN\n"
+              " 30   20  Open:Active       -    -    -    -     0     0     0\n\n"
+              "DEFAULT LIMITS:\n RUNLIMIT\n 60.0 min\n\nMAXIMUM LIMITS:\n RUNLIMIT\n 720.0 min\n\n"
+              "QUEUE: debug\n  -- Short tests.\n\n RUNLIMIT\n 120.0 min of h1\n")
+    assert lsf.queues(queues) == [
+        {"name": "batch", "default": True, "max_walltime": "12:00:00", "max_nodes": None},
+        {"name": "debug", "default": False, "max_walltime": "02:00:00", "max_nodes": None}]
+    hosts = "HOST_NAME  STATUS  JL/U  MAX  NJOBS  RUN  SSUSP  USUSP  RSV\nh1  ok  -  42  0  0  0  0  0\nh2  ok  -  42  0  0  0  0  0\n"
+    gpus = ("HOST_NAME  gpu_id  gpu_model  gpu_driver  gpu_factor  numa_id\n"
+            + "".join(f"h1  {i}  TeslaV100_SXM2_16GB  418.67  7.0  {i // 3}\n" for i in range(6)))
+    assert lsf.shape(hosts, gpus) == NodeShape(6, "TeslaV100_SXM2_16GB", 42, 42)

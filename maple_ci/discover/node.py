@@ -26,7 +26,7 @@ def gpu_names() -> list[dict]:
 
 
 def gpu_by_name(name: str) -> Optional[dict]:
-    return next((row for row in gpu_names() if re.fullmatch(row["match"], name, re.I)), None)
+    return next((row for row in gpu_names() if re.search(row["match"], name, re.I)), None)
 
 
 def nvidia_gpus(text: str) -> list[tuple[str, int]]:
