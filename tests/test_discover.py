@@ -63,6 +63,8 @@ def test_the_written_profile_is_valid_and_every_fact_names_its_query_and_date():
     assert "`scontrol show partition --oneliner` (2026-11-29)" in lines["queues"]
     assert "unconfirmed: `nvidia-smi --query-gpu=name,memory.total --format=csv,noheader` would say" in lines["gpu_model"]
     assert "unconfirmed: `sacctmgr" in lines["account_example"]
+    # What was found but not used is noted with its query too.
+    assert "srun --mpi plugins: pmix, none, cray_shasta, pmi2; from `srun --mpi=list` (2026-11-29)" in text
 
 
 def test_a_bad_name_is_refused_and_nothing_is_rendered():
@@ -92,6 +94,7 @@ def test_polaris_published_node_matches_alcfs_facts_and_the_mismatch_is_named():
     assert facts["cores_per_node"].value == 64
     assert polaris.cores_per_node == polaris.cpus_per_node == 32
     assert not facts["gpu_memory_gb"].confirmed  # a name does not say which A100 (40 GB on Polaris)
+    assert {"gputype", "ngpus", "ncpus", "system"} <= set(facts["resources"].value)  # what -l select= takes
 
 
 # --- parsers on the formats' other forms ---

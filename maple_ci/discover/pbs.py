@@ -66,10 +66,17 @@ def queues(text: str, default: str, shape: Optional[NodeShape]) -> list[dict]:
     return rows
 
 
+def resources(text: str) -> list[str]:
+    """The names of the resources nodes offer (resources_available.<name>): what `-l select=` takes."""
+    return sorted({m.group(1) for m in re.finditer(r"resources_available\.(\w+)\s*=", text)})
+
+
 def facts(probe) -> dict[str, Fact]:
     found: dict[str, Fact] = {"queue_directive": told("queue", "pbs_queues")}
     node_text = probe("pbs_nodes")
     shape = gpu_shape(nodes(node_text)) if node_text is not None else None
+    if node_text is not None:
+        found["resources"] = told(resources(node_text), "pbs_nodes")
     found.update(shape_facts(shape, "pbs_nodes"))
     server = probe("pbs_server") or ""
     default = re.search(r"default_queue\s*=\s*(\S+)", server)

@@ -48,13 +48,22 @@ def _container(runtime: str, vendor: str) -> dict:
             "unconfirmed": ["the command and GPU flags are the runtime's defaults, not read from the site"]}
 
 
-def _notes(facts: dict[str, Fact]) -> list[str]:
-    notes = [f"{kind} modules: {', '.join(names[:8])}" for kind, names in sorted(facts["software"].value.items())]
-    for key, label in (("mpi_plugins", "srun --mpi plugins"), ("qos", "QOS limits"), ("accounts", "your accounts")):
-        if facts.get(key) and facts[key].value:
-            notes.append(f"{label}: {', '.join(facts[key].value)}")
-    if facts.get("cpu_binding"):
-        notes.append(f"default CPU binding (TaskPluginParam): {facts['cpu_binding'].value}")
+# Facts found but not used by a port, listed in the profile's notes: (fact, label).
+NOTED = (("mpi_plugins", "srun --mpi plugins"), ("mpi_default", "default MPI plugin (MpiDefault)"),
+         ("cpu_binding", "default CPU binding (TaskPluginParam)"), ("qos", "QOS limits"),
+         ("accounts", "your accounts"), ("resources", "node resources"))
+
+
+def _notes(facts: dict[str, Fact], date: str) -> list[str]:
+    """What was found but not used, each with the query it came from and the date."""
+    software = facts["software"]
+    notes = [f"{kind} modules: {', '.join(names[:8])}; from {comment(software, date)}"
+             for kind, names in sorted(software.value.items())]
+    for key, label in NOTED:
+        fact = facts.get(key)
+        if fact and fact.confirmed and fact.value:
+            value = ", ".join(fact.value) if isinstance(fact.value, list) else fact.value
+            notes.append(f"{label}: {value}; from {comment(fact, date)}")
     return notes
 
 
@@ -96,7 +105,7 @@ def build(facts: dict[str, Fact], name: str, date: str, docs_url: str = "") -> l
     order = f["device_order"]
     rows.append(("device_order", order.value, comment(order, date)))
     rows += [("container", _container(f["container_runtime"].value, vendor), comment(f["container_runtime"], date)),
-             ("notes", _notes(f), ""), ("templates", _rows(name, scheduler, gpus), "launch variants: templates/discover/rows.yaml")]
+             ("notes", _notes(f, date), ""), ("templates", _rows(name, scheduler, gpus), "launch variants: templates/discover/rows.yaml")]
     return rows
 
 
