@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from maple_ci.discover import NodeShape, discover, modules, node, slurm
+from maple_ci.discover import Fact, NodeShape, discover, lsf, modules, node, slurm
 from maple_ci.discover.check import drift
 from maple_ci.discover.probe import QUERIES, Live, Recorded
 from maple_ci.discover.profile import render
@@ -89,10 +89,13 @@ def test_polaris_published_node_matches_alcfs_facts_and_the_mismatch_is_named():
     polaris = get_profile("polaris")
     assert (facts["gpus_per_node"].value, facts["gpu_model"].value, facts["gpu_vendor"].value) == (4, "A100", "nvidia")
     assert facts["gpus_per_node"].value == polaris.gpus_per_node
-    # The listed mismatch: PBS counts 64 hardware threads as ncpus, ALCF publishes 32 cores, and the
-    # shipped profile gives the scheduler 32 CPUs (no scheduler_cpus_per_node): discovery writes 64.
-    assert facts["cores_per_node"].value == 64
+    # PBS counts CPUs (64 hardware threads), not cores: the cores stay unconfirmed (ALCF: 32).
+    assert facts["scheduler_cpus_per_node"].value == 64 and not facts["cores_per_node"].confirmed
+    # The listed mismatch: the shipped profile gives PBS 32 CPUs (no scheduler_cpus_per_node), and
+    # `maple cluster check` on the recorded output says so.
     assert polaris.cores_per_node == polaris.cpus_per_node == 32
+    found = drift(polaris, facts, Fact(None, "module --terse avail", confirmed=False))
+    assert found == ["the scheduler's CPUs per node: the profile says 32, `pbsnodes -a` says 64"]
     assert not facts["gpu_memory_gb"].confirmed  # a name does not say which A100 (40 GB on Polaris)
     assert {"gputype", "ngpus", "ncpus", "system"} <= set(facts["resources"].value)  # what -l select= takes
 
@@ -171,7 +174,6 @@ def test_check_names_a_renamed_queue_a_changed_limit_and_a_gone_module(tmp_path)
     data["frameworks"]["pytorch"]["modules"] = ["pytorch/9.9"]
     edited = ClusterProfile.model_validate(data)
     listing = (DATA / "maple-test" / "modules.txt").read_text()
-    from maple_ci.discover import Fact
     found = drift(edited, facts, Fact(listing, "module --terse avail"))
     assert any("queue gpu-old: not among" in line for line in found)
     assert any("queue debug max_walltime: the profile says '00:30:00'" in line for line in found)
@@ -231,8 +233,6 @@ def test_lsf_reads_queues_slots_and_gpus_in_the_layout_ibm_documents():
     """LSF is a stand-in, and no recorded LSF output was found in the public sources searched: this
     text follows the layout of IBM's bqueues(1), bhosts(1) and lshosts(1) references (Spectrum LSF
     10.1, read 2026-11-29), not a real system's answer."""
-    from maple_ci.discover import lsf
-
     queues = ("QUEUE: batch\n  -- Default queue for batch jobs.  This is the default queue.\n\n"
               "PARAMETERS/STATISTICS\nPRIO NICE STATUS          MAX JL/U JL/P JL/H NJOBS  PEND   RUN\n"
               " 30   20  Open:Active       -    -    -    -     0     0     0\n\n"

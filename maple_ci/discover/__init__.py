@@ -44,6 +44,7 @@ class NodeShape:
     cpus: int  # what the scheduler counts (hardware threads where it counts those)
     queues: tuple[str, ...] = ()
     arch: str = ""
+    cores_known: bool = True  # PBS counts only CPUs (hardware threads on Polaris), never cores
 
 
 def gpu_shape(shapes: list[NodeShape]) -> Optional[NodeShape]:

@@ -48,8 +48,9 @@ def drift(profile, facts: dict[str, Fact], module_text: Fact) -> list[str]:
         return found
     for field in ("gpus_per_node", "cores_per_node", "cpu_arch", "account_required"):
         _compare(found, field, getattr(profile, field), facts.get(field))
-    if "scheduler_cpus_per_node" in facts:
-        _compare(found, "scheduler_cpus_per_node", profile.cpus_per_node, facts["scheduler_cpus_per_node"])
+    # The CPUs the scheduler counts: its own count where it differs from the cores, else the cores.
+    _compare(found, "the scheduler's CPUs per node", profile.cpus_per_node,
+             facts.get("scheduler_cpus_per_node") or facts["cores_per_node"])
     _queues(profile, facts["queues"], found)
     _modules(profile, module_text, found)
     return found

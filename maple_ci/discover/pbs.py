@@ -51,7 +51,7 @@ def nodes(text: str) -> list[NodeShape]:
         queue = attrs.get("queue") or attrs.get("resources_available.Qlist", "")
         shapes.append(NodeShape(_int(attrs.get("resources_available.ngpus")) or 0,
                                 _gpu_name(attrs),
-                                cpus, cpus, tuple(q for q in queue.split(",") if q)))
+                                cpus, cpus, tuple(q for q in queue.split(",") if q), cores_known=False))
     return shapes
 
 

@@ -67,53 +67,64 @@ def _notes(facts: dict[str, Fact], date: str) -> list[str]:
     return notes
 
 
-def build(facts: dict[str, Fact], name: str, date: str, docs_url: str = "") -> list[tuple[str, object, str]]:
-    """The profile as (field, value, comment) in file order; comment "" where the value is a choice
-    written in the field's own comment or a fixed consequence of another field."""
-    if not NAME.fullmatch(name):
-        raise MapleError(f"--name {name!r}: use lowercase letters, digits and '-' (it becomes the file's name)")
-    f = facts
-    scheduler, vendor, gpus = f["scheduler"].value, f["gpu_vendor"].value, f["gpus_per_node"].value
-    pytorch = f["pytorch_module"].value
-    setup = {"modules": [pytorch]} if pytorch else {"user_env": "venv", "user_env_docs": docs_url or MANUALS[scheduler]}
-    accounts = f.get("accounts", Fact([], "")).value
-    arch = ARCH.get(f["cpu_arch"].value, f["cpu_arch"].value)
-    rows = [("name", name, ""), ("display_name", name, ""),
+def _identity_rows(f: dict[str, Fact], name: str, date: str, docs_url: str) -> list[tuple]:
+    docs_why = "" if docs_url else "unconfirmed: the scheduler's manual; give the site's page with --docs-url"
+    return [("name", name, ""), ("display_name", name, ""),
             ("center", "unconfirmed", "unconfirmed: no query names the center; edit it"),
-            ("docs_url", docs_url or MANUALS[scheduler], "" if docs_url else "unconfirmed: the scheduler's manual; give the site's page with --docs-url"),
-            ("scheduler", scheduler, comment(f["scheduler"], date)),
-            ("cpu_arch", arch, comment(f["cpu_arch"], date))]
-    for key in ("gpu_vendor", "gpu_model", "gpus_per_node"):
-        rows.append((key, f[key].value, comment(f[key], date)))
-    rows.append(("devices_per_node", gpus, "one device per GPU the scheduler counts"))
-    for key in ("gpu_memory_gb", "cores_per_node", "scheduler_cpus_per_node"):
-        if key in f:
-            rows.append((key, f[key].value, comment(f[key], date)))
-    rows += [("device", "xpu" if vendor == "intel" else "cuda", "follows from gpu_vendor"),
-             ("backend", "xccl" if vendor == "intel" else "nccl", "follows from gpu_vendor"),
-             ("queue_directive", f["queue_directive"].value, comment(f["queue_directive"], date)),
-             ("queues", f["queues"].value, comment(f["queues"], date)),
-             ("account_required", f["account_required"].value, comment(f["account_required"], date)),
-             ("account_example", accounts[0] if accounts else "your-account", comment(f.get("accounts", f["account_required"]), date))]
+            ("docs_url", docs_url or MANUALS[f["scheduler"].value], docs_why),
+            ("scheduler", f["scheduler"].value, comment(f["scheduler"], date))]
+
+
+def _hardware_rows(f: dict[str, Fact], date: str) -> list[tuple]:
+    vendor = f["gpu_vendor"].value
+    rows = [("cpu_arch", ARCH.get(f["cpu_arch"].value, f["cpu_arch"].value), comment(f["cpu_arch"], date))]
+    rows += [(key, f[key].value, comment(f[key], date)) for key in ("gpu_vendor", "gpu_model", "gpus_per_node")]
+    rows.append(("devices_per_node", f["gpus_per_node"].value, "one device per GPU the scheduler counts"))
+    rows += [(key, f[key].value, comment(f[key], date))
+             for key in ("gpu_memory_gb", "cores_per_node", "scheduler_cpus_per_node") if key in f]
+    return rows + [("device", "xpu" if vendor == "intel" else "cuda", "follows from gpu_vendor"),
+                   ("backend", "xccl" if vendor == "intel" else "nccl", "follows from gpu_vendor")]
+
+
+def _scheduler_rows(f: dict[str, Fact], date: str) -> list[tuple]:
+    rows = [(key, f[key].value, comment(f[key], date)) for key in ("queue_directive", "queues", "account_required")]
+    accounts = f.get("accounts")  # Slurm's associations; other schedulers list no accounts
+    if accounts is None:
+        rows.append(("account_example", "your-account", "a placeholder: this scheduler lists no accounts"))
+    else:
+        rows.append(("account_example", (accounts.value or ["your-account"])[0], comment(accounts, date)))
     if f.get("gpu_request"):
         rows.append(("gpu_request", f["gpu_request"].value, comment(f["gpu_request"], date)))
-    rows += [("default_launcher", "torchrun", "a choice: one torchrun per node runs on every scheduler's base"),
-             ("frameworks", {"pytorch": setup}, comment(f["pytorch_module"], date))]
-    ifname = f["nccl_socket_ifname"]
-    if ifname.value:
-        rows.append(("env", {"NCCL_SOCKET_IFNAME": ifname.value}, comment(ifname, date)))
-    order = f["device_order"]
-    rows.append(("device_order", order.value, comment(order, date)))
-    rows += [("container", _container(f["container_runtime"].value, vendor), comment(f["container_runtime"], date)),
-             ("notes", _notes(f, date), ""), ("templates", _rows(name, scheduler, gpus), "launch variants: templates/discover/rows.yaml")]
     return rows
+
+
+def _software_rows(f: dict[str, Fact], name: str, date: str, docs_url: str) -> list[tuple]:
+    scheduler, pytorch = f["scheduler"].value, f["pytorch_module"].value
+    setup = {"modules": [pytorch]} if pytorch else {"user_env": "venv", "user_env_docs": docs_url or MANUALS[scheduler]}
+    rows = [("default_launcher", "torchrun", "a choice: one torchrun per node runs on every scheduler's base"),
+            ("frameworks", {"pytorch": setup}, comment(f["pytorch_module"], date))]
+    if f["nccl_socket_ifname"].value:
+        rows.append(("env", {"NCCL_SOCKET_IFNAME": f["nccl_socket_ifname"].value}, comment(f["nccl_socket_ifname"], date)))
+    return rows + [("device_order", f["device_order"].value, comment(f["device_order"], date)),
+                   ("container", _container(f["container_runtime"].value, f["gpu_vendor"].value),
+                    comment(f["container_runtime"], date)),
+                   ("notes", _notes(f, date), ""),
+                   ("templates", _rows(name, scheduler, f["gpus_per_node"].value), "launch variants: templates/discover/rows.yaml")]
+
+
+def build(facts: dict[str, Fact], name: str, date: str, docs_url: str = "") -> list[tuple[str, object, str]]:
+    """The profile as (field, value, comment) in file order; the comment names the fact's query and
+    date, or why the value is what it is where no query gives it."""
+    if not NAME.fullmatch(name):
+        raise MapleError(f"--name {name!r}: use lowercase letters, digits and '-' (it becomes the file's name)")
+    return (_identity_rows(facts, name, date, docs_url) + _hardware_rows(facts, date)
+            + _scheduler_rows(facts, date) + _software_rows(facts, name, date, docs_url))
 
 
 def render(facts: dict[str, Fact], name: str, date: str, host: str, docs_url: str = "") -> str:
     """The profile's YAML text, checked against ClusterProfile."""
     from ..profiles import ClusterProfile
 
-    date = date
     lines = [f"# Written by `maple cluster discover` on {host}, {date}: each fact names the query it came from.",
              "# Values marked unconfirmed no query here could say; check them and edit."]
     for field, value, why in build(facts, name, date, docs_url):

@@ -16,8 +16,8 @@ def shape_facts(shape: Optional[NodeShape], key: str) -> dict[str, Fact]:
         return {"gpus_per_node": unconfirmed(1, key), "gpu_type": unconfirmed("", key),
                 "cores_per_node": unconfirmed(1, key)}
     found = {"gpus_per_node": told(shape.gpus, key), "gpu_type": told(shape.gpu_type, key),
-             "cores_per_node": told(shape.cores, key)}
-    if shape.cpus != shape.cores:
+             "cores_per_node": (told if shape.cores_known else unconfirmed)(shape.cores, key)}
+    if shape.cpus != shape.cores or not shape.cores_known:
         found["scheduler_cpus_per_node"] = told(shape.cpus, key)
     if shape.arch:
         found["cpu_arch"] = told(shape.arch, key)
