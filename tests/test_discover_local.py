@@ -5,6 +5,7 @@ the cluster's own answers, a port to it passes the verification run there submit
 The one change to the generated script is its MASTER_PORT, for a free one: both test nodes are one
 machine shared with other runs (conftest's `port` fixture does the same)."""
 
+import json
 import os
 import re
 import subprocess
@@ -86,3 +87,12 @@ def test_discover_refuses_to_overwrite_a_file(tmp_path):
     done = maple("cluster", "discover", "--name", "x", "--out", str(path),
                  "--from", str(ROOT / "tests" / "data" / "discover" / "maple-test"), env=env)
     assert done.returncode == 2 and "--force" in done.stderr and path.read_text() == "mine\n"
+
+
+def test_check_on_a_shipped_profile_from_recorded_outputs_names_the_difference():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = maple("cluster", "check", "polaris", "--json", "--from", str(ROOT / "tests" / "data" / "discover" / "polaris"), env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["drift"] == ["the scheduler's CPUs per node: the profile says 32, `pbsnodes -a` says 64"]
+    assert "`qstat -Qf`" in report["not_checked"]  # queues were not recorded: not checked, not drift
