@@ -37,8 +37,11 @@ def discover_command(args) -> int:
         raise MapleError(f"{path} exists; --force replaces it")
     host = "recorded outputs" if args.recorded else socket.gethostname()
     text = render(facts, name, datetime.date.today().isoformat(), host, args.docs_url or "")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise MapleError(f"--out {path}: {exc.strerror}") from exc
     missing = sum(line.count("# unconfirmed") for line in text.splitlines())
     out.print(f"wrote {escape(str(path))} ({missing} values unconfirmed)", highlight=False)
     out.print(f"`maple port --to {name}` finds it with MAPLE_CLUSTERS_DIR={escape(str(path.parent.resolve()))}", highlight=False)
