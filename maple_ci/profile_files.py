@@ -33,8 +33,8 @@ def profile_files(directory: str) -> dict[Path, dict]:
 @lru_cache(maxsize=4)
 def _read(directory: str, stamp: tuple) -> dict[Path, dict]:
     files = {}
-    for name, _, _ in stamp:
-        path = Path(name)
+    for path_text, _, _ in stamp:
+        path = Path(path_text)
         try:
             # libyaml's safe loader when PyYAML has it: the pure-Python one took 0.1 s for twelve files.
             files[path] = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
