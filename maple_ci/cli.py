@@ -254,11 +254,13 @@ def action(args) -> int:
 
     from .github.action import apply_inputs, run_configured
     from .github.pipeline import Pipeline, git_checkout
+    from .github.repo_profiles import use_repository_profiles
     from .llm import backend_from_setting
     from .profiles import load_profiles
 
     apply_inputs()
     root = Path(os.environ.get("GITHUB_WORKSPACE", "."))
+    use_repository_profiles(root)  # the default branch's .github/maple/clusters/*.yaml, checked
     return run_configured(root, sorted(load_profiles()),
                           lambda config: Pipeline(config, git_checkout(root), model=backend_from_setting()))
 
@@ -370,6 +372,9 @@ def _parser() -> argparse.ArgumentParser:
     from .trace.cli import add_parser as add_trace
 
     add_trace(commands, _command)
+    from .discover.cli import add_parser as add_cluster
+
+    add_cluster(commands, _command)
     _command(commands, "action", action, "Run as the GitHub Action.")
     cli_setup.register(commands, _command)
     parser.set_defaults(usage=parser)

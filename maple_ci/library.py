@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import MapleError
 from .intent import Framework, Strategy
 from .paths import templates_dir
-from .profile_files import cluster_data
+from .profile_files import cluster_data, profile_paths
 
 # "any": the generic family, which runs any torch.distributed program (Megatron-LM, Lightning,
 # tensor or pipeline parallel code) one rank per device or one torchrun per node.
@@ -94,7 +94,7 @@ def library_hash() -> str:
     """Content hash of every template and cluster profile: the retrieval cache key."""
     digest = hashlib.sha256()
     root = templates_dir()
-    for path in sorted(list((root / "launch").rglob("*.j2")) + list((root / "clusters").glob("*.yaml"))):
-        digest.update(str(path.relative_to(root)).encode())
+    for path in sorted(list((root / "launch").rglob("*.j2")) + profile_paths(str(root))):
+        digest.update(str(path.relative_to(root) if path.is_relative_to(root) else path).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

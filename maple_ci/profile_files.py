@@ -2,6 +2,7 @@
 checks them against its models. Extraction needs only each cluster's names and signatures; reading
 them here keeps the validation library out of every `maple extract`."""
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -11,11 +12,17 @@ from .errors import MapleError
 from .paths import templates_dir
 
 
+def profile_paths(directory: str) -> list[Path]:
+    """The library's profiles, then those of each folder in MAPLE_CLUSTERS_DIR (os.pathsep-separated):
+    a user's own, such as `maple cluster discover` writes."""
+    folders = [Path(directory) / "clusters"] + [Path(p) for p in os.environ.get("MAPLE_CLUSTERS_DIR", "").split(os.pathsep) if p]
+    return [path for folder in folders for path in sorted(folder.glob("*.yaml"))]
+
+
 def files_stamp(directory: str) -> tuple:
-    """What identifies the profiles' current contents (name, mtime, size of each file): a cache key
+    """What identifies the profiles' current contents (path, mtime, size of each file): a cache key
     that changes when a file does, for a long-running process (the bot) and for tests that edit one."""
-    paths = sorted((Path(directory) / "clusters").glob("*.yaml"))
-    return tuple((path.name, stat.st_mtime_ns, stat.st_size) for path in paths for stat in [path.stat()])
+    return tuple((str(path), stat.st_mtime_ns, stat.st_size) for path in profile_paths(directory) for stat in [path.stat()])
 
 
 def profile_files(directory: str) -> dict[Path, dict]:
@@ -26,8 +33,8 @@ def profile_files(directory: str) -> dict[Path, dict]:
 @lru_cache(maxsize=4)
 def _read(directory: str, stamp: tuple) -> dict[Path, dict]:
     files = {}
-    for name, _, _ in stamp:
-        path = Path(directory) / "clusters" / name
+    for path_text, _, _ in stamp:
+        path = Path(path_text)
         try:
             # libyaml's safe loader when PyYAML has it: the pure-Python one took 0.1 s for twelve files.
             files[path] = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -253,6 +253,8 @@ def _load_all(directory: str, stamp: tuple) -> dict[str, ClusterProfile]:  # sta
             profile = ClusterProfile.model_validate(data)
         except Exception as exc:  # a broken data file must name itself
             raise MapleError(f"invalid cluster profile {path}: {exc}") from exc
+        if profile.name in profiles:  # a user's profile (MAPLE_CLUSTERS_DIR) never silently replaces one
+            raise MapleError(f"cluster {profile.name!r} is defined twice; rename the one in {path}")
         profiles[profile.name] = profile
     return profiles
 
@@ -273,7 +275,8 @@ def get_profile(name: str) -> ClusterProfile:
 def _unconfirmed(profile: ClusterProfile) -> int:
     """How many of the profile's values say they are unconfirmed (`# unconfirmed` in its file, and
     the container's list)."""
-    text = (templates_dir() / "clusters" / f"{profile.name}.yaml").read_text()
+    path = next(p for p, data in profile_files(str(templates_dir())).items() if data.get("name") == profile.name)
+    text = path.read_text()
     return len(re.findall(r"#\s*unconfirmed", text)) + len(profile.container.unconfirmed)
 
 
