@@ -121,15 +121,18 @@ def _environment(intent) -> list[str]:
 
 def _envs(intent, gpu_name: str) -> tuple[dict, list[str]]:
     """(the source's variables the task carries, notes on those it does not), by the values table
-    (values.py): a SkyPilot node has no site of its own, and no fixed core count to give a
-    per-rank thread count (OMP_NUM_THREADS is the user's to set)."""
+    (values.py): a SkyPilot node has no site of its own, and no fixed core count to compute a
+    per-rank thread count from (OMP_NUM_THREADS keeps the source's number)."""
     from .values import Target, env_rule, port_env
 
     vendor = "amd" if gpu_name.startswith("MI") else "nvidia"
     per_core = {name for name in intent.env if (rule := env_rule(name)) and rule.to == "cores_per_rank"}
     kept, notes = port_env({k: v for k, v in intent.env.items() if k not in per_core},
                            Target(TARGET, vendor, same_cluster=False, cores_per_rank=1), set())
-    notes += [f"{name} is not carried over: a SkyPilot node has no fixed core count; set it in envs" for name in sorted(per_core)]
+    # the source's own per-rank thread count, kept: a SkyPilot node's cores are only known once provisioned
+    kept |= {name: intent.env[name] for name in sorted(per_core) if intent.env[name].isdigit()}
+    notes += [f"{name}={intent.env[name]} is the source's; check it against the cores SkyPilot gives each node"
+              if name in kept else f"{name} is not carried over: its value is not a number" for name in sorted(per_core)]
     return kept, notes
 
 
