@@ -40,10 +40,10 @@ _HEAD = 'MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)'
 _SKY_GPUS = ("GH200", "H200", "H100", "A100-80GB", "A100", "L40S", "L4", "V100", "MI300X", "MI250X", "MI250")
 
 
-def is_task(text: str, name: str) -> bool:
-    """Whether a file is a SkyPilot task: a YAML file (by name) holding a mapping with `run` and only
-    the schema's keys."""
-    if not name.endswith((".yaml", ".yml")):
+def is_task(text: str, name: str = "") -> bool:
+    """Whether a text is a SkyPilot task: a YAML mapping with `run` and only the schema's keys (and,
+    where a file `name` is given, a .yaml or .yml file)."""
+    if name and not name.endswith((".yaml", ".yml")) or text.startswith("#!"):
         return False
     try:
         data = yaml.safe_load(text)
@@ -52,7 +52,7 @@ def is_task(text: str, name: str) -> bool:
     return isinstance(data, dict) and "run" in data and set(data) <= TASK_KEYS
 
 
-def _accelerators(resources) -> tuple[Optional[str], Optional[int]]:
+def accelerators(resources) -> tuple[Optional[str], Optional[int]]:
     """(GPU name, count per node) of `resources.accelerators`: "A100:8", {A100: 8}, or a list of
     alternatives (the first is read; each must give the same count)."""
     value = (resources or {}).get("accelerators") if isinstance(resources, dict) else None
@@ -91,7 +91,7 @@ def script_view(text: str, name: str) -> str:
     subshell (SkyPilot runs it apart from `run`), then `run`. Extraction reads this like a batch
     script; the trace runs `run` on each node of an emulated allocation (trace/skypilot.py)."""
     data = read_task(text)
-    gpus = _accelerators(data.get("resources"))[1]
+    gpus = accelerators(data.get("resources"))[1]
     lines = ["#!/bin/bash", f"# the SkyPilot task {shlex.quote(str(data.get('name') or name))} as maple reads it: "
              "setup, then run, on each node"]
     lines += [f"export {k}={shlex.quote('' if v is None else str(v))}" for k, v in (data.get("envs") or {}).items()]

@@ -17,7 +17,6 @@ from maple_ci.skypilot import is_task, script_view, sky_gpu
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import compare, header_of
 from maple_ci.trace.sandbox import bwrap
-from maple_ci.trace.skypilot import trace_task
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
 # SkyPilot's distributed-jobs.html example (docs.skypilot.co, stable, read 2026-11-29), trimmed
@@ -126,7 +125,7 @@ def test_a_task_round_trips_to_the_same_program_per_rank(tmp_path):
     program with its arguments on the same ranks and nodes."""
     source = trace_script(EXAMPLE, cluster="perlmutter")
     _, (task,) = port(str(EXAMPLE), ["skypilot"], tmp_path / "out")
-    traced_task = trace_task(EXAMPLE, text=task.script)
+    traced_task = trace_script(EXAMPLE, text=task.script)
     assert traced_task.exit_code == 0 and len(source.ranks) == 8
     assert _ranks(traced_task) == _ranks(source)
     assert compare(source, traced_task, header_of(task.script)) == []
@@ -148,7 +147,34 @@ def test_the_stand_in_gives_each_node_its_rank_and_the_head_address(tmp_path):
     task.write_text("num_nodes: 3\nresources:\n  accelerators: H100:2\nrun: |\n"
                     "  python probe.py \"$SKYPILOT_NODE_RANK\" \"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\" "
                     "\"$SKYPILOT_NUM_GPUS_PER_NODE\"\n")
-    traced = trace_task(task)
+    traced = trace_script(task)
     assert sorted((r.node, tuple(r.program)) for r in traced.ranks) == [
         ("n001", ("probe.py", "0", "192.0.2.1", "2")), ("n002", ("probe.py", "1", "192.0.2.1", "2")),
         ("n003", ("probe.py", "2", "192.0.2.1", "2"))]
+
+
+@needs_bwrap
+def test_the_trace_gate_checks_a_task_both_ways(tmp_path):
+    """`maple port --trace`: the task written from a script, and a script written from a task, each
+    traced against its source by the gate."""
+    _, (task,) = port(str(EXAMPLE), ["skypilot"], tmp_path / "out", trace=True)
+    assert [c.ok for c in task.checks if c.name == "trace"] == [True]
+    source = tmp_path / "mingpt.yaml"
+    source.write_text(MINGPT)
+    _, (back,) = port(str(source), ["perlmutter"], tmp_path / "back", trace=True)
+    (check,) = [c for c in back.checks if c.name == "trace"]
+    assert check.ok, check.message
+
+
+@needs_bwrap
+def test_maple_trace_shows_a_tasks_ranks(tmp_path, capsys):
+    from maple_ci.cli import main
+
+    source = tmp_path / "mingpt.yaml"
+    source.write_text(MINGPT)
+    with pytest.raises(SystemExit) as done:
+        main(["trace", str(source), "--json"])
+    assert done.value.code == 0
+    data = __import__("json").loads(capsys.readouterr().out)
+    assert data["world"] == 16 and len(data["allocation"]["nodes"]) == 2
+    assert {tuple(r["argv"][-3:]) for r in data["ranks"]} == {("main.py", "--epochs", "3")} and len(data["ranks"]) == 16

@@ -10,12 +10,11 @@ line, the head node first.
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional
 
 from ..errors import MapleError
-from ..skypilot import read_task, script_view
-from . import Trace, trace_script
+from ..skypilot import accelerators, is_task, read_task, script_view
 
 _END = "MAPLE_SKYPILOT_RUN"
 
@@ -31,8 +30,26 @@ def trace_view(text: str, name: str) -> str:
     return f"{head}skypilot-nodes <<'{_END}'\n{data['run'].rstrip()}\n{_END}\n"
 
 
-def trace_task(path: Path, trusted: bool = False, text: Optional[str] = None) -> Trace:
-    """The trace of the SkyPilot task at `path` (or `text`, from that folder) on its num_nodes nodes."""
-    text = Path(path).read_text(errors="replace") if text is None else text
-    nodes = read_task(text).get("num_nodes", 1)
-    return trace_script(Path(path), nodes=nodes, trusted=trusted, text=trace_view(text, Path(path).name))
+# What the stand-in sets on each node; the variables the same on every node are the job's (task_env).
+NODE_VARS = frozenset({"SKYPILOT_NODE_RANK"})
+
+
+@dataclass(frozen=True)
+class TracedTask:
+    view: str  # what the trace runs
+    nodes: int
+    gpus: Optional[int]  # per node, from resources.accelerators
+
+    def job_env(self, alloc) -> dict:
+        """The variables SkyPilot sets alike on every node of the task (the node rank aside)."""
+        addresses = alloc.as_data()["addresses"]
+        env = {"SKYPILOT_NUM_NODES": str(len(alloc.nodes)), "SKYPILOT_NODE_IPS": "\n".join(addresses[n] for n in alloc.nodes)}
+        return env | ({"SKYPILOT_NUM_GPUS_PER_NODE": str(self.gpus)} if self.gpus else {})
+
+
+def traced_task(text: str, name: str) -> Optional[TracedTask]:
+    """A SkyPilot task as the trace runs it; None for any other script."""
+    if not is_task(text):
+        return None
+    task = read_task(text)
+    return TracedTask(trace_view(text, name), task.get("num_nodes", 1), accelerators(task.get("resources"))[1])

@@ -332,14 +332,13 @@ def remote(name: str, argv: list) -> int:
 
 def skypilot_nodes(argv: list) -> int:
     """A SkyPilot task's `run` (on standard input; trace/skypilot.py) on each node, with the node's
-    rank and every node's address, the head's first, as SkyPilot sets them."""
+    rank as SkyPilot sets it (the job's environment has the rest: SKYPILOT_NODE_IPS, ...)."""
     commands = sys.stdin.read()
     nodes = job_nodes()
-    addresses = "\n".join(ALLOC["addresses"][n] for n in nodes)
     record("launch", ["skypilot-nodes", *argv], launcher="skypilot", nodes=nodes, command=["run"])
     status = 0
     for rank, host in enumerate(nodes[:MAX_RANKS]):
-        env = {**os.environ, "MAPLE_TRACE_NODE": host, "SKYPILOT_NODE_RANK": str(rank), "SKYPILOT_NODE_IPS": addresses}
+        env = {**os.environ, "MAPLE_TRACE_NODE": host, "SKYPILOT_NODE_RANK": str(rank)}
         status = max(status, run(["bash", "-c", commands], env))
     return status
 
