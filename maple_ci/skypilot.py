@@ -153,12 +153,10 @@ def _launch(intent) -> str:
             "--node_rank=\"$SKYPILOT_NODE_RANK\" --master_addr=\"$MASTER_ADDR\" --master_port=8008 " + program)
 
 
-def _scheduler_variables(intent) -> list[str]:
-    from . import schedulers
-
+def _variables_read(intent) -> set[str]:
+    """The variables the program's path and arguments expand ($SCRATCH, ${SLURM_PROCID})."""
     words = [intent.entrypoint, *intent.script_args]
-    found = {name for word in words for name in re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)", word)}
-    return sorted(name for name in found if schedulers.by_variable(name))
+    return {name for word in words for name in re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", word)}
 
 
 def write_task(intent, gpu_name: Optional[str], name: str) -> str:
@@ -170,11 +168,18 @@ def write_task(intent, gpu_name: Optional[str], name: str) -> str:
         raise MapleError("a SkyPilot task needs the job's size: give --nodes and --gpus-per-node")
     if not gpu_name:
         raise MapleError("the source's GPU model has no SkyPilot name maple knows; a task asks for NAME:COUNT")
-    held = _scheduler_variables(intent)
+    from . import schedulers
+
+    read = _variables_read(intent)
+    held = sorted(name for name in read if schedulers.by_variable(name))
     if held:
         raise MapleError(f"the program reads {', '.join(held)}, which a SkyPilot node does not set; give its value "
                          "with --program-args")
     environment, (envs, notes) = _environment(intent), _envs(intent, gpu_name)
+    unset = sorted(name for name in read - set(envs) if not name.startswith("SKYPILOT_"))
+    if unset:  # a site's $SCRATCH: set on the source's cluster, not on a SkyPilot node
+        notes.append(f"the program's arguments read {', '.join('$' + n for n in unset)}, which a SkyPilot node "
+                     "does not set: give each a value under envs")
     task = {"name": name, "num_nodes": intent.nodes, "resources": {"accelerators": f"{gpu_name}:{intent.gpus_per_node}"}}
     if envs:
         task["envs"] = envs

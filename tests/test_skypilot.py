@@ -84,14 +84,21 @@ def test_a_corpus_script_ports_to_a_task_with_its_program_and_process_model(tmp_
     assert 'train.py --epochs 10 --batch-size 128 --lr 0.1 --data-dir "$SCRATCH/imagenet"' in task["run"]
     assert '--nproc_per_node="$SKYPILOT_NUM_GPUS_PER_NODE"' in task["run"]
     assert "NCCL_SOCKET_IFNAME" not in task.get("envs", {})  # Perlmutter's Slingshot tuning stays there
+    assert task["envs"] == {"OMP_NUM_THREADS": "16"}
+    assert "# note: the program's arguments read $SCRATCH, which a SkyPilot node does not set" in result.script
     assert (tmp_path / "skypilot" / "perlmutter_torchrun_ddp.sky.yaml").read_text() == result.script
 
 
-@pytest.mark.parametrize("site, message", [("#SBATCH -A m1234 -C gpu -q regular\n", "srun"), ("", "GPU model")])
-def test_a_source_maple_cannot_write_as_a_task_changes_nothing(tmp_path, site, message):
+PERLMUTTER = "#SBATCH -A m1234 -C gpu -q regular\n"
+
+
+@pytest.mark.parametrize("site, launch, message", [
+    (PERLMUTTER, "srun python train.py", "srun"), ("", "srun python train.py", "GPU model"),
+    (PERLMUTTER, "srun -n 2 torchrun --nproc_per_node=4 train.py --id $SLURM_PROCID", "SLURM_PROCID"),
+])
+def test_a_source_maple_cannot_write_as_a_task_changes_nothing(tmp_path, site, launch, message):
     source = tmp_path / "mpi.sbatch"
-    source.write_text(f"#!/bin/bash\n{site}#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4 -t 1:00:00\n"
-                      "srun python train.py\n")
+    source.write_text(f"#!/bin/bash\n{site}#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4 -t 1:00:00\n{launch}\n")
     with pytest.raises(MapleError, match=message):
         port(str(source), ["skypilot"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
