@@ -115,10 +115,17 @@ def sky_gpu(gpu_model: Optional[str]) -> Optional[str]:
     return None
 
 
+def _plain_path(path: str, check) -> bool:
+    try:
+        return bool(check(path))
+    except MapleError:
+        return False
+
+
 def _environment(intent) -> tuple[list[str], list[str]]:
     """(the source's environment as commands, notes): its modules and its Python environment's
     activation, each rebuilt from an allowlisted name or path (never the script's line as written)."""
-    from .python_env import _ENV_PATH, activation
+    from .python_env import activation, check_env_path
 
     modules = [m for m in intent.modules if _MODULE.fullmatch(m)]
     lines = [f"module load {shlex.join(modules)}"] if modules else []
@@ -128,9 +135,8 @@ def _environment(intent) -> tuple[list[str], list[str]]:
         notes.append(f"setup loads the source cluster's modules ({', '.join(modules)}); a node without that module "
                      "system (a cloud VM, Kubernetes) needs your own install there instead")
     found = _ACTIVATE.fullmatch((intent.python_env or "").strip())
-    path = found and (found["venv"] or found["conda"])
-    if path and ".." not in path.split("/") and _ENV_PATH.fullmatch(path):
-        lines.append(activation("conda" if found["conda"] else "venv", path))
+    if found and _plain_path(found["venv"] or found["conda"], check_env_path):
+        lines.append(activation("conda" if found["conda"] else "venv", found["venv"] or found["conda"]))
     elif intent.python_env:
         notes.append(f"the source's Python environment ({intent.python_env}) is not carried over: not a plain "
                      "venv or conda activation")

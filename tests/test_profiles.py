@@ -1,6 +1,7 @@
 """Cluster profiles (templates/clusters/*.yaml): they load, their facts hold, and their signatures
 recognise each cluster's own scripts without claiming another cluster's."""
 
+import marshal
 import re
 import string
 import subprocess
@@ -470,7 +471,7 @@ def test_data_files_are_parsed_once_and_keyed_by_content(tmp_path, monkeypatch):
     assert load_yaml(source) == {"name": "two", "gpus_per_node": 8}
     assert len(list((tmp_path / "data" / "parsed").iterdir())) == 2
     source.write_text("name: one\ngpus_per_node: 4\n")
-    entries[0].write_bytes(__import__("marshal").dumps({"name": "from the cache"}))
+    entries[0].write_bytes(marshal.dumps({"name": "from the cache"}))
     assert load_yaml(source) == {"name": "from the cache"}  # same content: the cached form, no parse
     dated = tmp_path / "dated.yaml"
     dated.write_text("read: 2026-11-29\n")
