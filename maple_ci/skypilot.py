@@ -191,8 +191,10 @@ def write_task(intent, gpu_name: Optional[str], name: str) -> str:
     if not intent.nodes or not intent.gpus_per_node:
         raise MapleError("a SkyPilot task needs the job's size: give --nodes and --gpus-per-node")
     if not gpu_name:
-        raise MapleError("the source's GPU model has no SkyPilot name maple knows; a task asks for NAME:COUNT")
+        raise MapleError("the source's GPU has no SkyPilot name maple knows (its cluster is not recognised, or its GPU "
+                         "is not in SkyPilot's catalogue); a task asks for NAME:COUNT, such as A100:8")
     from . import schedulers
+    from .synthesize import shell_word
 
     read = _variables_read(intent)
     held = sorted(name for name in read if schedulers.by_variable(name))
@@ -201,6 +203,14 @@ def write_task(intent, gpu_name: Optional[str], name: str) -> str:
                          "with --program-args")
     (environment, env_notes), (envs, notes) = _environment(intent), _envs(intent, gpu_name)
     notes += env_notes
+    # SkyPilot exports `envs` as written; a value that expands a variable (${USER}) is exported in the
+    # shells instead, where it expands as in the source
+    expanded = {k: v for k, v in envs.items() if "$" in v}
+    envs = {k: v for k, v in envs.items() if k not in expanded}
+    environment += [f"export {k}={shell_word(v)}" for k, v in expanded.items()]
+    if intent.container and intent.container.image:  # SkyPilot's image_id takes docker images, not .sif files
+        notes.append(f"the source runs its program in the {intent.container.runtime} image {intent.container.image}, "
+                     "which the task does not: give a Docker image as resources.image_id (docker:IMAGE) to run it there")
     unset = sorted(name for name in read - set(envs) if not name.startswith("SKYPILOT_"))
     if unset:  # a site's $SCRATCH: set on the source's cluster, not on a SkyPilot node
         notes.append(f"the program's arguments read {', '.join('$' + n for n in unset)}, which a SkyPilot node "

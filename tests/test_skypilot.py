@@ -111,7 +111,7 @@ PERLMUTTER = "#SBATCH -A m1234 -C gpu -q regular\n"
 
 
 @pytest.mark.parametrize("site, launch, message", [
-    (PERLMUTTER, "srun python train.py", "srun"), ("", "srun python train.py", "GPU model"),
+    (PERLMUTTER, "srun python train.py", "srun"), ("", "srun python train.py", "no SkyPilot name"),
     (PERLMUTTER, "srun -n 2 torchrun --nproc_per_node=4 train.py --id $SLURM_PROCID", "SLURM_PROCID"),
 ])
 def test_a_source_maple_cannot_write_as_a_task_changes_nothing(tmp_path, site, launch, message):
@@ -120,6 +120,17 @@ def test_a_source_maple_cannot_write_as_a_task_changes_nothing(tmp_path, site, l
     with pytest.raises(MapleError, match=message):
         port(str(source), ["skypilot"], tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_value_that_expands_a_variable_is_exported_where_it_expands_and_an_image_is_named(tmp_path):
+    """LUMI's own example (tests/data/real): MIOPEN paths under ${USER}, a Singularity image."""
+    source = Path(__file__).parent / "data" / "real" / "centers" / "lumi" / "run_ds_torchrun.sh"
+    _, (result,) = port(str(source), ["skypilot"], tmp_path)
+    task = yaml.safe_load(result.script)
+    assert 'export MIOPEN_USER_DB_PATH="/tmp/miopen-config-${USER}"' in task["run"].splitlines()
+    assert "MIOPEN_USER_DB_PATH" not in task.get("envs", {})  # SkyPilot would export it unexpanded
+    assert task["resources"]["accelerators"] == "MI250X:8"
+    assert "# note: the source runs its program in the singularity image /appl/local/laifs/containers/" in result.script
 
 
 def test_skypilot_validates_the_written_task(tmp_path):
