@@ -227,30 +227,33 @@ PROCESS_COMMANDS = {
     "port, 1 cluster": ["port", "{example}", "--to", "polaris", "--out", "{out}"],
     "port, all clusters": ["port", "{example}", "--to", "all", "--out", "{out}"],
     "extract": ["extract", "{example}"],
+    "port, skypilot task": ["port", "{example}", "--to", "skypilot", "--out", "{out}"],
 }
 
 
-# Runs one child and prints its wall time and peak RSS. Linux gives a child the high-water RSS of the
+# Runs one child and prints its wall time, peak RSS and CPU time (its own and its children's: bash -n,
+# shellcheck), the last a figure other work on a shared machine does not inflate. Linux gives a child the high-water RSS of the
 # process it was forked from (recorded at exec), so a big parent (pytest, `maple bench` after its
 # in-process stages) would inflate every figure: this small interpreter is the parent instead.
 _MEASURE = ("import os, subprocess, sys, time\n"
             "start = time.perf_counter()\n"
             "child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
             "_, status, usage = os.wait4(child.pid, 0)\n"
-            "print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status))\n")
+            "print(time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status),\n"
+            "      usage.ru_utime + usage.ru_stime)\n")
 
 
-def _run_process(argv: list[str], env: dict) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process, from its own rusage (os.wait4)."""
+def _run_process(argv: list[str], env: dict) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MiB) and CPU seconds of one child process, from its own rusage (os.wait4)."""
     run = subprocess.run([sys.executable, "-S", "-c", _MEASURE, *argv], env=env, capture_output=True, text=True,
                          check=False)
     try:
-        seconds, peak_kib, code = run.stdout.split()
+        seconds, peak_kib, code, cpu = run.stdout.split()
     except ValueError:
         raise MapleError(f"could not time {' '.join(argv)}: {run.stderr[-2000:]}") from None
     if int(code) not in (0, 1):  # 1: a check failed, still a complete run
         raise MapleError(f"{' '.join(argv)} exited {code}: {run.stderr[-2000:]}")
-    return float(seconds), int(peak_kib) / 1024
+    return float(seconds), int(peak_kib) / 1024, float(cpu)
 
 
 def process_latency(runs: int = 5) -> dict:
@@ -279,9 +282,9 @@ def _cold_and_warm(argv: list[str], env: dict, cold_prefix: str, warm_dir: str, 
     return {label: _process_figures(samples) for label, samples in (("cold", cold), ("warm", warm))}
 
 
-def _process_figures(samples: list[tuple[float, float]]) -> dict:
-    return {"median_s": statistics.median(s for s, _ in samples), "max_s": max(s for s, _ in samples),
-            "peak_rss_mib": max(m for _, m in samples)}
+def _process_figures(samples: list[tuple[float, float, float]]) -> dict:
+    return {"median_s": statistics.median(s for s, _, _ in samples), "max_s": max(s for s, _, _ in samples),
+            "peak_rss_mib": max(m for _, m, _ in samples), "cpu_median_s": statistics.median(c for _, _, c in samples)}
 
 
 def run_latency(cases: list[AccuracyCase], repeat: int = 20, runs: int = 5) -> dict:

@@ -158,12 +158,12 @@ def _print_accuracy(report: dict, out: Console) -> None:
 
 def _print_latency(report: dict, out: Console) -> None:
     process = report["process"]
-    table = Table("command", "cold s", "warm s", "cold peak MiB", "warm peak MiB",
+    table = Table("command", "cold s", "warm s", "warm CPU s", "cold peak MiB", "warm peak MiB",
                   title=f"whole process, medians of {process['runs']} runs ({process['cpus']} CPUs, "
                         f"load {process['load'][0]:.1f} -> {process['load'][1]:.1f})")
     for name, figures in process["commands"].items():
         cold, warm = figures["cold"], figures["warm"]
-        table.add_row(name, f"{cold['median_s']:.2f}", f"{warm['median_s']:.2f}",
+        table.add_row(name, f"{cold['median_s']:.2f}", f"{warm['median_s']:.2f}", f"{warm['cpu_median_s']:.2f}",
                       f"{cold['peak_rss_mib']:.0f}", f"{warm['peak_rss_mib']:.0f}")
     out.print(table)
     stages = Table("stage", "median ms", "max ms", title=f"in-process stages, warm ({report['templates']} templates)")

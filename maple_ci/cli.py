@@ -302,7 +302,7 @@ def _parser() -> argparse.ArgumentParser:
     command = _command(commands, "port", port, "Port a script to other clusters.", "Print the results as JSON.")
     command.add_argument("source", metavar="SOURCE", help="The launch script to port (or a request in plain words).")
     command.add_argument("--to", nargs="+", action="extend", default=[], metavar="CLUSTER",
-                         help="Target clusters: --to perlmutter aurora, or 'all'.")
+                         help="Target clusters: --to perlmutter aurora, or 'all'; 'skypilot' writes a SkyPilot task.")
     command.add_argument("--out", dest="out_dir", metavar="DIR", type=Path, default=Path("scripts"),
                          help="Where scripts/<cluster>/<name> go (default: scripts).")
     command.add_argument("--framework", help="Override the framework (pytorch, deepspeed, accelerate).")

@@ -50,7 +50,7 @@ def config_check(args) -> int:
 
 def register(commands, command) -> None:
     """The two commands on the `maple` parser; `command` is cli._command."""
-    from .github.config import DEFAULT_PATH
+    from .github import DEFAULT_PATH
 
     parser = command(commands, "init", init_command, "Set maple-ci's bot up in a repository.")
     parser.add_argument("root", nargs="?", type=Path, default=Path("."), metavar="DIR", help="The repository (default: here).")

@@ -100,13 +100,16 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
     """python_envs: the user's Python environment by cluster name (or "default" for every target),
     activated where the center provides none (python_env.py). source_text, the source script, lets
     the read-back gate also compare the variables the program is given."""
-    profiles = [get_profile(name) for name in targets]  # unknown clusters fail before any work
-    if not profiles:
+    from .skypilot import TARGET as TASK_TARGET  # a task file, not a cluster: port_task writes it
+
+    clusters = [name for name in targets if name.strip().lower() != TASK_TARGET]
+    profiles = [get_profile(name) for name in clusters]  # unknown clusters fail before any work
+    if not targets:
         raise MapleError("no target cluster given; name at least one with --to")
     for name in set(python_envs) - {ALL}:
         get_profile(name)  # a misspelt cluster in --python-env CLUSTER=PATH must not pass silently
     require_port_facts(intent, source_name)  # before any target: a refusal changes nothing
-    results = []
+    results = [port_task(intent, source_name, out_dir)] if len(clusters) < len(targets) else []
     for profile in profiles:
         profile, target_intent = _for_target(intent, profile, python_envs)
         progress(f"{profile.name}: retrieving a template")
@@ -132,6 +135,19 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
             script=script,
         ))
     return results
+
+
+def port_task(intent: JobIntent, source_name: str, out_dir: Path) -> PortResult:
+    """`--to skypilot`: a SkyPilot task running the source's program (skypilot.py), its GPUs named
+    as the source cluster's are."""
+    from .skypilot import SUFFIX, TARGET, schema_checks, sky_gpu, write_task
+
+    gpu = sky_gpu(get_profile(intent.source_cluster).gpu_model) if intent.source_cluster else None
+    name = Path(source_name).name.split(".")[0] or "task"
+    task = write_task(intent, gpu, name)
+    checks = schema_checks(task)
+    return PortResult(cluster=TARGET, status="ok" if checks_ok(checks) else "failed", template="skypilot-task",
+                      path=str(Path(out_dir) / TARGET / f"{name}.{SUFFIX}"), checks=checks, script=task)
 
 
 def _program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobIntent:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from .data_cache import load_yaml
 from .errors import MapleError
 from .paths import templates_dir
 
@@ -36,8 +37,7 @@ def _read(directory: str, stamp: tuple) -> dict[Path, dict]:
     for path_text, _, _ in stamp:
         path = Path(path_text)
         try:
-            # libyaml's safe loader when PyYAML has it: the pure-Python one took 0.1 s for twelve files.
-            files[path] = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            files[path] = load_yaml(path)
         except (OSError, yaml.YAMLError) as exc:  # a broken data file must name itself
             raise MapleError(f"invalid cluster profile {path}: {exc}") from exc
     return files

@@ -13,8 +13,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Optional
 
-import yaml
-
+from .data_cache import load_yaml
 from .errors import MapleError
 from .paths import bundled
 
@@ -78,7 +77,7 @@ def _rule(row: dict) -> Rule:
 def table() -> tuple[tuple[Rule, ...], dict]:
     """(env rules in order, the other values' rows). Always the package's table: a custom template
     library (MAPLE_TEMPLATES_DIR) does not change what a port may carry."""
-    data = yaml.safe_load((bundled("templates") / "values.yaml").read_text())
+    data = load_yaml(bundled("templates") / "values.yaml")
     return tuple(_rule(row) for row in data["env"]), data["values"]
 
 

@@ -63,8 +63,9 @@ def test_a_child_process_is_timed_with_its_own_peak_memory():
     from maple_ci.bench import _run_process
 
     parent = b"1" * (500 << 20)  # a big parent: Linux hands its high-water RSS to a child it forks
-    seconds, peak = _run_process([sys.executable, "-c", "x = b'1' * (200 << 20)"], dict(os.environ))
+    seconds, peak, cpu = _run_process([sys.executable, "-c", "x = b'1' * (200 << 20)"], dict(os.environ))
     assert seconds > 0 and 200 <= peak < 400 and len(parent)  # this child's 200 MiB, not the parent's 500+
+    assert 0 < cpu <= seconds * 2  # the child's own CPU time (one thread, with bash's a little more)
     with pytest.raises(MapleError, match="exited 3: no luck"):
         _run_process([sys.executable, "-c", "import sys; print('no luck', file=sys.stderr); sys.exit(3)"], dict(os.environ))
 
@@ -77,7 +78,7 @@ def test_latency_suite_times_each_command_cold_and_warm(monkeypatch):
     figures = report["commands"]["extract"]
     assert figures["argv"][0] == "extract" and figures["argv"][1].endswith("perlmutter_torchrun_ddp.sbatch")
     for label in ("cold", "warm"):
-        assert figures[label]["median_s"] > 0 and figures[label]["peak_rss_mib"] > 10
+        assert figures[label]["median_s"] > 0 and figures[label]["peak_rss_mib"] > 10 and figures[label]["cpu_median_s"] > 0
     assert report["runs"] == 1 and len(report["load"]) == 2
 
 

@@ -1,6 +1,7 @@
 """Cluster profiles (templates/clusters/*.yaml): they load, their facts hold, and their signatures
 recognise each cluster's own scripts without claiming another cluster's."""
 
+import marshal
 import re
 import string
 import subprocess
@@ -447,3 +448,38 @@ def test_a_rows_shape_follows_from_its_launcher_and_strategy():
     assert [shape("ddp", "srun"), shape("fsdp", "torchrun"), shape("zero3", "deepspeed"), shape("ddp", "accelerate"),
             shape("any", "mpiexec"), shape("any", "torchrun"), shape("single", "python")] == \
         ["ranks", "torchrun", "deepspeed", "accelerate", "generic", "torchrun", "single"]
+
+
+def test_data_files_are_parsed_once_and_keyed_by_content(tmp_path, monkeypatch):
+    """data_cache: the parsed form is read back on the next load, and an edited file (a new key)
+    is parsed again, never served stale; a value marshal cannot hold (a YAML date) is not cached."""
+    from maple_ci.data_cache import load_yaml
+
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    source = tmp_path / "profile.yaml"
+    source.write_text("name: one\ngpus_per_node: 4\n")
+    assert load_yaml(source) == {"name": "one", "gpus_per_node": 4}
+    entries = list((tmp_path / "data" / "parsed").iterdir())
+    assert len(entries) == 1
+    source.write_text("name: two\ngpus_per_node: 8\n")
+    assert load_yaml(source) == {"name": "two", "gpus_per_node": 8}
+    assert len(list((tmp_path / "data" / "parsed").iterdir())) == 2
+    source.write_text("name: one\ngpus_per_node: 4\n")
+    entries[0].write_bytes(marshal.dumps({"name": "from the cache"}))
+    assert load_yaml(source) == {"name": "from the cache"}  # same content: the cached form, no parse
+    dated = tmp_path / "dated.yaml"
+    dated.write_text("read: 2026-11-29\n")
+    assert str(load_yaml(dated)["read"]) == "2026-11-29"
+    assert len(list((tmp_path / "data" / "parsed").iterdir())) == 2
+
+
+def test_a_broken_cache_entry_is_parsed_again(tmp_path, monkeypatch):
+    from maple_ci.data_cache import load_yaml
+
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    source = tmp_path / "profile.yaml"
+    source.write_text("name: one\n")
+    load_yaml(source)
+    (entry,) = (tmp_path / "data" / "parsed").iterdir()
+    entry.write_bytes(b"\x00garbage")
+    assert load_yaml(source) == {"name": "one"}

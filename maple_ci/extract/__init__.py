@@ -49,7 +49,10 @@ def load_source(arg: str) -> tuple[str, str]:
             raise MapleError(f"no such file: {arg}")
         _check_text(arg, "the input text")
         return "<text>", arg
-    return arg, read_script(path, arg)
+    text = read_script(path, arg)
+    from ..skypilot import is_task, script_view  # a SkyPilot task is read as the script it runs
+
+    return arg, script_view(text, arg) if is_task(text, arg) else text
 
 
 def read_script(path: Path, name: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -59,6 +60,7 @@ class Function:
 Node = Union[Command, Function, If, Case]
 
 
+@lru_cache(maxsize=32)  # a port's checks read the same port twice (read-back, world size): one bash -n each
 def bash_syntax_error(text: str) -> Optional[str]:
     """bash's own complaint about `text` (bash -n parses, nothing runs): '' when bash accepts it,
     None when there is no bash to ask."""

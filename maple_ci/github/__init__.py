@@ -11,3 +11,5 @@ onboarding the "Configure maple-ci" PR in a repository with no .github/maple.yml
 bot       carry out a Plan with the pipeline's port and verify functions
 action    `maple action`: Actions' environment -> plan -> exit code and outputs
 """
+
+DEFAULT_PATH = ".github/maple.yml"  # the bot's settings in a repository; here, so `maple --help` needs no config model

@@ -36,9 +36,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from maple_ci.errors import MapleError
+from maple_ci.github import DEFAULT_PATH
 from maple_ci.verify import BACKENDS
 
-DEFAULT_PATH = ".github/maple.yml"
 RunnerName = Literal[("none", *BACKENDS)]  # verification backends by name (maple_ci.verify)
 
 

@@ -11,8 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
 
-import yaml
-
+from ..data_cache import load_yaml
 from .options import Spec, count_ranks, last, option_name, parse_options
 
 __all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
@@ -74,7 +73,7 @@ def _load(entry: dict, name: str) -> Launcher:
 
 @lru_cache(maxsize=1)
 def _registry() -> dict[str, Launcher]:
-    data = yaml.safe_load((Path(__file__).parent / "grammars.yaml").read_text())
+    data = load_yaml(Path(__file__).parent / "grammars.yaml")
     return {name: _load(entry, name) for name, entry in data.items()}
 
 

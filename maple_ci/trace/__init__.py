@@ -17,6 +17,7 @@ from ..errors import MapleError
 from ..files import checkout_root
 from .allocation import Allocation, allocation_for, grammars
 from .sandbox import Limits, Sandbox, bwrap
+from .skypilot import traced_task
 
 __all__ = ["Allocation", "Limits", "Rank", "Trace", "trace_script"]
 
@@ -117,7 +118,10 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
                          "installed here: install it (apt-get install bubblewrap), or pass --trusted for your own script")
     root = Path(checkout or checkout_root(path)).resolve()
     text = path.read_text(errors="replace") if text is None else text
-    alloc = allocation_for(text, cluster, nodes)
+    task = traced_task(text, path.name)  # a SkyPilot task: its run on each of its nodes
+    if task:
+        text, nodes = task.view, nodes or task.nodes
+    alloc = allocation_for(text, cluster, nodes, task and task.gpus)
     started = time.monotonic()
     box = Sandbox(root, alloc.as_data(), grammars(), isolated)
     try:
@@ -125,7 +129,7 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
         script = script.with_name(f".maple-trace-{script.name}")
         script.write_text(text)
         # submitted from the script's own folder, as its port's header asks
-        job_env = alloc.job_env(box.inside(script.parent), path.name, box.inside(box.home))
+        job_env = alloc.job_env(box.inside(script.parent), path.name, box.inside(box.home)) | (task.job_env(alloc) if task else {})
         if alloc.node_file_var:
             (box.home / "nodefile").write_text("\n".join(alloc.nodes) + "\n")
         done = box.run(script, list(args), job_env, limits)

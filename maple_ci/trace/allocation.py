@@ -53,11 +53,12 @@ class Allocation:
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
 
 
-def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int]) -> Allocation:
-    """The allocation the script's directives ask for, on `cluster`'s nodes when one is named."""
+def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus: Optional[int] = None) -> Allocation:
+    """The allocation the script's directives ask for (or `gpus` per node where they say none, as a
+    SkyPilot task's accelerators), on `cluster`'s nodes when one is named."""
     unit = schedulers.detect(text)
     d = unit.read(text, strict=False) if unit else schedulers.Directives()
-    gpus, cpus = d.gpus_per_node or DEFAULT_GPUS, DEFAULT_CPUS
+    gpus, cpus = d.gpus_per_node or gpus or DEFAULT_GPUS, DEFAULT_CPUS
     if cluster:
         from ..profiles import get_profile
 

@@ -22,6 +22,7 @@ from typing import Optional
 from ..verify.record import without_record
 from . import Rank, Trace
 from .allocation import grammars
+from .skypilot import NODE_VARS
 
 _TORCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _PER_RANK = re.compile(r"^--local[_-]rank=\d+$")
@@ -130,7 +131,7 @@ def launcher_vars() -> frozenset:
     through the process model, not one by one."""
     return frozenset(name for g in grammars().values() for names in (g["trace"] or {}).get("env", {}).values()
                      for name in names) | {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                                            "ZE_AFFINITY_MASK"}
+                                            "ZE_AFFINITY_MASK"} | NODE_VARS  # SkyPilot's node rank, as srun's
 
 
 def _device_count(rank: Rank, gpus: int) -> int:
@@ -177,6 +178,7 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
     `cluster`, the source's own, gives its allocation's shape (devices and cores per node)."""
     from pathlib import Path
 
+    from ..skypilot import is_task
     from ..verify.static import Check
     from . import trace_script
 
@@ -188,7 +190,8 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
     for result in results:
         if result.status != "ok":
             continue
-        port = trace_script(Path(source_path), cluster=result.cluster, nodes=len(source.allocation.nodes),
+        target = None if is_task(result.script) else result.cluster  # a SkyPilot task has no cluster profile
+        port = trace_script(Path(source_path), cluster=target, nodes=len(source.allocation.nodes),
                             trusted=trusted, text=result.script, args=args)
         found = compare(source, port, header_of(result.script))
         ok = not found

@@ -330,6 +330,19 @@ def remote(name: str, argv: list) -> int:
     return status
 
 
+def skypilot_nodes(argv: list) -> int:
+    """A SkyPilot task's `run` (on standard input; trace/skypilot.py) on each node, with the node's
+    rank as SkyPilot sets it (the job's environment has the rest: SKYPILOT_NODE_IPS, ...)."""
+    commands = sys.stdin.read()
+    nodes = job_nodes()
+    record("launch", ["skypilot-nodes", *argv], launcher="skypilot", nodes=nodes, command=["run"])
+    status = 0
+    for rank, host in enumerate(nodes[:MAX_RANKS]):
+        env = {**os.environ, "MAPLE_TRACE_NODE": host, "SKYPILOT_NODE_RANK": str(rank)}
+        status = max(status, run(["bash", "-c", commands], env))
+    return status
+
+
 def flux(argv: list) -> int:
     if argv[:1] in (["run"], ["submit"]):
         return mpi_launch("flux", argv)
@@ -460,7 +473,7 @@ CONTAINER_FLAGS = {"--nv", "--rocm", "--cleanenv", "-e", "--containall", "-c", "
                    "--no-home", "--nvccli"}
 COMMANDS = {"module": lambda argv: not_run("module", argv), "ml": lambda argv: not_run("ml", argv),
             "source": lambda argv: not_run("source", argv), "scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
-            "flux": flux, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
+            "flux": flux, "skypilot-nodes": skypilot_nodes, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
 WRAPPERS = ("numactl", "taskset", "nsys", "ncu")
 RUNNERS = ("uv", "conda", "mamba", "micromamba", "shifter", "podman-hpc", "enroot", "stdbuf", "nohup")
 ALIASES = {"torchrun_jsc": "torchrun", "mpiexec.hydra": "mpiexec"}
