@@ -1,0 +1,170 @@
+"""Memory per device (maple_ci/estimates/memory.py): published configurations against the figures
+their sources report, and the port header's memory-fit notes from real ports of scripts in a
+checkout (nothing stood in for: the port runs as `maple port` does)."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from maple_ci.estimates.inputs import Architecture, hf_architecture, known_models, read_workload
+from maple_ci.estimates.memory import GIB, activation_bytes, model_state_bytes
+from maple_ci.intent import JobIntent
+from maple_ci.port import port
+
+GB, MIB = 1e9, 2 ** 20
+ZERO = "https://arxiv.org/abs/1910.02054"  # Rajbhandari et al. 2020, ZeRO (SC'20)
+DEEPSPEED = "https://deepspeed.readthedocs.io/en/latest/memory.html"  # docs/code-docs/source/memory.rst
+ACCELERATE = "https://huggingface.co/docs/accelerate/usage_guides/model_size_estimator"
+# The Ultra-Scale Playbook's activation-memory figure (the "Activation recomputation" section; its
+# data is dist/fragments/memory-recomputation.html of the space), computed with Korthikanti et al.'s
+# s*b*h*(34 + 5as/h) per layer for its "1B" Llama shape at micro-batch 1.
+PLAYBOOK = "https://huggingface.co/spaces/nanotron/ultrascale-playbook"
+
+
+def _model(name: str) -> Architecture:
+    return Architecture(**{k: v for k, v in known_models()[name].items() if k not in ("source", "read")})
+
+
+BERT_BASE_CASED = Architecture(hidden=768, layers=12, heads=12, vocab=28996, positions=512, tied=True)  # its config.json
+PLAYBOOK_1B = Architecture(hidden=2048, layers=16, heads=32, vocab=128256)
+
+# (what, source, estimate in bytes, reported figure, the unit the source prints it in)
+PUBLISHED = [
+    ("ZeRO Figure 1: 7.5B, DDP baseline, 64 GPUs", ZERO,
+     lambda: model_state_bytes(7.5e9, mixed=True, strategy="ddp", data_parallel=64), 120, GB),
+    ("ZeRO Figure 1: 7.5B, P_os (stage 1), 64 GPUs", ZERO,
+     lambda: model_state_bytes(7.5e9, mixed=True, strategy="zero1", data_parallel=64), 31.4, GB),
+    ("ZeRO Figure 1: 7.5B, P_os+g (stage 2), 64 GPUs", ZERO,
+     lambda: model_state_bytes(7.5e9, mixed=True, strategy="zero2", data_parallel=64), 16.6, GB),
+    ("ZeRO Figure 1: 7.5B, P_os+g+p (stage 3), 64 GPUs", ZERO,
+     lambda: model_state_bytes(7.5e9, mixed=True, strategy="zero3", data_parallel=64), 1.9, GB),
+    # §3.1: mixed-precision Adam needs 16 bytes a parameter, "at least 24 GB" for the 1.5B GPT-2
+    # (here its shape, gpt2-xl, counted from templates/estimates/models.yaml)
+    ("ZeRO §3.1: GPT-2 1.5B model states, one GPU", ZERO,
+     lambda: model_state_bytes(_model("gpt2-xl").params(), mixed=True, strategy="ddp", data_parallel=1), 24, GB),
+    ("DeepSpeed: t5-3b (2851M) ZeRO-2, 8 GPUs, no offload", DEEPSPEED,
+     lambda: model_state_bytes(2851e6, mixed=True, strategy="zero2", data_parallel=8, rules="deepspeed"), 15.93, GIB),
+    ("DeepSpeed: t5-3b (2851M, largest layer 32M) ZeRO-3, 8 GPUs, no offload", DEEPSPEED,
+     lambda: model_state_bytes(2851e6, mixed=True, strategy="zero3", data_parallel=8, rules="deepspeed",
+                               largest_layer=32e6), 6.10, GIB),
+    ("DeepSpeed: t5-large (737.67M, largest layer 32.90M) ZeRO-3 case 1, 4 GPUs", DEEPSPEED,
+     lambda: model_state_bytes(737.67e6, mixed=True, strategy="zero3", data_parallel=4, rules="deepspeed",
+                               largest_layer=32.90e6), 3291, MIB),
+    ("Accelerate: bert-base-cased, float32, training with Adam", ACCELERATE,
+     lambda: model_state_bytes(BERT_BASE_CASED.params(), mixed=False, strategy="ddp", data_parallel=1), 1.61, GIB),
+    # timm's resnet50.a1_in1k model card: 25.6M parameters (25,557,032)
+    ("Accelerate: timm/resnet50.a1_in1k, float32, training with Adam", ACCELERATE,
+     lambda: model_state_bytes(25_557_032, mixed=False, strategy="ddp", data_parallel=1), 390.78, MIB),
+    ("Accelerate: HuggingFaceM4/idefics-80b-instruct (80B), float32, training with Adam", ACCELERATE,
+     lambda: model_state_bytes(80e9, mixed=False, strategy="ddp", data_parallel=1), 1.16, 2 ** 40),
+    ("Ultra-Scale Playbook: Llama 1B activations, seq 1024, micro-batch 1", PLAYBOOK,
+     lambda: activation_bytes(PLAYBOOK_1B, 1, 1024), 3.564453125, GIB),
+    ("Ultra-Scale Playbook: Llama 1B activations, seq 8192, micro-batch 1", PLAYBOOK,
+     lambda: activation_bytes(PLAYBOOK_1B, 1, 8192), 168.515625, GIB),
+]
+
+
+@pytest.mark.parametrize("what, source, estimate, reported, unit", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_published_configurations_within_15_percent(what, source, estimate, reported, unit):
+    assert source.startswith("https://")
+    assert abs(estimate() / unit - reported) / reported <= 0.15, (what, estimate() / unit, reported)
+
+
+def test_at_least_ten_published_configurations_from_several_sources():
+    assert len(PUBLISHED) >= 10 and len({p[1] for p in PUBLISHED}) >= 4
+
+
+def test_sharding_divides_only_what_each_stage_partitions():
+    one, many = (model_state_bytes(1e9, mixed=True, strategy="zero1", data_parallel=n) for n in (1, 1000))
+    assert one == 16e9 and many == pytest.approx(4e9 + 12e6)  # weights and gradients stay whole
+    assert model_state_bytes(1e9, mixed=True, strategy="fsdp", data_parallel=8, largest_layer=1e8) == 2e9 + 4e8
+
+
+def test_activation_checkpointing_and_flash_attention_shrink_activations():
+    llama = _model("meta-llama/Llama-2-7b-hf")
+    full = activation_bytes(llama, 4, 4096)
+    assert activation_bytes(llama, 4, 4096, flash=True) == pytest.approx(full * 34 / (34 + 5 * 32))
+    # full recomputation keeps each layer's 16-bit input plus one layer being recomputed
+    assert activation_bytes(llama, 4, 4096, checkpointing="full") == pytest.approx(32 * 2 * 4096 * 4 * 4096 + full / 32)
+    assert activation_bytes(llama, 4, 4096, tensor=4) < full / 2
+
+
+def test_hf_config_json_and_known_names_give_the_same_shape():
+    config = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
+              "intermediate_size": 11008, "hidden_act": "silu", "rope_theta": 10000.0, "tie_word_embeddings": False}
+    arch = hf_architecture(config)
+    assert arch == _model("meta-llama/Llama-2-7b-hf")
+    assert abs(arch.params() - 6.74e9) / 6.74e9 < 0.01  # Llama 2 7B: 6,738,415,616 parameters
+    assert hf_architecture({"n_embd": 768}) is None  # a partial config is no shape
+
+
+def _checkout(tmp_path: Path, args: str, files: dict[str, str] = {}) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "train.py").write_text("print('train')\n")
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    script = repo / "job.sbatch"
+    script.write_text("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=4\n#SBATCH --time=02:00:00\n"
+                      f"srun python train.py {args}\n")
+    return script
+
+
+def _memory_note(script: Path, target: str, tmp_path: Path) -> str:
+    os.environ.setdefault("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    _, results = port(str(script), [target], tmp_path / "out")
+    notes = [line for line in results[0].script.splitlines() if line.startswith("# Note: memory")]
+    assert len(notes) == 1, results[0].script[:3000]
+    return notes[0]
+
+
+def test_a_port_that_will_not_fit_says_so_with_the_smallest_change(tmp_path):
+    # Llama 2 7B under DDP: 16 bytes x 6.74B = 100 GiB of model states alone, on 40 GiB A100s
+    script = _checkout(tmp_path, "--model_name_or_path meta-llama/Llama-2-7b-hf --per_device_train_batch_size 1 "
+                                 "--max_seq_length 512 --bf16")
+    note = _memory_note(script, "polaris", tmp_path)
+    assert "will NOT fit" in note and "of 40 GiB" in note and "DDP" in note
+    assert "the smallest change that fits: FSDP with full sharding" in note
+
+
+def test_a_port_that_fits_says_the_estimate(tmp_path):
+    script = _checkout(tmp_path, "--model_name_or_path gpt2 --per_device_train_batch_size 8 --block_size 1024 --fp16")
+    note = _memory_note(script, "frontier", tmp_path)
+    assert "fits" in note and "NOT" not in note and "of 64 GiB" in note and "gpt2 (templates/estimates/models.yaml)" in note
+
+
+def test_deepspeed_config_and_config_json_in_the_checkout_are_read(tmp_path):
+    ds = {"train_micro_batch_size_per_gpu": 64, "bf16": {"enabled": True}, "zero_optimization": {"stage": 2}}
+    config = {"n_embd": 1600, "n_layer": 48, "n_head": 25, "vocab_size": 50257, "n_positions": 1024}
+    script = _checkout(tmp_path, "--deepspeed --deepspeed_config ds.json --config_name model/config.json --seq-length 1024",
+                       {"ds.json": json.dumps(ds), "model/config.json": json.dumps(config)})
+    work = read_workload(JobIntent(entrypoint="train.py", framework="deepspeed", script_args=[
+        "--deepspeed_config", "ds.json", "--config_name", "model/config.json", "--seq-length", "1024"]), script.parent)
+    assert (work.micro_batch, work.precision, work.zero_stage, work.model.layers) == (64, "bf16", 2, 48)
+    note = _memory_note(script, "polaris", tmp_path)
+    assert "model/config.json in the checkout" in note and "ZeRO stage 2" in note
+    assert "will NOT fit" in note and "micro-batch" in note  # 64 x 1024 tokens of GPT-2 XL activations
+
+
+def test_missing_inputs_are_named_and_a_plain_program_gets_no_note(tmp_path):
+    script = _checkout(tmp_path, "--per_device_train_batch_size 4")
+    assert "memory not estimated: it needs the model's size" in _memory_note(script, "polaris", tmp_path)
+    (tmp_path / "plain").mkdir()
+    plain = _checkout(tmp_path / "plain", "--epochs 3")
+    _, results = port(str(plain), ["polaris"], tmp_path / "out2")
+    assert "# Note: memory" not in results[0].script
+
+
+def test_config_files_outside_the_checkout_are_not_read(tmp_path):
+    outside = tmp_path / "secret.json"
+    outside.write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 10}))
+    script = _checkout(tmp_path, "--config_name ../secret.json --max_seq_length 128")
+    (script.parent / "link.json").symlink_to(outside)
+    for path in ("../secret.json", "link.json", str(outside)):
+        intent = JobIntent(entrypoint="train.py", script_args=["--config_name", path])
+        assert read_workload(intent, script.parent).model is None
