@@ -3,16 +3,16 @@ their sources report, and the port header's memory-fit notes from real ports of 
 checkout (nothing stood in for: the port runs as `maple port` does)."""
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from maple_ci.estimates.inputs import Architecture, hf_architecture, known_models, read_workload
-from maple_ci.estimates.memory import GIB, activation_bytes, model_state_bytes
+from maple_ci.estimates.inputs import Architecture, Workload, hf_architecture, known_architecture, read_workload
+from maple_ci.estimates.memory import GIB, activation_bytes, memory_notes, model_state_bytes
 from maple_ci.intent import JobIntent
 from maple_ci.port import port
+from maple_ci.profiles import get_profile
 
 GB, MIB = 1e9, 2 ** 20
 ZERO = "https://arxiv.org/abs/1910.02054"  # Rajbhandari et al. 2020, ZeRO (SC'20)
@@ -22,10 +22,7 @@ ACCELERATE = "https://huggingface.co/docs/accelerate/usage_guides/model_size_est
 # data is dist/fragments/memory-recomputation.html of the space), computed with Korthikanti et al.'s
 # s*b*h*(34 + 5as/h) per layer for its "1B" Llama shape at micro-batch 1.
 PLAYBOOK = "https://huggingface.co/spaces/nanotron/ultrascale-playbook"
-
-
-def _model(name: str) -> Architecture:
-    return Architecture(**{k: v for k, v in known_models()[name].items() if k not in ("source", "read")})
+pytestmark = pytest.mark.usefixtures("module_data_dir")  # the template index, away from the user's cache
 
 
 BERT_BASE_CASED = Architecture(hidden=768, layers=12, heads=12, vocab=28996, positions=512, tied=True)  # its config.json
@@ -44,7 +41,7 @@ PUBLISHED = [
     # §3.1: mixed-precision Adam needs 16 bytes a parameter, "at least 24 GB" for the 1.5B GPT-2
     # (here its shape, gpt2-xl, counted from templates/estimates/models.yaml)
     ("ZeRO §3.1: GPT-2 1.5B model states, one GPU", ZERO,
-     lambda: model_state_bytes(_model("gpt2-xl").params(), mixed=True, strategy="ddp", data_parallel=1), 24, GB),
+     lambda: model_state_bytes(known_architecture("gpt2-xl").params(), mixed=True, strategy="ddp", data_parallel=1), 24, GB),
     ("DeepSpeed: t5-3b (2851M) ZeRO-2, 8 GPUs, no offload", DEEPSPEED,
      lambda: model_state_bytes(2851e6, mixed=True, strategy="zero2", data_parallel=8, rules="deepspeed"), 15.93, GIB),
     ("DeepSpeed: t5-3b (2851M, largest layer 32M) ZeRO-3, 8 GPUs, no offload", DEEPSPEED,
@@ -84,7 +81,7 @@ def test_sharding_divides_only_what_each_stage_partitions():
 
 
 def test_activation_checkpointing_and_flash_attention_shrink_activations():
-    llama = _model("meta-llama/Llama-2-7b-hf")
+    llama = known_architecture("meta-llama/Llama-2-7b-hf")
     full = activation_bytes(llama, 4, 4096)
     assert activation_bytes(llama, 4, 4096, flash=True) == pytest.approx(full * 34 / (34 + 5 * 32))
     # full recomputation keeps each layer's 16-bit input plus one layer being recomputed
@@ -96,7 +93,7 @@ def test_hf_config_json_and_known_names_give_the_same_shape():
     config = {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
               "intermediate_size": 11008, "hidden_act": "silu", "rope_theta": 10000.0, "tie_word_embeddings": False}
     arch = hf_architecture(config)
-    assert arch == _model("meta-llama/Llama-2-7b-hf")
+    assert arch == known_architecture("meta-llama/Llama-2-7b-hf")
     assert abs(arch.params() - 6.74e9) / 6.74e9 < 0.01  # Llama 2 7B: 6,738,415,616 parameters
     assert hf_architecture({"n_embd": 768}) is None  # a partial config is no shape
 
@@ -116,7 +113,6 @@ def _checkout(tmp_path: Path, args: str, files: dict[str, str] = {}) -> Path:
 
 
 def _memory_note(script: Path, target: str, tmp_path: Path) -> str:
-    os.environ.setdefault("MAPLE_DATA_DIR", str(tmp_path / "data"))
     _, results = port(str(script), [target], tmp_path / "out")
     notes = [line for line in results[0].script.splitlines() if line.startswith("# Note: memory")]
     assert len(notes) == 1, results[0].script[:3000]
@@ -168,3 +164,15 @@ def test_config_files_outside_the_checkout_are_not_read(tmp_path):
     for path in ("../secret.json", "link.json", str(outside)):
         intent = JobIntent(entrypoint="train.py", script_args=["--config_name", path])
         assert read_workload(intent, script.parent).model is None
+
+
+def test_when_no_single_change_fits_the_note_combines_them_or_says_none_does():
+    llama = known_architecture("meta-llama/Llama-2-7b-hf")
+    work = Workload(model=llama, model_from="test", micro_batch=8, seq=4096, precision="bf16")
+    [note] = memory_notes(work, "zero2", "deepspeed", get_profile("polaris"), nodes=2, ranks=8)
+    # 8 x 4096 tokens keep 776 GiB of activations: checkpointing alone leaves 49 GiB; ZeRO-3 then a smaller micro-batch
+    assert ("the smallest change that fits: activation checkpointing (full recomputation), ZeRO stage 3 in the "
+            "DeepSpeed config, micro-batch 5") in note
+    endless = Workload(model=llama, model_from="test", micro_batch=1, seq=1_000_000, precision="bf16")
+    [note] = memory_notes(endless, "fsdp", "pytorch", get_profile("polaris"), nodes=2, ranks=8)
+    assert "will NOT fit" in note and "even checkpointing, full sharding, micro-batch 1" in note

@@ -3,7 +3,6 @@ scaling is work / throughput, and ports' headers give the estimate, ask for a lo
 turn one over the queue's limit into a checkpoint-and-resubmit note. The ports are real
 (`port_intent`, as `maple port` runs it after extraction) from JobIntents written here."""
 
-import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from maple_ci.port import port, port_intent
 from maple_ci.profiles import get_profile, load_profiles
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+pytestmark = pytest.mark.usefixtures("module_data_dir")  # the template index, away from the user's cache
 
 
 def test_every_profile_gpu_model_is_in_the_table_with_a_vendor_source():
@@ -39,7 +39,6 @@ def test_a_precision_a_device_lacks_falls_back_to_fp32():
 
 
 def _walltime_note(intent: JobIntent, target: str, tmp_path: Path) -> str:
-    os.environ.setdefault("MAPLE_DATA_DIR", str(tmp_path / "data"))
     script = port_intent(intent, [target], "job.sbatch", tmp_path / "out")[0].script
     notes = [line for line in script.splitlines() if line.startswith("# Note: walltime")]
     assert len(notes) <= 1
@@ -66,7 +65,6 @@ def test_an_estimate_over_the_queue_limit_becomes_checkpoint_and_resubmit(tmp_pa
 
 def test_a_faster_target_keeps_the_source_walltime(tmp_path):
     # the shipped Delta example (2 nodes x 4 A100, 4 h) on Frontier's 2 x 8 MI250X GCDs
-    os.environ.setdefault("MAPLE_DATA_DIR", str(tmp_path / "data"))
     _, results = port(str(EXAMPLES / "deepspeed_zero2.sbatch"), ["frontier"], tmp_path / "out")
     script = results[0].script
     assert "walltime estimate on frontier: 03:16:00" in script  # 4 h x (8 x 312) / (16 x 191.5)
@@ -75,7 +73,7 @@ def test_a_faster_target_keeps_the_source_walltime(tmp_path):
 
 def test_unknown_source_or_walltime_or_same_devices(tmp_path):
     unknown = JobIntent(nodes=1, gpus_per_node=4, entrypoint="train.py", walltime="01:00:00")
-    assert "the source's cluster, and so its GPUs, is not known" in _walltime_note(unknown, "polaris", tmp_path)
+    assert _walltime_note(unknown, "polaris", tmp_path) == ""  # its GPUs are not known
     no_walltime = JobIntent(source_cluster="jeanzay-h100", nodes=1, entrypoint="train.py")
     assert _walltime_note(no_walltime, "polaris", tmp_path) == ""  # nothing to scale
     same = JobIntent(source_cluster="perlmutter", nodes=2, gpus_per_node=4, world_size=8, entrypoint="train.py",

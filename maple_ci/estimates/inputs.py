@@ -76,6 +76,17 @@ def known_models() -> dict:
     return yaml.safe_load((templates_dir() / "estimates" / "models.yaml").read_text())["models"]
 
 
+def known_architecture(key: str) -> Architecture:
+    """The shape of a model of templates/estimates/models.yaml, by its key there."""
+    return Architecture(**{k: v for k, v in known_models()[key].items() if k not in ("source", "read")})
+
+
+def _section(config: dict, key: str) -> dict:
+    """A config's sub-table, {} when it is absent or not a table (a hand-written file may say anything)."""
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _number(value: Optional[str]) -> Optional[int]:
     return int(value) if value is not None and value.isdigit() and int(value) > 0 else None
 
@@ -121,7 +132,7 @@ def _precision(args: list[str], intent: JobIntent, ds: dict) -> Optional[str]:
             return word
     if (word := _PRECISION.get(intent.config_options.get("mixed_precision", "").lower())):
         return word
-    return next((kind for kind in ("bf16", "fp16") if (ds.get(kind) or {}).get("enabled") is True), None)
+    return next((kind for kind in ("bf16", "fp16") if _section(ds, kind).get("enabled") is True), None)
 
 
 def _checkpointing(args: list[str], intent: JobIntent) -> str:
@@ -185,9 +196,7 @@ def _named_model(args: list[str], checkout: Checkout) -> tuple[Optional[Architec
     known = {key.lower(): key for key in known_models()}
     key = known.get(str(name).lower()) or known.get(str(name).lower().rsplit("/", 1)[-1])
     if key:
-        entry = known_models()[key]
-        fields = {k: v for k, v in entry.items() if k not in ("source", "read")}
-        return Architecture(**fields), f"{key} (templates/estimates/models.yaml)"
+        return known_architecture(key), f"{key} (templates/estimates/models.yaml)"
     for path in (option_in_args(args, "config_name", "model_config"), name and f"{name}/config.json"):
         config = checkout.json(path) if path else None
         if config and (arch := hf_architecture(config)):
@@ -203,7 +212,7 @@ def read_workload(intent: JobIntent, base_dir: Optional[Path]) -> Workload:
     if model is None:
         model, model_from = _named_model(args, checkout)
     parallel = model_parallel(args)
-    stage = (ds.get("zero_optimization") or {}).get("stage")
+    stage = _section(ds, "zero_optimization").get("stage")
     work = Workload(model=model, model_from=model_from,
                     micro_batch=_arg_number(args, "micro-batch-size", "per_device_train_batch_size", "batch_size")
                     or _number(str(ds.get("train_micro_batch_size_per_gpu", ""))),

@@ -80,8 +80,8 @@ def walltime_notes(source_cluster: Optional[str], source_walltime: Optional[str]
     if not source_walltime or source_cluster == profile.name:
         return []
     source = _source_profile(source_cluster)
-    if source is None:
-        return ["walltime not estimated for this target: the source's cluster, and so its GPUs, is not known"]
+    if source is None:  # its GPUs are not known: the source's walltime stands, as without estimates
+        return []
     entries = gpu(source.gpu_model), gpu(profile.gpu_model)
     if None in entries:
         unknown = [p.gpu_model for p, e in zip((source, profile), entries) if e is None]
