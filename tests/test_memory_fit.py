@@ -150,10 +150,12 @@ def test_deepspeed_config_and_config_json_in_the_checkout_are_read(tmp_path):
 
 
 def test_missing_inputs_are_named_and_a_plain_program_gets_no_note(tmp_path):
-    script = _checkout(tmp_path, "--per_device_train_batch_size 4")
-    assert "memory not estimated: it needs the model's size" in _memory_note(script, "polaris", tmp_path)
+    script = _checkout(tmp_path, "--model_name_or_path org/unknown-7b --per_device_train_batch_size 4")
+    note = _memory_note(script, "polaris", tmp_path)
+    assert "memory not estimated: it needs the size of org/unknown-7b (not in templates/estimates/models.yaml" in note
+    assert note.endswith("; the sequence length")
     (tmp_path / "plain").mkdir()
-    plain = _checkout(tmp_path / "plain", "--epochs 3")
+    plain = _checkout(tmp_path / "plain", "--epochs 3 --batch-size 128")  # an image model: nothing to say
     _, results = port(str(plain), ["polaris"], tmp_path / "out2")
     assert "# Note: memory" not in results[0].script
 

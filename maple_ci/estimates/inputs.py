@@ -63,6 +63,7 @@ class Workload:
     tensor: int = 1
     pipeline: int = 1
     zero_stage: Optional[int] = None  # from a DeepSpeed config the program names
+    model_named: Optional[str] = None  # the model the arguments name, known or not
     missing: list[str] = field(default_factory=list)
 
     @property
@@ -190,9 +191,13 @@ def hf_architecture(config: dict) -> Optional[Architecture]:
                         gated=config.get("hidden_act") == "silu", tied=config.get("tie_word_embeddings", True) is not False)
 
 
+def _model_name(args: list[str]) -> Optional[str]:
+    return option_in_args(args, "model_name_or_path", "model_name", "pretrained_model_name_or_path", "model_id") or None
+
+
 def _named_model(args: list[str], checkout: Checkout) -> tuple[Optional[Architecture], str]:
     """(shape, where from) of the model the program names: a known Hub id, or a config.json in the checkout."""
-    name = option_in_args(args, "model_name_or_path", "model_name", "pretrained_model_name_or_path", "model_id")
+    name = _model_name(args)
     known = {key.lower(): key for key in known_models()}
     key = known.get(str(name).lower()) or known.get(str(name).lower().rsplit("/", 1)[-1])
     if key:
@@ -221,8 +226,11 @@ def read_workload(intent: JobIntent, base_dir: Optional[Path]) -> Workload:
                     precision=_precision(args, intent, ds), checkpointing=_checkpointing(args, intent),
                     flash=_flash(args), tensor=parallel.get("tensor", 1), pipeline=parallel.get("pipeline", 1),
                     zero_stage=stage if stage in (0, 1, 2, 3) else None)
-    work.missing = [what for what, value in (("the model's size (a known --model_name_or_path, a config.json in the "
-                                              "checkout, or Megatron's --num-layers/--hidden-size/--num-attention-heads)", model),
+    work.model_named = _model_name(args)
+    size = (f"the size of {work.model_named} (not in templates/estimates/models.yaml; no config.json for it in the "
+            "checkout)" if work.model_named else "the model's size (a known --model_name_or_path, a config.json in "
+            "the checkout, or Megatron's --num-layers/--hidden-size/--num-attention-heads)")
+    work.missing = [what for what, value in ((size, model),
                                              ("the micro-batch size", work.micro_batch), ("the sequence length", work.seq))
                     if value is None]
     return work

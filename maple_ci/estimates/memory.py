@@ -146,9 +146,8 @@ def memory_notes(work: Workload, intent_strategy: Optional[str], framework: str,
                  nodes: int, ranks: int) -> list[str]:
     """The header's word on memory: the estimate and whether it fits, the change that makes it fit,
     or what the estimate would need; nothing when the job gives none of the inputs."""
-    if work.model is None:
-        known = work.micro_batch or work.seq
-        return [f"memory not estimated: it needs {'; '.join(work.missing)}"] if known else []
+    if work.model is None:  # said only of a job that looks like a transformer's (a model named, a sequence length)
+        return [f"memory not estimated: it needs {'; '.join(work.missing)}"] if work.model_named or work.seq else []
     rules = "deepspeed" if framework == "deepspeed" or work.zero_stage is not None else "zero_paper"
     plan = Plan(_strategy(intent_strategy, work.zero_stage), rules, ranks, work.micro_batch, work.checkpointing)
     if plan.rules == "deepspeed" and plan.strategy == "fsdp":
