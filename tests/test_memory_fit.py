@@ -215,3 +215,18 @@ def test_korthikanti_per_layer_matches_what_pytorch_saves_for_a_gpt2_layer():
     measured = _saved_activation_bytes(4, "gelu") - _saved_activation_bytes(2, "gelu")
     assert abs(measured / formula - 1) <= 0.15, measured / formula
     assert _saved_activation_bytes(4, "gelu_new") - _saved_activation_bytes(2, "gelu_new") > 1.3 * formula
+
+
+def test_megatron_arguments_give_the_whole_workload():
+    args = ["--num-layers", "32", "--hidden-size", "4096", "--num-attention-heads", "32", "--seq-length", "4096",
+            "--micro-batch-size", "2", "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+            "--swiglu", "--ffn-hidden-size", "11008", "--position-embedding-type", "rope",
+            "--untie-embeddings-and-output-weights", "--padded-vocab-size", "32000", "--bf16",
+            "--recompute-granularity", "selective", "--use-flash-attn"]
+    work = read_workload(JobIntent(entrypoint="pretrain_gpt.py", framework="megatron", script_args=args), None)
+    assert work.model == known_architecture("meta-llama/Llama-2-7b-hf")  # Llama 2 7B's shape, spelled for Megatron
+    assert (work.micro_batch, work.seq, work.precision, work.checkpointing, work.flash, work.tensor, work.pipeline) == \
+        (2, 4096, "bf16", "selective", True, 2, 2)
+    assert work.missing == [] and work.model_from == "the program's Megatron arguments"
+    runtime = read_workload(JobIntent(entrypoint="pretrain_gpt.py", script_args=["--micro-batch-size", "$MBS"]), None)
+    assert runtime.micro_batch is None and "the micro-batch size" in runtime.missing  # known only at run time
