@@ -230,3 +230,12 @@ def test_megatron_arguments_give_the_whole_workload():
     assert work.missing == [] and work.model_from == "the program's Megatron arguments"
     runtime = read_workload(JobIntent(entrypoint="pretrain_gpt.py", script_args=["--micro-batch-size", "$MBS"]), None)
     assert runtime.micro_batch is None and "the micro-batch size" in runtime.missing  # known only at run time
+
+
+def test_the_launchers_own_precision_and_checkpointing_count():
+    """accelerate launch --mixed_precision bf16 --fsdp_activation_checkpointing true run_clm.py ... (the shipped example's line)."""
+    intent = JobIntent(entrypoint="run_clm.py", launcher="accelerate", framework="accelerate", strategy="fsdp",
+                       script_args=["--model_name_or_path", "gpt2"],
+                       launcher_options={"mixed_precision": "bf16", "fsdp_activation_checkpointing": "true"})
+    work = read_workload(intent, None)
+    assert (work.precision, work.checkpointing, work.model.hidden) == ("bf16", "full", 768)

@@ -131,8 +131,9 @@ def _precision(args: list[str], intent: JobIntent, ds: dict) -> Optional[str]:
     for name in ("precision", "mixed_precision", "dtype", "torch_dtype", "trainer.precision"):
         if (word := _PRECISION.get(str(option_in_args(args, name)).lower())):
             return word
-    if (word := _PRECISION.get(intent.config_options.get("mixed_precision", "").lower())):
-        return word
+    for options in (intent.launcher_options, intent.config_options):  # accelerate's, on its line or in its config file
+        if (word := _PRECISION.get(options.get("mixed_precision", "").lower())):
+            return word
     return next((kind for kind in ("bf16", "fp16") if _section(ds, kind).get("enabled") is True), None)
 
 
@@ -145,7 +146,9 @@ def _checkpointing(args: list[str], intent: JobIntent) -> str:
     full = ("gradient_checkpointing", "checkpoint-activations", "activation_checkpointing", "activation-checkpointing")
     if any(_on(option_in_args(args, name)) for name in full):
         return "full"
-    return "full" if _on(intent.config_options.get("fsdp_activation_checkpointing")) else "none"
+    accelerate = (intent.launcher_options.get("fsdp_activation_checkpointing"),
+                  intent.config_options.get("fsdp_activation_checkpointing"))
+    return "full" if any(_on(value) for value in accelerate) else "none"
 
 
 def _flash(args: list[str]) -> bool:
