@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from . import schedulers
 from .containers import allowed
 from .errors import MapleError
+from .estimates import with_estimates
 from .extract import extract, load_source
 from .files import write_inside
 from .intent import JobIntent
@@ -96,10 +97,12 @@ def _for_target(intent: JobIntent, profile: ClusterProfile, python_envs: Mapping
 
 def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir: Path,
                 progress: Callable[[str], None] = lambda message: None,
-                python_envs: Mapping[str, str] = {}, source_text: Optional[str] = None) -> list[PortResult]:
+                python_envs: Mapping[str, str] = {}, source_text: Optional[str] = None,
+                base_dir: Optional[Path] = None) -> list[PortResult]:
     """python_envs: the user's Python environment by cluster name (or "default" for every target),
     activated where the center provides none (python_env.py). source_text, the source script, lets
-    the read-back gate also compare the variables the program is given."""
+    the read-back gate also compare the variables the program is given. base_dir, the source's
+    folder, is where the memory estimate reads the config files the program names."""
     from .skypilot import TARGET as TASK_TARGET  # a task file, not a cluster: port_task writes it
 
     clusters = [name for name in targets if name.strip().lower() != TASK_TARGET]
@@ -119,8 +122,9 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
             continue
         # the source scheduler's job variables in the program's path and arguments, as the target's
         # job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR), for the script and for its checks
-        target_intent = on_scheduler(target_intent, profile.scheduler,
-                                     resolve_job(target_intent, profile, template, source_name).gpus_per_node)
+        job = resolve_job(target_intent, profile, template, source_name)
+        target_intent = on_scheduler(target_intent, profile.scheduler, job.gpus_per_node)
+        target_intent = with_estimates(target_intent, profile, job, base_dir)  # header: memory fit, walltime
         progress(f"{profile.name}: rendering {template.id} and checking it")
         # the read-back gate's inputs, for `maple verify`, in the port's own header (verify/record.py)
         script = with_record(render(target_intent, profile, template, source_name, out_dir),
@@ -180,7 +184,8 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
     intent = apply_overrides(extract(text, name), **overrides)
     if intent.entrypoint is None and Path(source).is_file():
         intent = _program_from_trace(intent, Path(source), trusted=trace)
-    results = port_intent(intent, targets, name, out_dir, progress, python_envs, text)
+    results = port_intent(intent, targets, name, out_dir, progress, python_envs, text,
+                          Path(source).parent if Path(source).is_file() else None)
     if trace and Path(source).is_file():
         from .trace.compare import gate
 

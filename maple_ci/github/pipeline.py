@@ -130,7 +130,8 @@ class Pipeline:
         intent = apply_overrides(intent, **command.overrides())
         _require_facts(intent, command, name)
         notes, clusters = _generated(port_intent(intent, list(command.clusters), name, Path(self.config.output),
-                                                 python_envs=self.config.python_env, source_text=text))
+                                                 python_envs=self.config.python_env, source_text=text,
+                                                 base_dir=(root / name).parent))  # config files the estimates read
         return SourceResult(source=name, intent=asdict(intent), clusters=clusters, notes=notes)
 
     def _ported_scripts(self, root: Path, clusters: tuple[str, ...]) -> list[SourceResult]:
