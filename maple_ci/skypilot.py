@@ -18,8 +18,12 @@ Sources (read 2026-11-29):
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import shlex
+import subprocess
+import sys
 from typing import Optional
 
 import yaml
@@ -235,20 +239,37 @@ _TaskDumper.add_representer(str, lambda dumper, value: dumper.represent_scalar(
     "tag:yaml.org,2002:str", value, style="|" if "\n" in value else None))
 
 
+# SkyPilot's own parser, run by an interpreter that has skypilot (often a virtualenv of its own: it
+# is a 460 MB install with its API server's dependencies); the task comes on stdin.
+_VALIDATE = ("import sys, yaml, sky\n"
+             "try:\n    sky.Task.from_yaml_config(yaml.safe_load(sys.stdin.read()))\n"
+             "except Exception as exc:\n    sys.exit(f'{type(exc).__name__}: {exc}')\n")
+VALIDATE_SECONDS = 120
+
+
+def skypilot_python() -> Optional[str]:
+    """$MAPLE_SKYPILOT_PYTHON, else this Python where skypilot is installed in it, else None."""
+    return os.environ.get("MAPLE_SKYPILOT_PYTHON") or (sys.executable if importlib.util.find_spec("sky") else None)
+
+
 def schema_checks(text: str) -> list:
     """The task against SkyPilot's own validation (sky.Task.from_yaml_config: its JSON schema, then
-    its own checks of num_nodes, resources and envs) where skypilot is installed; a warning that it
-    was not checked where it is not (a 300 MB install with its API server's dependencies)."""
+    its own checks of num_nodes, resources and envs); a warning that it was not checked where no
+    interpreter with skypilot is known."""
     from .verify.static import Check
 
-    try:
-        import sky
-    except ImportError:
+    python = skypilot_python()
+    if not python:
         return [Check(name="skypilot-schema", ok=False, severity="warning",
                       message="skypilot is not installed here: the task was not checked with SkyPilot's own "
-                              "validation (pip install 'skypilot>=0.12', then `sky launch --dryrun`)")]
+                              "validation (pip install 'skypilot>=0.12', or set MAPLE_SKYPILOT_PYTHON to a "
+                              "Python that has it)")]
     try:
-        sky.Task.from_yaml_config(yaml.safe_load(text))
-    except Exception as exc:  # noqa: BLE001 - SkyPilot raises ValueError, jsonschema's errors and its own
-        return [Check(name="skypilot-schema", ok=False, message=f"SkyPilot refuses the task: {exc}")]
+        run = subprocess.run([python, "-c", _VALIDATE], input=text, capture_output=True, text=True,
+                             timeout=VALIDATE_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [Check(name="skypilot-schema", ok=False, message=f"SkyPilot's validation did not run ({python}): {exc}")]
+    if run.returncode:
+        reason = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
+        return [Check(name="skypilot-schema", ok=False, message=f"SkyPilot refuses the task: {reason}")]
     return [Check(name="skypilot-schema", ok=True, message="sky.Task.from_yaml_config accepts the task")]
