@@ -8,6 +8,9 @@ as bash would. `--local_rank=N` (deepspeed's, per worker) is not the script's wo
 
 from __future__ import annotations
 
+import ast
+import fnmatch
+import operator
 import re
 import statistics
 from typing import Callable
@@ -16,17 +19,58 @@ from .errors import MapleError
 from .trace import trace_script
 from .trace.compare import first_rank
 
-_VARIABLE = re.compile(r"\$\{?(\w+)\}?")
+_VARIABLE = re.compile(r"\$\{(\w+)(%%|%|##|#)([^}]*)\}|\$\{?(\w+)\}?")
+_ARGUMENTS = re.compile(r'"?\$(\{?[@*]\}?)"?')
+_OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+              ast.Div: lambda a, b: int(a / b)}  # bash divides integers toward zero
 _PER_RANK = re.compile(r"^--local[_-]rank=\d+$")
 
 
 def expected_words(expect: dict, env: dict) -> list:
+    """The label's words as bash gives them on the trace's allocation: a variable put in, `$((...))`
+    computed, a word that is only a variable the job lacks (an argument `$1`) dropped as an unquoted
+    empty expansion is, and `"$@"` as the submit line's arguments (the trace passes none)."""
     def put_in(word) -> str:
-        return _VARIABLE.sub(lambda m: env.get(m.group(1), ""), str(word))
+        return _arithmetic(_VARIABLE.sub(lambda m: _value(m, env), str(word)), env)
 
     entry = expect.get("entrypoint") or ""
     words = entry.split(" ", 1) if entry.startswith("-m ") else [entry]
-    return [put_in(w) for w in [*words, *(expect.get("script_args") or [])]]
+    return [put_in(w) for w in [*words, *(expect.get("script_args") or [])]
+            if not _ARGUMENTS.fullmatch(str(w)) and not (_VARIABLE.fullmatch(str(w)) and not put_in(w))]
+
+
+def _value(m, env: dict) -> str:
+    """$NAME, ${NAME}, or ${NAME%%PATTERN} (and %, ##, #): bash's removal of the longest or shortest
+    matching suffix or prefix."""
+    if m.group(4):
+        return env.get(m.group(4), "")
+    value, how, pattern = env.get(m.group(1), ""), m.group(2), m.group(3)
+    cuts = range(len(value) + 1)
+    if how.startswith("%"):
+        ends = [i for i in cuts if fnmatch.fnmatchcase(value[i:], pattern)]
+        return value[:ends[0 if how == "%%" else -1]] if ends else value
+    starts = [i for i in cuts if fnmatch.fnmatchcase(value[:i], pattern)]
+    return value[starts[-1 if how == "##" else 0]:] if starts else value
+
+
+def _arithmetic(word: str, env: dict) -> str:
+    """`$((SLURM_NTASKS_PER_NODE * 2))` as bash computes it: names put in (0 when unset), integers, + - * /."""
+    def compute(m) -> str:
+        text = re.sub(r"[A-Za-z_]\w*", lambda n: env.get(n.group(0), "0") if env.get(n.group(0), "0").isdigit() else "x",
+                      m.group(1))
+        try:
+            return str(_integer(ast.parse(text, mode="eval").body))
+        except (SyntaxError, ValueError, ZeroDivisionError):
+            return m.group(0)
+    return re.sub(r"\$\(\(([^()]*)\)\)", compute, word)
+
+
+def _integer(node) -> int:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](_integer(node.left), _integer(node.right))
+    raise ValueError("not bash integer arithmetic")
 
 
 def traced_words(case: dict) -> tuple[list, dict]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 HOME = Path(os.environ["MAPLE_TRACE_HOME"])
 sys.path.insert(0, str(HOME))
 from launch_options import Spec, count_ranks, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
+import runners  # noqa: E402  (maple_ci/trace/runners.py)
 
 ALLOC = json.loads((HOME / "alloc.json").read_text())
 GRAMMARS = json.loads((HOME / "grammars.json").read_text())
@@ -44,7 +46,8 @@ def spec(name: str) -> Spec:
     g = GRAMMARS[name]
     return Spec(aliases=g["aliases"], flags=frozenset(g["flags"]), values=frozenset(g["values"]),
                 pairs=frozenset(g["pairs"]), value_default=g["value_default"], env_name_value=g["env_name_value"],
-                subcommands=frozenset(g["subcommands"]))
+                subcommands=frozenset(g["subcommands"]),
+                options_are_never_values=bool((g["trace"] or {}).get("argparse")))
 
 
 def number(value) -> int | None:
@@ -112,8 +115,8 @@ def placement(name: str, opts: dict) -> tuple:
     """(nodes the ranks run on, ranks per node, ranks in all) of one launch."""
     g = GRAMMARS[name]
 
-    def value(option):
-        return number(last(opts, option))
+    def value(option):  # an option left out counts at its documented default (jsrun's -a 1)
+        return number(last(opts, option) or g["trace"].get("option_defaults", {}).get(option))
 
     hostfile = last(opts, "hostfile")
     nodes = hosts_of(hostfile) if hostfile else []
@@ -163,6 +166,7 @@ def mpi_launch(name: str, argv: list) -> int:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
     nodes, per_node, world = placement(name, opts)
+    command = in_working_directory(GRAMMARS[name], command)
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command)
     status = 0
     for rank in traced(world, per_node):
@@ -171,6 +175,15 @@ def mpi_launch(name: str, argv: list) -> int:
                "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **bound_devices(opts, rank % per_node)}
         status = max(status, run(command, env))
     return status
+
+
+def in_working_directory(g: dict, command: list) -> list:
+    """srun(1) "Executable": a bare name found neither by path nor on PATH is run from the working
+    directory (`srun fairseq_fsdp.sh`), where the launcher's trace block says it searches there."""
+    name = command[0]
+    if g["trace"].get("search_cwd") and "/" not in name and not shutil.which(name) and os.path.isfile(name):
+        return [f"./{name}", *command[1:]]
+    return command
 
 
 def bound_devices(opts: dict, local: int) -> dict:
@@ -220,6 +233,20 @@ def dl_launch(name: str, argv: list) -> int:
             words = [*words, f"--local_rank={local}"]
         status = max(status, run(words, env))
     return status
+
+
+def console_launch(name: str, argv: list) -> int:
+    """A console script that starts the workers as another launcher does (`colossalai run`: torchrun
+    on this node): its own options read by its grammar, renamed to that launcher's (grammars.yaml)."""
+    t = GRAMMARS[name]["trace"]
+    if t.get("subcommand") and argv[:1] != [t["subcommand"]]:
+        return not_run(name, argv)
+    opts, command = parse_options(argv[1:] if t.get("subcommand") else argv, spec(name))
+    words = []
+    for option, values in {**t.get("option_defaults", {}), **opts}.items():
+        for value in values if isinstance(values, list) else [values]:
+            words += [f"--{t.get('options', {}).get(option, option)}", *([str(value)] if value != "" else [])]
+    return dl_launch(t["as"], [*words, "--", *command])
 
 
 def dl_shape(g: dict, settings: dict) -> tuple:
@@ -334,12 +361,28 @@ def flux(argv: list) -> int:
     if argv[:1] in (["run"], ["submit"]):
         return mpi_launch("flux", argv)
     if argv[:1] == ["hostlist"]:
-        print(" ".join(job_nodes()))
-        return 0
+        return hostlist(argv[1:])
     if argv[:1] == ["getattr"] and argv[1:2] == ["size"]:
         print(len(job_nodes()))
         return 0
     record("not_run", ["flux", *argv], reason="scheduler query")
+    return 0
+
+
+def hostlist(argv: list) -> int:
+    """flux-hostlist(1) (read 2026-11-29): -n/--nth IDX one host, -c/--count the count, -e/--expand
+    the hosts joined by -d/--delimiter (a space), else the compressed list; -l (this job's) is the job's."""
+    opts, _ = parse_options(argv, Spec(aliases={"n": "nth", "c": "count", "e": "expand", "d": "delimiter", "l": "local"},
+                                      flags=frozenset({"count", "expand", "local", "sort", "union"}), value_default=True))
+    names = job_nodes()
+    if last(opts, "nth") is not None:
+        print(names[int(last(opts, "nth"))])
+    elif "count" in opts:
+        print(len(names))
+    elif "expand" in opts:
+        print((last(opts, "delimiter") or " ").join(names))
+    else:
+        print(names[0] if len(names) == 1 else f"{names[0][0]}[{names[0][1:]}-{names[-1][1:]}]")
     return 0
 
 
@@ -377,11 +420,13 @@ def dispatch(name: str, argv: list) -> int:
         return dl_launch(name, argv)
     if kind == "remote":
         return remote(name, argv)
+    if kind == "console" and (GRAMMARS[name]["trace"] or {}).get("as"):
+        return console_launch(name, argv)
     if kind == "submit" or name in ("sbatch", "bsub"):
         return submit(name, argv)
-    if name in WRAPPERS:
+    if name in runners.WRAPPER_VALUES:
         return wrapper(name, argv)
-    if name in RUNNERS:
+    if name in runners.RUNNER_VALUES:
         return runner(name, argv)
     if name in ("apptainer", "singularity"):
         return container(name, argv)
@@ -402,67 +447,33 @@ def not_run(name: str, argv: list) -> int:
 
 
 def wrapper(name: str, argv: list) -> int:
-    """numactl, taskset, nsys, ncu: options (their values attached or next), then the command they run."""
-    takes_value = WRAPPER_VALUES.get(name, ())
-    i = 1 if name in ("nsys", "ncu") and argv[:1] and not argv[0].startswith("-") else 0
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in takes_value else 1
-    if name == "taskset" and i < len(argv):
-        i += 1  # the CPU mask
-    return run(argv[i:], dict(os.environ)) if argv[i:] else 0
+    command = runners.wrapped(name, argv)
+    return run(command, dict(os.environ)) if command else 0
 
 
 def container(name: str, argv: list) -> int:
-    """apptainer/singularity exec|run OPTIONS IMAGE CMD: the command runs (its image is recorded)."""
-    if argv[:1] not in (["exec"], ["run"]):
+    found = runners.in_container(argv)
+    if found is None:
         record("not_run", [name, *argv], reason="container command")
         return 0
-    i = 1
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 1 if argv[i] in CONTAINER_FLAGS or "=" in argv[i] else 2
-    record("container", [name, *argv], image=argv[i] if i < len(argv) else None)
-    return run(argv[i + 1:], dict(os.environ)) if argv[i + 1:] else 0
+    image, command = found
+    record("container", [name, *argv], image=image)
+    return run(command, dict(os.environ)) if command else 0
 
 
 def runner(name: str, argv: list) -> int:
-    """Commands that run a command: `uv run`, `conda run -n ENV`, `shifter --image=X`, `podman-hpc run
-    IMAGE`, `stdbuf -oL`, `nohup`, `enroot start IMAGE`: their own options, then the command."""
-    words = argv[1:] if name in SUBCOMMAND_RUNNERS and argv[:1] == [SUBCOMMAND_RUNNERS[name]] else argv
-    if name in SUBCOMMAND_RUNNERS and words is argv:
-        record("not_run", [name, *argv])
-        return 0
-    takes_value = RUNNER_VALUES.get(name, ())
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in takes_value else 1
-    if name in IMAGE_FIRST and i < len(words):
-        record("container", [name, *argv], image=words[i])
-        i += 1
-    return run(words[i:], dict(os.environ)) if words[i:] else 0
+    found = runners.run_by(name, argv)
+    if found is None:
+        return not_run(name, argv)
+    image, command = found
+    if image:
+        record("container", [name, *argv], image=image)
+    return run(command, dict(os.environ)) if command else 0
 
 
-SUBCOMMAND_RUNNERS = {"uv": "run", "conda": "run", "mamba": "run", "micromamba": "run", "podman-hpc": "run",
-                      "enroot": "start"}
-IMAGE_FIRST = ("podman-hpc", "enroot")
-RUNNER_VALUES = {"conda": ("-n", "--name", "-p", "--prefix", "--cwd"), "mamba": ("-n", "--name", "-p", "--prefix"),
-                 "micromamba": ("-n", "--name", "-p", "--prefix"),
-                 "uv": ("--python", "-p", "--with", "--project", "--directory", "--env-file", "--group", "--extra"),
-                 "shifter": ("-V", "--volume", "-E", "-e", "--env", "--image", "--module", "-m", "--workdir", "-w"),
-                 "podman-hpc": ("-v", "--volume", "-e", "--env", "-w", "--workdir", "--name", "--entrypoint",
-                                "--userns", "--security-opt", "--network", "--cap-drop", "--cap-add", "--shm-size",
-                                "--ipc", "--user", "-u", "--mount", "--device", "--env-file"),
-                 "enroot": ("--mount", "-m", "--env", "-e", "--conf", "-c"), "stdbuf": ("-i", "-o", "-e")}
-
-
-WRAPPER_VALUES = {"numactl": ("-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred"),
-                  "nsys": ("-o", "-t", "--trace", "--output", "-s", "--sample"), "ncu": ("-o", "--set", "-k")}
-CONTAINER_FLAGS = {"--nv", "--rocm", "--cleanenv", "-e", "--containall", "-c", "--writable-tmpfs", "--fakeroot",
-                   "--no-home", "--nvccli"}
-COMMANDS = {"module": lambda argv: not_run("module", argv), "ml": lambda argv: not_run("ml", argv),
+COMMANDS = {"module": lambda argv: not_run("module", argv), "cd": lambda argv: not_run("cd", argv), "ml": lambda argv: not_run("ml", argv),
             "source": lambda argv: not_run("source", argv), "scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
             "flux": flux, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
-WRAPPERS = ("numactl", "taskset", "nsys", "ncu")
-RUNNERS = ("uv", "conda", "mamba", "micromamba", "shifter", "podman-hpc", "enroot", "stdbuf", "nohup")
 ALIASES = {"torchrun_jsc": "torchrun", "mpiexec.hydra": "mpiexec"}
 
 
