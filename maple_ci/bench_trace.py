@@ -3,7 +3,8 @@ the trace is the oracle only if it reads the corpus as a careful reader does), a
 
 The label writes the outside world's variables as written (`$SCRATCH/data`, `$USER`); they are put in
 from the trace's own allocation (the site stand-ins, the job's variables), an unknown one as empty,
-as bash would. `--local_rank=N` (deepspeed's, per worker) is not the script's word and is left out.
+as bash would. `--local_rank=N` (deepspeed's, per worker) is not the script's word and is left out. A case the trace
+cannot match says why in its cases.yaml entry (`trace_miss`); the report names each miss with it.
 """
 
 from __future__ import annotations
@@ -89,22 +90,28 @@ def run_trace(cases: list[dict], _out_dir, progress: Callable[[int, int], None] 
         try:
             got, info = traced_words(case)
         except MapleError as exc:
-            failures.append({"case": name, "got": str(exc)[:200], "expected": ""})
+            failures.append({"case": name, "got": str(exc)[:200], "expected": "", "why": case.get("trace_miss")})
             continue
         seconds.append(info["seconds"])
         want = expected_words(case["expect"], info["env"])
         if got == want:
             matched += 1
         else:
-            failures.append({"case": name, "got": " ".join(got)[:200], "expected": " ".join(want)[:200]})
+            failures.append({"case": name, "got": " ".join(got)[:200], "expected": " ".join(want)[:200],
+                             "why": case.get("trace_miss")})
     return {"cases": len(cases), "matched": matched, "accuracy": matched / len(cases) if cases else 0.0,
             "trace_seconds_median": statistics.median(seconds) if seconds else None,
-            "trace_seconds_max": max(seconds) if seconds else None, "failures": failures}
+            "trace_seconds_max": max(seconds) if seconds else None, "failures": failures,
+            "unexplained": sum(1 for f in failures if not f["why"])}
 
 
 def print_trace(report: dict, out) -> None:
     out.print(f"rank 0's traced program matches the label: {report['matched']}/{report['cases']} "
               f"({report['accuracy']:.1%}); a trace takes {report['trace_seconds_median'] or 0:.2f} s "
-              f"(median), {report['trace_seconds_max'] or 0:.2f} s at most", highlight=False)
+              f"(median), {report['trace_seconds_max'] or 0:.2f} s at most; misses without a known reason: "
+              f"{report['unexplained']}", highlight=False)
     for failure in report["failures"]:
-        out.print(f"- {failure['case']}: traced `{failure['got']}`, label `{failure['expected']}`", highlight=False, markup=False)
+        # a case's `trace_miss` (its cases.yaml entry) says why the trace cannot match that label
+        why = f"; why: {failure['why']}" if failure["why"] else "; why: not known (a regression?)"
+        out.print(f"- {failure['case']}: traced `{failure['got']}`, label `{failure['expected']}`{why}",
+                  highlight=False, markup=False)
