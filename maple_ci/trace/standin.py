@@ -24,10 +24,11 @@ HOME = Path(os.environ["MAPLE_TRACE_HOME"])
 sys.path.insert(0, str(HOME))
 from launch_options import Spec, count_ranks, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
 import runners  # noqa: E402  (maple_ci/trace/runners.py)
+import answers  # noqa: E402  (maple_ci/trace/answers.py)
+import ranks  # noqa: E402  (maple_ci/trace/ranks.py)
 
 ALLOC = json.loads((HOME / "alloc.json").read_text())
 GRAMMARS = json.loads((HOME / "grammars.json").read_text())
-MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
 MAX_DEPTH = 8
 PYTHON_VALUE_OPTIONS = {"-W", "-X", "-Q"}
 
@@ -48,13 +49,6 @@ def spec(name: str) -> Spec:
                 pairs=frozenset(g["pairs"]), value_default=g["value_default"], env_name_value=g["env_name_value"],
                 subcommands=frozenset(g["subcommands"]),
                 options_are_never_values=bool((g["trace"] or {}).get("argparse")))
-
-
-def number(value) -> int | None:
-    try:
-        return int(str(value).split(":")[-1])  # torchrun's --nnodes MIN:MAX runs MAX at most
-    except (TypeError, ValueError):
-        return None
 
 
 def run(argv: list, env: dict) -> int:
@@ -116,7 +110,7 @@ def placement(name: str, opts: dict) -> tuple:
     g = GRAMMARS[name]
 
     def value(option):  # an option left out counts at its documented default (jsrun's -a 1)
-        return number(last(opts, option) or g["trace"].get("option_defaults", {}).get(option))
+        return ranks.number(last(opts, option) or g["trace"].get("option_defaults", {}).get(option))
 
     hostfile = last(opts, "hostfile")
     nodes = hosts_of(hostfile) if hostfile else []
@@ -145,19 +139,8 @@ def default_per_node(g: dict) -> int:
     if default == "gpus":
         return gpus()
     if default == "tasks":
-        return number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
+        return ranks.number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
     return int(default)
-
-
-def traced(world: int, per_node: int) -> list:
-    """Which ranks run: every rank of the first two nodes and the last rank, MAX_RANKS at most."""
-    chosen = [r for r in range(min(world, 2 * per_node))] + [world - 1]
-    return sorted(set(chosen))[:MAX_RANKS]
-
-
-def rank_env(g: dict, rank: int, local: int, per_node: int, world: int, node_index: int) -> dict:
-    values = {"rank": rank, "local_rank": local, "world": world, "local_world": per_node, "node_rank": node_index}
-    return {var: str(values[concept]) for concept, names in g["trace"].get("env", {}).items() for var in names}
 
 
 def mpi_launch(name: str, argv: list) -> int:
@@ -169,10 +152,10 @@ def mpi_launch(name: str, argv: list) -> int:
     command = in_working_directory(GRAMMARS[name], command)
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command)
     status = 0
-    for rank in traced(world, per_node):
+    for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
-        env = {**os.environ, **rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
-               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **bound_devices(opts, rank % per_node)}
+        env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
+               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **ranks.bound_devices(opts, rank % per_node)}
         status = max(status, run(command, env))
     return status
 
@@ -186,27 +169,11 @@ def in_working_directory(g: dict, command: list) -> list:
     return command
 
 
-def bound_devices(opts: dict, local: int) -> dict:
-    """srun --gpus-per-task=N: Slurm gives each task its own N devices (CUDA_VISIBLE_DEVICES)."""
-    each = number(last(opts, "gpus_per_task"))
-    if not each:
-        return {}
-    return {"CUDA_VISIBLE_DEVICES": ",".join(str(local * each + i) for i in range(each))}
-
-
 def via(name: str) -> str:
     return ",".join(filter(None, [os.environ.get("MAPLE_TRACE_VIA", ""), name]))
 
 
 # --- per-node launchers that fork the workers (torchrun, deepspeed, accelerate) ----------------
-
-def worker_command(name: str, opts: dict, command: list) -> list:
-    if "no_python" in opts:
-        return command
-    if "module" in opts:
-        return ["python", "-m", *command]
-    return ["python", *command]
-
 
 def dl_launch(name: str, argv: list) -> int:
     g = GRAMMARS[name]
@@ -215,20 +182,20 @@ def dl_launch(name: str, argv: list) -> int:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
     # a flag (--use_fsdp) reads as "true", as accelerate writes it into the workers' variables
-    settings = {**config_settings(opts), **{k: v[-1] or "true" for k, v in opts.items() if v}}
+    settings = {**ranks.config_settings(opts), **{k: v[-1] or "true" for k, v in opts.items() if v}}
     per_node, nodes, node_rank = dl_shape(g, settings)
     world = per_node * nodes
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
-    master = settings.get("master_addr") or rendezvous_host(settings) or ALLOC["nodes"][0]
+    master = settings.get("master_addr") or ranks.rendezvous_host(settings) or ALLOC["nodes"][0]
     variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
     extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
     status = 0
-    for local in range(min(per_node, MAX_RANKS)):
+    for local in range(min(per_node, ranks.MAX_RANKS)):
         rank = node_rank * per_node + local
-        env = {**os.environ, **rank_env(g, rank, local, per_node, world, node_rank), **extra_env,
+        env = {**os.environ, **ranks.rank_env(g, rank, local, per_node, world, node_rank), **extra_env,
                "MASTER_ADDR": master, "MASTER_PORT": str(settings.get("master_port", 29500)),
                "MAPLE_TRACE_VIA": via(name)}
-        words = worker_command(name, opts, command)
+        words = ranks.worker_command(name, opts, command)
         if g["trace"].get("local_rank_argument") and "no_local_rank" not in opts:
             words = [*words, f"--local_rank={local}"]
         status = max(status, run(words, env))
@@ -252,14 +219,14 @@ def console_launch(name: str, argv: list) -> int:
 def dl_shape(g: dict, settings: dict) -> tuple:
     """(workers per node, nodes, this node's rank) from the launcher's options and documented defaults."""
     t = g["trace"]
-    nodes = number(settings.get(t.get("nodes_option", ""))) or 1
-    total = number(settings.get(t.get("total_option", "")))
-    per_node = number(settings.get(t.get("per_node_option", "")))
+    nodes = ranks.number(settings.get(t.get("nodes_option", ""))) or 1
+    total = ranks.number(settings.get(t.get("total_option", "")))
+    per_node = ranks.number(settings.get(t.get("per_node_option", "")))
     if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
         per_node = gpus()
     if per_node is None:
         per_node = -(-total // nodes) if total else default_per_node(g)
-    node_rank = number(settings.get(t.get("node_rank_option", "")))
+    node_rank = ranks.number(settings.get(t.get("node_rank_option", "")))
     if node_rank is None:
         node_rank = node_index()
     return per_node, nodes, node_rank
@@ -268,27 +235,6 @@ def dl_shape(g: dict, settings: dict) -> tuple:
 def node_index() -> int:
     names = job_nodes()
     return names.index(node()) if node() in names else 0
-
-
-def rendezvous_host(settings: dict) -> str | None:
-    endpoint = settings.get("rdzv_endpoint")
-    return endpoint.rsplit(":", 1)[0] if endpoint else None
-
-
-def config_settings(opts: dict) -> dict:
-    """Top-level `key: value` lines of an accelerate config file inside the checkout (the trace
-    needs only its process counts and precision; nested blocks are read by their keys too)."""
-    path = last(opts, "config_file")
-    settings = {}
-    try:
-        lines = Path(path).read_text().splitlines() if path else []
-    except OSError:
-        return settings
-    for line in lines:
-        key, sep, value = line.strip().partition(":")
-        if sep and value.strip():
-            settings[key.strip()] = value.strip().strip("'\"")
-    return settings
 
 
 # --- the program and the machine's commands --------------------------------------------------------
@@ -316,30 +262,16 @@ def python_code(name: str, rest: list) -> int:
     return 0
 
 
-def scontrol(argv: list) -> int:
-    if argv[:2] == ["show", "hostnames"]:
-        listed = argv[2] if len(argv) > 2 else os.environ.get("SLURM_JOB_NODELIST", "")
-        print("\n".join(listed.split(",")) if listed else "\n".join(ALLOC["nodes"]))
-        return 0
-    record("not_run", ["scontrol", *argv], reason="scheduler query")
-    return 0
-
-
-def hostname(argv: list) -> int:
-    if any(a in ("-i", "-I", "--ip-address", "--all-ip-addresses") for a in argv):
-        print(ALLOC["addresses"].get(node(), "192.0.2.1"))
+def machine(name: str, argv: list) -> int:
+    """The machine's own commands, answered from the allocation (answers.py); other queries recorded."""
+    here = {"node": node(), "nodes": job_nodes(), "alloc_nodes": ALLOC["nodes"], "gpus": gpus(),
+            "cpus": ALLOC["cpus_per_node"], "addresses": ALLOC["addresses"],
+            "listed": os.environ.get("SLURM_JOB_NODELIST", "")}
+    text = answers.answer(name, argv, here)
+    if text is None:
+        record("not_run", [name, *argv], reason="a query of the scheduler or the devices")
     else:
-        print(node() if "-s" in argv or "--short" in argv else node())
-    return 0
-
-
-def nvidia_smi(argv: list) -> int:
-    if "-L" in argv or "--list-gpus" in argv:
-        print("\n".join(f"GPU {i}: stand-in (UUID: GPU-trace-{i})" for i in range(gpus())))
-    elif any(a.startswith("--query-gpu") for a in argv):
-        print("\n".join(str(i) for i in range(gpus())))
-    else:
-        record("not_run", ["nvidia-smi", *argv], reason="device query")
+        print(text)
     return 0
 
 
@@ -350,7 +282,7 @@ def remote(name: str, argv: list) -> int:
     command = rest if opts.get("w") else rest[1:]
     record("launch", [name, *argv], launcher=name, nodes=hosts, command=command)
     status = 0
-    for host in hosts[:MAX_RANKS]:
+    for host in hosts[:ranks.MAX_RANKS]:
         env = {**os.environ, "MAPLE_TRACE_NODE": host, "MAPLE_TRACE_VIA": via(name)}
         if command:
             status = max(status, run(["bash", "-c", " ".join(command)], env))
@@ -360,30 +292,7 @@ def remote(name: str, argv: list) -> int:
 def flux(argv: list) -> int:
     if argv[:1] in (["run"], ["submit"]):
         return mpi_launch("flux", argv)
-    if argv[:1] == ["hostlist"]:
-        return hostlist(argv[1:])
-    if argv[:1] == ["getattr"] and argv[1:2] == ["size"]:
-        print(len(job_nodes()))
-        return 0
-    record("not_run", ["flux", *argv], reason="scheduler query")
-    return 0
-
-
-def hostlist(argv: list) -> int:
-    """flux-hostlist(1) (read 2026-11-29): -n/--nth IDX one host, -c/--count the count, -e/--expand
-    the hosts joined by -d/--delimiter (a space), else the compressed list; -l (this job's) is the job's."""
-    opts, _ = parse_options(argv, Spec(aliases={"n": "nth", "c": "count", "e": "expand", "d": "delimiter", "l": "local"},
-                                      flags=frozenset({"count", "expand", "local", "sort", "union"}), value_default=True))
-    names = job_nodes()
-    if last(opts, "nth") is not None:
-        print(names[int(last(opts, "nth"))])
-    elif "count" in opts:
-        print(len(names))
-    elif "expand" in opts:
-        print((last(opts, "delimiter") or " ").join(names))
-    else:
-        print(names[0] if len(names) == 1 else f"{names[0][0]}[{names[0][1:]}-{names[-1][1:]}]")
-    return 0
+    return machine("flux", argv)
 
 
 def submit(name: str, argv: list) -> int:
@@ -472,8 +381,8 @@ def runner(name: str, argv: list) -> int:
 
 
 COMMANDS = {"module": lambda argv: not_run("module", argv), "cd": lambda argv: not_run("cd", argv), "ml": lambda argv: not_run("ml", argv),
-            "source": lambda argv: not_run("source", argv), "scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
-            "flux": flux, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
+            "source": lambda argv: not_run("source", argv), "flux": flux, "sleep": lambda argv: 0,
+            **{name: (lambda argv, name=name: machine(name, argv)) for name in ("scontrol", "hostname", "nvidia-smi", "rocm-smi", "nproc")}}
 ALIASES = {"torchrun_jsc": "torchrun", "mpiexec.hydra": "mpiexec"}
 
 
