@@ -204,16 +204,21 @@ def dl_launch(name: str, argv: list) -> int:
 
 def console_launch(name: str, argv: list) -> int:
     """A console script that starts the workers as another launcher does (`colossalai run`: torchrun
-    on this node): its own options read by its grammar, renamed to that launcher's (grammars.yaml)."""
+    on this node): its own options (and `env_options` variables) renamed to that launcher's; where
+    only a variable makes it launch (`when_env`), without it the console script is the program."""
     t = GRAMMARS[name]["trace"]
     if t.get("subcommand") and argv[:1] != [t["subcommand"]]:
         return not_run(name, argv)
+    if t.get("when_env") and os.environ.get(t["when_env"], "").lower() not in ("1", "true"):
+        record("program", [name, *argv], env=dict(os.environ))  # it trains in its own process
+        return 0
     opts, command = parse_options(argv[1:] if t.get("subcommand") else argv, spec(name))
-    words = []
-    for option, values in {**t.get("option_defaults", {}), **opts}.items():
+    given = {option: os.environ[var] for var, option in t.get("env_options", {}).items() if os.environ.get(var)}
+    words = ["--module"] * bool(t.get("module"))
+    for option, values in {**t.get("option_defaults", {}), **given, **opts}.items():
         for value in values if isinstance(values, list) else [values]:
             words += [f"--{t.get('options', {}).get(option, option)}", *([str(value)] if value != "" else [])]
-    return dl_launch(t["as"], [*words, "--", *command])
+    return dl_launch(t["as"], [*words, "--", *filter(None, [t.get("module")]), *command])
 
 
 def dl_shape(g: dict, settings: dict) -> tuple:
