@@ -60,7 +60,10 @@ def request(repo: Repository, at: tuple[str | None, str], results: list[SourceRe
             if held(asked, sha, source, text, run_set(repo, sha, source, text)):
                 return None, f"The trace waits: a fork's commit wrote what {code(source)} runs, and no maintainer approved it."
     made = {"version": VERSION, "commit": fork_head or sha, "sources": sources, "clusters": clusters, "check_sha": check_sha}
-    return checked_request(made), ""
+    try:
+        return checked_request(made), ""
+    except MapleError as error:  # a script name outside the allowlist: no trace, and the reply says so
+        return None, f"Not traced: {plain(str(error))}."
 
 
 def checked_request(data) -> dict:

@@ -107,3 +107,14 @@ def test_a_forged_or_malformed_result_is_refused_whole_and_fails_the_check(fake,
 def test_a_request_outside_the_allowlists_is_refused(change):
     with pytest.raises(MapleError):
         trace_job.checked_request(_request() | change)
+
+
+def test_a_script_name_outside_the_allowlist_is_not_traced_and_the_reply_says_so(fake, repo):
+    head = fake.refs["heads/main"]
+    results = [{"source": "jobs/train $(id).sbatch", "intent": {}, "clusters": [{"cluster": "perlmutter"}]}]
+    made, why = trace_job.request(repo, (head, head), results, "b" * 40, {})
+    assert made is None and why.startswith("The trace waits")  # an unapproved fork head: nothing asked yet
+    fake.create_status(APPROVAL, {}, head)
+    fake.permissions["Codertocat"] = "write"
+    made, why = trace_job.request(repo, (head, head), results, "b" * 40, {})
+    assert made is None and why.startswith("Not traced:") and "outside what maple-ci accepts" in why
