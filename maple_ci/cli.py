@@ -260,6 +260,10 @@ def action(args) -> int:
 
     apply_inputs()
     root = Path(os.environ.get("GITHUB_WORKSPACE", "."))
+    if (os.environ.get("MAPLE_ACTION_MODE") or "port") != "port":  # the trace gate's own jobs
+        from .github.action import run_trace_mode
+
+        return run_trace_mode(os.environ["MAPLE_ACTION_MODE"], root)
     use_repository_profiles(root)  # the default branch's .github/maple/clusters/*.yaml, checked
     return run_configured(root, sorted(load_profiles()),
                           lambda config: Pipeline(config, git_checkout(root), model=backend_from_setting()))

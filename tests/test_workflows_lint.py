@@ -66,7 +66,10 @@ def test_jobs_use_the_protected_environment_and_keep_no_token_in_git_config(work
             # No secret, no write token; the refusal reply (issue 28) may comment and nothing else.
             assert "environment" not in job and job["permissions"] in ({}, {"issues": "write", "pull-requests": "write"})
             continue
-        assert job["environment"] == "maple"  # the MAPLE_GITLAB_* secrets live only there
+        if job.get("permissions") == {}:  # the trace job (issue 25 F): runs script content, so holds nothing
+            assert "environment" not in job and "secrets." not in yaml.safe_dump(job)
+        else:
+            assert job["environment"] == "maple"  # the MAPLE_GITLAB_* secrets live only there
         checkout = [step for step in job["steps"] if step.get("uses", "").startswith("actions/checkout@")]
         assert checkout and all(step["with"]["persist-credentials"] is False for step in checkout)
 
@@ -92,6 +95,25 @@ def test_comment_requests_from_outsiders_start_nothing_and_only_writers_join_the
     assert "needs.authorize.outputs.write != 'true'" in refuse["if"] and refuse["if"].startswith("!cancelled()")
     assert refuse["permissions"] == {"issues": "write", "pull-requests": "write"} and "concurrency" not in refuse
     assert "secrets." not in yaml.safe_dump(refuse) and "environment" not in refuse
+
+
+def test_the_trace_runs_in_a_job_without_permissions_or_secrets_and_its_result_is_checked_in_another():
+    # Issue 25 F: fork content is traced only in a job with `permissions: {}` and no secrets, only on
+    # the commit the privileged job found approved; its result reaches the check run through a job
+    # that may write checks and nothing else.
+    jobs = yaml.safe_load((REPO / "workflows" / "github" / "maple-comment.yml").read_text())["jobs"]
+    trace, report = jobs["trace"], jobs["trace-report"]
+    assert trace["permissions"] == {} and "environment" not in trace and "secrets." not in yaml.safe_dump(trace)
+    assert trace["needs"] == "maple" and trace["if"] == "needs.maple.outputs.trace-request != ''"
+    [checkout] = [step for step in trace["steps"] if step.get("uses", "").startswith("actions/checkout@")]
+    assert checkout["with"]["ref"] == "${{ fromJSON(needs.maple.outputs.trace-request).commit }}"
+    [action] = [step for step in trace["steps"] if step.get("uses", "").startswith("maple-ci/maple-ci@")]
+    assert action["with"]["mode"] == "trace" and action["with"]["github-token"] == ""
+    assert report["permissions"] == {"checks": "write"} and report["needs"] == ["maple", "trace"]
+    [action] = [step for step in report["steps"] if step.get("uses", "").startswith("maple-ci/maple-ci@")]
+    assert action["with"] == {"mode": "trace-report", "trace-request": "${{ needs.maple.outputs.trace-request }}",
+                              "trace-result": "${{ needs.trace.outputs.trace-result }}"}
+    assert jobs["maple"]["outputs"] == {"trace-request": "${{ steps.maple.outputs.trace-request }}"}
 
 
 def test_push_and_nightly_wait_in_queues_of_their_own():

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 import github_action_toolkit as gha
 
 from maple_ci.errors import MapleError
+from maple_ci.github import trace_job
 
 if TYPE_CHECKING:
     from maple_ci.github.pipeline import Pipeline
@@ -41,6 +42,8 @@ INPUT_SETTINGS = {
     "signing_key": "MAPLE_SIGNING_KEY",
     "llm": "MAPLE_LLM", "llm_model": "MAPLE_LLM_MODEL", "llm_api_key": "MAPLE_LLM_API_KEY",
     "verify_timeout": "MAPLE_VERIFY_TIMEOUT",  # seconds each verification run may take (pipeline.run_backend)
+    # the trace gate's jobs (github/trace_job.py): port (the default), trace or trace-report, and their data
+    "mode": "MAPLE_ACTION_MODE", "trace_request": "MAPLE_TRACE_REQUEST", "trace_result": "MAPLE_TRACE_RESULT",
 }
 SECRET_INPUTS = ("github_token", "gitlab_trigger_token", "gitlab_token", "signing_key", "llm_api_key")
 
@@ -70,6 +73,25 @@ def run_configured(workspace: Path, known: list[str], make_pipeline: Callable[[C
     onboarding = None if path.is_file() else (lambda: propose(workspace, known))
     return run_action(pipeline.port, known, config.sources, config.targets, pace=pace, verify=pipeline.verify,
                       settings=config, config_error=config_error, onboarding=onboarding)
+
+
+def run_trace_mode(mode: str, workspace: Path, pace: bool = True) -> int:
+    """The trace gate's jobs (github/trace_job.py): `trace`, with no token and no secret, sets its
+    verdicts as the `trace-result` output; `trace-report` reads them as untrusted data into the
+    `maple / trace` check run (1 when it fails)."""
+    env = os.environ
+    try:
+        data = trace_job.checked_request(json.loads(env.get("MAPLE_TRACE_REQUEST") or "null"))
+    except ValueError:
+        raise MapleError("the trace-request input is not JSON", exit_code=2) from None
+    if mode == "trace":
+        result = json.dumps(trace_job.run_request(data, workspace), sort_keys=True)
+        if env.get("GITHUB_OUTPUT"):
+            gha.set_output("trace-result", result)
+        return 0
+    if mode == "trace-report":
+        return 0 if trace_job.report(_repo(env, pace), data, env.get("MAPLE_TRACE_RESULT") or "") == "success" else 1
+    raise MapleError(f"unknown mode {mode!r}: port, trace or trace-report", exit_code=2)
 
 
 def run_action(
@@ -173,4 +195,5 @@ def outputs(done: Done) -> dict[str, str]:
         "pr-number": str(done.pr.number) if done.pr else "",
         "pr-url": done.pr.html_url if done.pr else "",
         "status": json.dumps(cluster_status(done), sort_keys=True),
+        "trace-request": json.dumps(done.trace, sort_keys=True) if done.trace else "",
     }

@@ -36,6 +36,7 @@ from maple_ci.github.runs import Approvals, held, held_note, listing, run_set
 from maple_ci.github.state import State
 from maple_ci.github.target import Target, commit_sha, target
 from maple_ci.github.thread import failed, reply
+from maple_ci.github.trace_job import request as trace_request
 
 # Runs after which the dashboard is drawn again (the nightly's also bring its results).
 DASHBOARD_TRIGGERS = ("push", "dashboard")
@@ -47,6 +48,7 @@ VerifyFn = Callable[[BotCommand, list[SourceResult], str, Optional[str], Optiona
 class Done(NamedTuple):
     results: list[SourceResult]  # [] when nothing was run
     pr: PullRequest | None = None  # the PR opened or updated, if any
+    trace: dict | None = None  # what the unprivileged trace job may trace (trace_job.request), if anything
 
 
 def results_as_given(command: BotCommand, results: list[SourceResult], commit: str, skip: str | None,
@@ -144,8 +146,19 @@ def _run(repo: Repository, plan: Plan, command: BotCommand, comment, port: PortF
         done = _ported(repo, plan, command, found, (port, verify), sources, approvals, report, settings)
     finally:
         gha.end_group()  # also on failure: the error must not be folded away in the log
-    _conclude(repo, plan, comment, done._replace(message=done.message + _afterword(approvals, left_out, settings)))
-    return Done(done.results, done.pr)
+    trace, waits = _trace_request(repo, command, found, done, approvals)
+    _conclude(repo, plan, comment, done._replace(message=done.message + _afterword(approvals, left_out, settings) + waits))
+    return Done(done.results, done.pr, trace)
+
+
+def _trace_request(repo: Repository, command: BotCommand, found: Target, done: Published,
+                   approvals: dict[str, str | None]) -> tuple[dict | None, str]:
+    """A port's PR: what the trace job may trace (trace_job.request), and why it waits when it must."""
+    if command.name != "port" or done.pr is None:
+        return None, ""
+    made, why = trace_request(repo, (found.fork_head, commit_sha(repo, found.ref)), done.results, done.pr.head.sha,
+                              approvals)
+    return made, f"\n\n{why}" if why else ""
 
 
 def _approve(repo: Repository, plan: Plan, command: BotCommand, output: str) -> str:

@@ -24,6 +24,9 @@ class Spec:
     # The launcher is one of the program's subcommands (`flux run`, `flux submit`); any other
     # subcommand (`flux hostlist`) starts no ranks.
     subcommands: frozenset = frozenset()
+    # argparse's rule (torchrun, deepspeed, accelerate): a word that looks like an option is the next
+    # option, never a value, as after an empty `--nnodes $NNODES`. Only the trace's stand-ins read so.
+    options_are_never_values: bool = False
 
     def takes_value(self, name: str) -> bool:
         if name in self.flags:
@@ -38,6 +41,7 @@ def _after_subcommand(argv: list[str], spec: Spec) -> Optional[list[str]]:
     return argv[1:] if argv and argv[0] in spec.subcommands else None
 
 
+_LOOKS_LIKE_OPTION = re.compile(r"-(?!\d)\S")  # argparse: -4 is a negative number, -x and --x are options
 _UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")  # `$SRUN_ARGS`, `${EXTRA[@]}`
 
 
@@ -65,6 +69,8 @@ def _option_values(name: str, argv: list[str], i: int, spec: Spec) -> tuple[list
     if name in spec.pairs and i + 1 < len(argv):
         return argv[i:i + 2], i + 2
     if not (spec.takes_value(name) and i < len(argv)) or name.startswith("no_"):  # --no-x never takes one
+        return [""], i
+    if spec.options_are_never_values and _LOOKS_LIKE_OPTION.match(argv[i]):
         return [""], i
     # MPICH's `-env NAME VALUE` versus PALS's `--env NAME=VALUE`
     if spec.env_name_value and name == "env" and "=" not in argv[i] and i + 1 < len(argv):

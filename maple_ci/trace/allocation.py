@@ -19,7 +19,8 @@ DEFAULT_CPUS = 64
 # The storage variables centers set in every login and job environment (NERSC $SCRATCH/$PSCRATCH/$CFS,
 # TACC $WORK/$SCRATCH, JSC $PROJECT/$SCRATCH, IDRIS $STORE/$WORK): the same stand-in value on every
 # trace, so that `set -u` scripts run and source and port expand them alike.
-SITE_VARS = ("SCRATCH", "PSCRATCH", "WORK", "STORE", "PROJECT", "CFS", "FASTDATA", "DATA", "WORKDIR")
+# CINECA_SCRATCH: Leonardo's (templates/clusters/leonardo.yaml's notes; docs.hpc.cineca.it, unconfirmed).
+SITE_VARS = ("SCRATCH", "PSCRATCH", "WORK", "STORE", "PROJECT", "CFS", "FASTDATA", "DATA", "WORKDIR", "CINECA_SCRATCH")
 
 
 @dataclass
@@ -67,9 +68,12 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
         unit = unit or schedulers.find(profile.scheduler)
     count = nodes or d.nodes or DEFAULT_NODES
     names = [f"n{i + 1:03d}" for i in range(count)]
+    # sbatch(1), OUTPUT ENVIRONMENT VARIABLES (read 2026-11-29): SLURM_NTASKS is set from --ntasks, or
+    # from --ntasks-per-node as the job's task count, also when the node count is left to submit time
+    tasks = d.tasks() or (d.ntasks_per_node and d.ntasks_per_node * count)
     job_vars = unit.job_vars if unit else {}
     return Allocation(scheduler=unit.name if unit else "none", nodes=names, gpus_per_node=gpus, cpus_per_node=cpus,
-                      ntasks=d.tasks(), ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
+                      ntasks=tasks, ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
                       array="array" in str(d.dropped))

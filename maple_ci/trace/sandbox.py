@@ -104,6 +104,9 @@ source() { _maple_source "$@"; }
 module() { _maple module "$@"; }
 ml() { _maple ml "$@"; }
 conda() { _maple conda "$@"; }
+# a folder outside the copy (the site's code or scratch: `cd /code/Megatron`): the job would be there,
+# the trace stays where it is and records the cd, so that `set -e` and `cd X || exit` go on as in the job
+cd() { builtin cd "$@" 2>/dev/null || _maple cd "$@"; }
 """
 
 
@@ -136,6 +139,8 @@ class Sandbox:
         (self.home / "out").mkdir()
         shutil.copyfile(here / "standin.py", self.home / "standin.py")
         shutil.copyfile(here.parent / "launchers" / "options.py", self.home / "launch_options.py")
+        for helper in ("runners.py", "answers.py", "ranks.py"):  # the stand-in's own modules
+            shutil.copyfile(here / helper, self.home / helper)
         (self.home / "alloc.json").write_text(json.dumps(alloc))
         (self.home / "grammars.json").write_text(json.dumps(grammars))
         (self.home / "prelude.sh").write_text(PRELUDE)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +23,12 @@ from pathlib import Path
 HOME = Path(os.environ["MAPLE_TRACE_HOME"])
 sys.path.insert(0, str(HOME))
 from launch_options import Spec, count_ranks, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
+import runners  # noqa: E402  (maple_ci/trace/runners.py)
+import answers  # noqa: E402  (maple_ci/trace/answers.py)
+import ranks  # noqa: E402  (maple_ci/trace/ranks.py)
 
 ALLOC = json.loads((HOME / "alloc.json").read_text())
 GRAMMARS = json.loads((HOME / "grammars.json").read_text())
-MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
 MAX_DEPTH = 8
 PYTHON_VALUE_OPTIONS = {"-W", "-X", "-Q"}
 
@@ -44,14 +47,8 @@ def spec(name: str) -> Spec:
     g = GRAMMARS[name]
     return Spec(aliases=g["aliases"], flags=frozenset(g["flags"]), values=frozenset(g["values"]),
                 pairs=frozenset(g["pairs"]), value_default=g["value_default"], env_name_value=g["env_name_value"],
-                subcommands=frozenset(g["subcommands"]))
-
-
-def number(value) -> int | None:
-    try:
-        return int(str(value).split(":")[-1])  # torchrun's --nnodes MIN:MAX runs MAX at most
-    except (TypeError, ValueError):
-        return None
+                subcommands=frozenset(g["subcommands"]),
+                options_are_never_values=bool((g["trace"] or {}).get("argparse")))
 
 
 def run(argv: list, env: dict) -> int:
@@ -112,8 +109,8 @@ def placement(name: str, opts: dict) -> tuple:
     """(nodes the ranks run on, ranks per node, ranks in all) of one launch."""
     g = GRAMMARS[name]
 
-    def value(option):
-        return number(last(opts, option))
+    def value(option):  # an option left out counts at its documented default (jsrun's -a 1)
+        return ranks.number(last(opts, option) or g["trace"].get("option_defaults", {}).get(option))
 
     hostfile = last(opts, "hostfile")
     nodes = hosts_of(hostfile) if hostfile else []
@@ -142,19 +139,8 @@ def default_per_node(g: dict) -> int:
     if default == "gpus":
         return gpus()
     if default == "tasks":
-        return number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
+        return ranks.number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
     return int(default)
-
-
-def traced(world: int, per_node: int) -> list:
-    """Which ranks run: every rank of the first two nodes and the last rank, MAX_RANKS at most."""
-    chosen = [r for r in range(min(world, 2 * per_node))] + [world - 1]
-    return sorted(set(chosen))[:MAX_RANKS]
-
-
-def rank_env(g: dict, rank: int, local: int, per_node: int, world: int, node_index: int) -> dict:
-    values = {"rank": rank, "local_rank": local, "world": world, "local_world": per_node, "node_rank": node_index}
-    return {var: str(values[concept]) for concept, names in g["trace"].get("env", {}).items() for var in names}
 
 
 def mpi_launch(name: str, argv: list) -> int:
@@ -163,22 +149,24 @@ def mpi_launch(name: str, argv: list) -> int:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
     nodes, per_node, world = placement(name, opts)
+    command = in_working_directory(GRAMMARS[name], command)
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command)
     status = 0
-    for rank in traced(world, per_node):
+    for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
-        env = {**os.environ, **rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
-               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **bound_devices(opts, rank % per_node)}
+        env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
+               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **ranks.bound_devices(opts, rank % per_node)}
         status = max(status, run(command, env))
     return status
 
 
-def bound_devices(opts: dict, local: int) -> dict:
-    """srun --gpus-per-task=N: Slurm gives each task its own N devices (CUDA_VISIBLE_DEVICES)."""
-    each = number(last(opts, "gpus_per_task"))
-    if not each:
-        return {}
-    return {"CUDA_VISIBLE_DEVICES": ",".join(str(local * each + i) for i in range(each))}
+def in_working_directory(g: dict, command: list) -> list:
+    """srun(1) "Executable": a bare name found neither by path nor on PATH is run from the working
+    directory (`srun fairseq_fsdp.sh`), where the launcher's trace block says it searches there."""
+    name = command[0]
+    if g["trace"].get("search_cwd") and "/" not in name and not shutil.which(name) and os.path.isfile(name):
+        return [f"./{name}", *command[1:]]
+    return command
 
 
 def via(name: str) -> str:
@@ -187,14 +175,6 @@ def via(name: str) -> str:
 
 # --- per-node launchers that fork the workers (torchrun, deepspeed, accelerate) ----------------
 
-def worker_command(name: str, opts: dict, command: list) -> list:
-    if "no_python" in opts:
-        return command
-    if "module" in opts:
-        return ["python", "-m", *command]
-    return ["python", *command]
-
-
 def dl_launch(name: str, argv: list) -> int:
     g = GRAMMARS[name]
     opts, command = parse_options(argv, spec(name))
@@ -202,37 +182,56 @@ def dl_launch(name: str, argv: list) -> int:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
     # a flag (--use_fsdp) reads as "true", as accelerate writes it into the workers' variables
-    settings = {**config_settings(opts), **{k: v[-1] or "true" for k, v in opts.items() if v}}
+    settings = {**ranks.config_settings(opts), **{k: v[-1] or "true" for k, v in opts.items() if v}}
     per_node, nodes, node_rank = dl_shape(g, settings)
     world = per_node * nodes
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
-    master = settings.get("master_addr") or rendezvous_host(settings) or ALLOC["nodes"][0]
+    master = settings.get("master_addr") or ranks.rendezvous_host(settings) or ALLOC["nodes"][0]
     variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
     extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
     status = 0
-    for local in range(min(per_node, MAX_RANKS)):
+    for local in range(min(per_node, ranks.MAX_RANKS)):
         rank = node_rank * per_node + local
-        env = {**os.environ, **rank_env(g, rank, local, per_node, world, node_rank), **extra_env,
+        env = {**os.environ, **ranks.rank_env(g, rank, local, per_node, world, node_rank), **extra_env,
                "MASTER_ADDR": master, "MASTER_PORT": str(settings.get("master_port", 29500)),
                "MAPLE_TRACE_VIA": via(name)}
-        words = worker_command(name, opts, command)
+        words = ranks.worker_command(name, opts, command)
         if g["trace"].get("local_rank_argument") and "no_local_rank" not in opts:
             words = [*words, f"--local_rank={local}"]
         status = max(status, run(words, env))
     return status
 
 
+def console_launch(name: str, argv: list) -> int:
+    """A console script that starts the workers as another launcher does (`colossalai run`: torchrun
+    on this node): its own options (and `env_options` variables) renamed to that launcher's; where
+    only a variable makes it launch (`when_env`), without it the console script is the program."""
+    t = GRAMMARS[name]["trace"]
+    if t.get("subcommand") and argv[:1] != [t["subcommand"]]:
+        return not_run(name, argv)
+    if t.get("when_env") and os.environ.get(t["when_env"], "").lower() not in ("1", "true"):
+        record("program", [name, *argv], env=dict(os.environ))  # it trains in its own process
+        return 0
+    opts, command = parse_options(argv[1:] if t.get("subcommand") else argv, spec(name))
+    given = {option: os.environ[var] for var, option in t.get("env_options", {}).items() if os.environ.get(var)}
+    words = ["--module"] * bool(t.get("module"))
+    for option, values in {**t.get("option_defaults", {}), **given, **opts}.items():
+        for value in values if isinstance(values, list) else [values]:
+            words += [f"--{t.get('options', {}).get(option, option)}", *([str(value)] if value != "" else [])]
+    return dl_launch(t["as"], [*words, "--", *filter(None, [t.get("module")]), *command])
+
+
 def dl_shape(g: dict, settings: dict) -> tuple:
     """(workers per node, nodes, this node's rank) from the launcher's options and documented defaults."""
     t = g["trace"]
-    nodes = number(settings.get(t.get("nodes_option", ""))) or 1
-    total = number(settings.get(t.get("total_option", "")))
-    per_node = number(settings.get(t.get("per_node_option", "")))
+    nodes = ranks.number(settings.get(t.get("nodes_option", ""))) or 1
+    total = ranks.number(settings.get(t.get("total_option", "")))
+    per_node = ranks.number(settings.get(t.get("per_node_option", "")))
     if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
         per_node = gpus()
     if per_node is None:
         per_node = -(-total // nodes) if total else default_per_node(g)
-    node_rank = number(settings.get(t.get("node_rank_option", "")))
+    node_rank = ranks.number(settings.get(t.get("node_rank_option", "")))
     if node_rank is None:
         node_rank = node_index()
     return per_node, nodes, node_rank
@@ -241,27 +240,6 @@ def dl_shape(g: dict, settings: dict) -> tuple:
 def node_index() -> int:
     names = job_nodes()
     return names.index(node()) if node() in names else 0
-
-
-def rendezvous_host(settings: dict) -> str | None:
-    endpoint = settings.get("rdzv_endpoint")
-    return endpoint.rsplit(":", 1)[0] if endpoint else None
-
-
-def config_settings(opts: dict) -> dict:
-    """Top-level `key: value` lines of an accelerate config file inside the checkout (the trace
-    needs only its process counts and precision; nested blocks are read by their keys too)."""
-    path = last(opts, "config_file")
-    settings = {}
-    try:
-        lines = Path(path).read_text().splitlines() if path else []
-    except OSError:
-        return settings
-    for line in lines:
-        key, sep, value = line.strip().partition(":")
-        if sep and value.strip():
-            settings[key.strip()] = value.strip().strip("'\"")
-    return settings
 
 
 # --- the program and the machine's commands --------------------------------------------------------
@@ -289,30 +267,16 @@ def python_code(name: str, rest: list) -> int:
     return 0
 
 
-def scontrol(argv: list) -> int:
-    if argv[:2] == ["show", "hostnames"]:
-        listed = argv[2] if len(argv) > 2 else os.environ.get("SLURM_JOB_NODELIST", "")
-        print("\n".join(listed.split(",")) if listed else "\n".join(ALLOC["nodes"]))
-        return 0
-    record("not_run", ["scontrol", *argv], reason="scheduler query")
-    return 0
-
-
-def hostname(argv: list) -> int:
-    if any(a in ("-i", "-I", "--ip-address", "--all-ip-addresses") for a in argv):
-        print(ALLOC["addresses"].get(node(), "192.0.2.1"))
+def machine(name: str, argv: list) -> int:
+    """The machine's own commands, answered from the allocation (answers.py); other queries recorded."""
+    here = {"node": node(), "nodes": job_nodes(), "alloc_nodes": ALLOC["nodes"], "gpus": gpus(),
+            "cpus": ALLOC["cpus_per_node"], "addresses": ALLOC["addresses"],
+            "listed": os.environ.get("SLURM_JOB_NODELIST", "")}
+    text = answers.answer(name, argv, here)
+    if text is None:
+        record("not_run", [name, *argv], reason="a query of the scheduler or the devices")
     else:
-        print(node() if "-s" in argv or "--short" in argv else node())
-    return 0
-
-
-def nvidia_smi(argv: list) -> int:
-    if "-L" in argv or "--list-gpus" in argv:
-        print("\n".join(f"GPU {i}: stand-in (UUID: GPU-trace-{i})" for i in range(gpus())))
-    elif any(a.startswith("--query-gpu") for a in argv):
-        print("\n".join(str(i) for i in range(gpus())))
-    else:
-        record("not_run", ["nvidia-smi", *argv], reason="device query")
+        print(text)
     return 0
 
 
@@ -323,7 +287,7 @@ def remote(name: str, argv: list) -> int:
     command = rest if opts.get("w") else rest[1:]
     record("launch", [name, *argv], launcher=name, nodes=hosts, command=command)
     status = 0
-    for host in hosts[:MAX_RANKS]:
+    for host in hosts[:ranks.MAX_RANKS]:
         env = {**os.environ, "MAPLE_TRACE_NODE": host, "MAPLE_TRACE_VIA": via(name)}
         if command:
             status = max(status, run(["bash", "-c", " ".join(command)], env))
@@ -346,14 +310,7 @@ def skypilot_nodes(argv: list) -> int:
 def flux(argv: list) -> int:
     if argv[:1] in (["run"], ["submit"]):
         return mpi_launch("flux", argv)
-    if argv[:1] == ["hostlist"]:
-        print(" ".join(job_nodes()))
-        return 0
-    if argv[:1] == ["getattr"] and argv[1:2] == ["size"]:
-        print(len(job_nodes()))
-        return 0
-    record("not_run", ["flux", *argv], reason="scheduler query")
-    return 0
+    return machine("flux", argv)
 
 
 def submit(name: str, argv: list) -> int:
@@ -390,11 +347,13 @@ def dispatch(name: str, argv: list) -> int:
         return dl_launch(name, argv)
     if kind == "remote":
         return remote(name, argv)
+    if kind == "console" and (GRAMMARS[name]["trace"] or {}).get("as"):
+        return console_launch(name, argv)
     if kind == "submit" or name in ("sbatch", "bsub"):
         return submit(name, argv)
-    if name in WRAPPERS:
+    if name in runners.WRAPPER_VALUES:
         return wrapper(name, argv)
-    if name in RUNNERS:
+    if name in runners.RUNNER_VALUES:
         return runner(name, argv)
     if name in ("apptainer", "singularity"):
         return container(name, argv)
@@ -415,67 +374,33 @@ def not_run(name: str, argv: list) -> int:
 
 
 def wrapper(name: str, argv: list) -> int:
-    """numactl, taskset, nsys, ncu: options (their values attached or next), then the command they run."""
-    takes_value = WRAPPER_VALUES.get(name, ())
-    i = 1 if name in ("nsys", "ncu") and argv[:1] and not argv[0].startswith("-") else 0
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 2 if argv[i] in takes_value else 1
-    if name == "taskset" and i < len(argv):
-        i += 1  # the CPU mask
-    return run(argv[i:], dict(os.environ)) if argv[i:] else 0
+    command = runners.wrapped(name, argv)
+    return run(command, dict(os.environ)) if command else 0
 
 
 def container(name: str, argv: list) -> int:
-    """apptainer/singularity exec|run OPTIONS IMAGE CMD: the command runs (its image is recorded)."""
-    if argv[:1] not in (["exec"], ["run"]):
+    found = runners.in_container(argv)
+    if found is None:
         record("not_run", [name, *argv], reason="container command")
         return 0
-    i = 1
-    while i < len(argv) and argv[i].startswith("-"):
-        i += 1 if argv[i] in CONTAINER_FLAGS or "=" in argv[i] else 2
-    record("container", [name, *argv], image=argv[i] if i < len(argv) else None)
-    return run(argv[i + 1:], dict(os.environ)) if argv[i + 1:] else 0
+    image, command = found
+    record("container", [name, *argv], image=image)
+    return run(command, dict(os.environ)) if command else 0
 
 
 def runner(name: str, argv: list) -> int:
-    """Commands that run a command: `uv run`, `conda run -n ENV`, `shifter --image=X`, `podman-hpc run
-    IMAGE`, `stdbuf -oL`, `nohup`, `enroot start IMAGE`: their own options, then the command."""
-    words = argv[1:] if name in SUBCOMMAND_RUNNERS and argv[:1] == [SUBCOMMAND_RUNNERS[name]] else argv
-    if name in SUBCOMMAND_RUNNERS and words is argv:
-        record("not_run", [name, *argv])
-        return 0
-    takes_value = RUNNER_VALUES.get(name, ())
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in takes_value else 1
-    if name in IMAGE_FIRST and i < len(words):
-        record("container", [name, *argv], image=words[i])
-        i += 1
-    return run(words[i:], dict(os.environ)) if words[i:] else 0
+    found = runners.run_by(name, argv)
+    if found is None:
+        return not_run(name, argv)
+    image, command = found
+    if image:
+        record("container", [name, *argv], image=image)
+    return run(command, dict(os.environ)) if command else 0
 
 
-SUBCOMMAND_RUNNERS = {"uv": "run", "conda": "run", "mamba": "run", "micromamba": "run", "podman-hpc": "run",
-                      "enroot": "start"}
-IMAGE_FIRST = ("podman-hpc", "enroot")
-RUNNER_VALUES = {"conda": ("-n", "--name", "-p", "--prefix", "--cwd"), "mamba": ("-n", "--name", "-p", "--prefix"),
-                 "micromamba": ("-n", "--name", "-p", "--prefix"),
-                 "uv": ("--python", "-p", "--with", "--project", "--directory", "--env-file", "--group", "--extra"),
-                 "shifter": ("-V", "--volume", "-E", "-e", "--env", "--image", "--module", "-m", "--workdir", "-w"),
-                 "podman-hpc": ("-v", "--volume", "-e", "--env", "-w", "--workdir", "--name", "--entrypoint",
-                                "--userns", "--security-opt", "--network", "--cap-drop", "--cap-add", "--shm-size",
-                                "--ipc", "--user", "-u", "--mount", "--device", "--env-file"),
-                 "enroot": ("--mount", "-m", "--env", "-e", "--conf", "-c"), "stdbuf": ("-i", "-o", "-e")}
-
-
-WRAPPER_VALUES = {"numactl": ("-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred"),
-                  "nsys": ("-o", "-t", "--trace", "--output", "-s", "--sample"), "ncu": ("-o", "--set", "-k")}
-CONTAINER_FLAGS = {"--nv", "--rocm", "--cleanenv", "-e", "--containall", "-c", "--writable-tmpfs", "--fakeroot",
-                   "--no-home", "--nvccli"}
-COMMANDS = {"module": lambda argv: not_run("module", argv), "ml": lambda argv: not_run("ml", argv),
-            "source": lambda argv: not_run("source", argv), "scontrol": scontrol, "hostname": hostname, "nvidia-smi": nvidia_smi, "rocm-smi": nvidia_smi,
-            "flux": flux, "skypilot-nodes": skypilot_nodes, "nproc": lambda argv: print(ALLOC["cpus_per_node"]) or 0, "sleep": lambda argv: 0}
-WRAPPERS = ("numactl", "taskset", "nsys", "ncu")
-RUNNERS = ("uv", "conda", "mamba", "micromamba", "shifter", "podman-hpc", "enroot", "stdbuf", "nohup")
+COMMANDS = {"module": lambda argv: not_run("module", argv), "cd": lambda argv: not_run("cd", argv), "ml": lambda argv: not_run("ml", argv),
+            "source": lambda argv: not_run("source", argv), "flux": flux, "skypilot-nodes": skypilot_nodes, "sleep": lambda argv: 0,
+            **{name: (lambda argv, name=name: machine(name, argv)) for name in ("scontrol", "hostname", "nvidia-smi", "rocm-smi", "nproc")}}
 ALIASES = {"torchrun_jsc": "torchrun", "mpiexec.hydra": "mpiexec"}
 
 

@@ -79,7 +79,7 @@ def test_commenter_without_write_access_gets_a_polite_refusal_and_no_changes(fak
     plan, _ = comment_plan(webhook, source_pr["number"])
     refs, commits = dict(fake.refs), len(fake.commits)
 
-    assert run_plan(repo, plan, lambda *a: pytest.fail("port must not run")) == ([], None)
+    assert run_plan(repo, plan, lambda *a: pytest.fail("port must not run")) == ([], None, None)  # no results, no PR, nothing to trace
     assert (fake.refs, len(fake.commits), len(fake.pulls)) == (refs, commits, 1)
     assert fake.reactions == fake.reviews == fake.check_runs == []
     [reply] = fake.comments

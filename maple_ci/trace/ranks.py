@@ -1,0 +1,67 @@
+"""The rank arithmetic of the trace's launcher stand-ins (standin.py): which ranks are traced, the
+variables each gets, a worker's command, the devices a task is bound to, a rendezvous host, an
+accelerate config's settings. Pure functions of their arguments, stdlib only: imported inside the sandbox.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launch_options import last  # bound in from maple_ci/launchers/options.py
+
+MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
+
+
+def number(value) -> int | None:
+    try:
+        return int(str(value).split(":")[-1])  # torchrun's --nnodes MIN:MAX runs MAX at most
+    except (TypeError, ValueError):
+        return None
+
+
+def traced(world: int, per_node: int) -> list:
+    """Which ranks run: every rank of the first two nodes and the last rank, MAX_RANKS at most."""
+    chosen = [r for r in range(min(world, 2 * per_node))] + [world - 1]
+    return sorted(set(chosen))[:MAX_RANKS]
+
+
+def rank_env(g: dict, rank: int, local: int, per_node: int, world: int, node_index: int) -> dict:
+    values = {"rank": rank, "local_rank": local, "world": world, "local_world": per_node, "node_rank": node_index}
+    return {var: str(values[concept]) for concept, names in g["trace"].get("env", {}).items() for var in names}
+
+
+def bound_devices(opts: dict, local: int) -> dict:
+    """srun --gpus-per-task=N: Slurm gives each task its own N devices (CUDA_VISIBLE_DEVICES)."""
+    each = number(last(opts, "gpus_per_task"))
+    if not each:
+        return {}
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(local * each + i) for i in range(each))}
+
+
+def worker_command(name: str, opts: dict, command: list) -> list:
+    if "no_python" in opts:
+        return command
+    if "module" in opts:
+        return ["python", "-m", *command]
+    return ["python", *command]
+
+
+def rendezvous_host(settings: dict) -> str | None:
+    endpoint = settings.get("rdzv_endpoint")
+    return endpoint.rsplit(":", 1)[0] if endpoint else None
+
+
+def config_settings(opts: dict) -> dict:
+    """Top-level `key: value` lines of an accelerate config file inside the checkout (the trace
+    needs only its process counts and precision; nested blocks are read by their keys too)."""
+    path = last(opts, "config_file")
+    settings = {}
+    try:
+        lines = Path(path).read_text().splitlines() if path else []
+    except OSError:
+        return settings
+    for line in lines:
+        key, sep, value = line.strip().partition(":")
+        if sep and value.strip():
+            settings[key.strip()] = value.strip().strip("'\"")
+    return settings
