@@ -301,7 +301,7 @@ def skypilot_nodes(argv: list) -> int:
     nodes = job_nodes()
     record("launch", ["skypilot-nodes", *argv], launcher="skypilot", nodes=nodes, command=["run"])
     status = 0
-    for rank, host in enumerate(nodes[:MAX_RANKS]):
+    for rank, host in enumerate(nodes[:ranks.MAX_RANKS]):
         env = {**os.environ, "MAPLE_TRACE_NODE": host, "SKYPILOT_NODE_RANK": str(rank)}
         status = max(status, run(["bash", "-c", commands], env))
     return status
