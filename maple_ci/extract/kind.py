@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .frameworks import other_framework
+from .frameworks import other_framework, tensorflow_strategy
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .launch import Launch
 from .options import last
@@ -164,6 +164,33 @@ def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[s
 
 
 _NEXT = object()  # a step of `strategy` that does not decide
+
+
+def own_strategy(framework: str, launch: Optional[Launch], program: str, world: Optional[int],
+                 gpus_per_node: Optional[int]) -> Optional[str]:
+    """The strategy of a program outside PyTorch's family, in its framework's own words; else
+    single for one process on one device (nothing runs in parallel); else None. PyTorch's size rule
+    (more processes: ddp) says nothing about them: a JAX, Horovod or Ray program parallelises itself
+    (jax.sharding, hvd.allreduce, actors), a MirroredStrategy process drives several devices, and
+    vLLM or fairseq choose inside their own configuration."""
+    named = None
+    if framework == "tensorflow":
+        named = tensorflow_strategy(program)
+    elif framework == "llamafactory" and launch is not None:
+        named = _llamafactory_strategy(launch)
+    return named or ("single" if world == 1 and gpus_per_node == 1 else None)
+
+
+def _llamafactory_strategy(launch: Launch) -> Optional[str]:
+    """LLaMA-Factory reads its training YAML (`llamafactory-cli train cfg.yaml`); its `deepspeed`
+    key names the DeepSpeed config whose ZeRO stage decides, as in the project's examples/train_full
+    (https://github.com/hiyouga/LLaMA-Factory, examples/README.md, read 2026-11-29)."""
+    path = next((a for a in launch.args if a.endswith((".yaml", ".yml"))), None)
+    ds_path = (read_config(path, launch.shell) or {}).get("deepspeed")
+    if not isinstance(ds_path, str):
+        return None
+    found = _deepspeed_strategy(ds_path, read_config(ds_path, launch.shell))
+    return None if found is _NEXT else found
 
 
 def _model_parallel(args: list[str], resolve, program: str):

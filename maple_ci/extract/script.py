@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..errors import MapleError
-from ..intent import REQUIRED_FOR_PORT, JobIntent
+from ..intent import REQUIRED_FOR_PORT, TEMPLATE_FRAMEWORKS, JobIntent
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from ..profile_files import cluster_data
 from . import kind
@@ -118,7 +118,10 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         wrapper=launch.wrapper if launch else [],
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
-    strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
+    if intent.framework in TEMPLATE_FRAMEWORKS:
+        strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
+    else:
+        strategy = kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
     return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
 
 
