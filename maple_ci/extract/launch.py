@@ -307,6 +307,7 @@ def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: li
 
 
 def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
+    entry = _on_path(entry)
     names = {name for name, _ in stages}
     parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
@@ -319,6 +320,18 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
         score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes))
+
+
+# `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
+# the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
+# is `prog` as PATH finds it, on the target too.
+_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
+_ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
+
+
+def _on_path(entry: Optional[str]) -> Optional[str]:
+    found = _ON_PATH.fullmatch(entry or "")
+    return (found[1] or found[2]) if found else entry
 
 
 def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _Context,
