@@ -1,7 +1,8 @@
 """Issue 25: the strategy of a program outside PyTorch's family is said in its framework's own words
 (tf.distribute's MirroredStrategy / MultiWorkerMirroredStrategy, LLaMA-Factory's DeepSpeed config),
-never by PyTorch's size rule: a Horovod, JAX or Ray job of several processes is not "ddp". One
-process on one device is "single" in any framework. Scripts and programs written for these tests in
+never by PyTorch's size rule: a Horovod or Ray job of several processes is not "ddp". Programs whose
+processes are replicas by default (fairseq's pytorch_ddp backend, LLaMA-Factory without DeepSpeed,
+multi-process JAX) keep PyTorch's reading. One process on one device is "single" in any framework. Scripts and programs written for these tests in
 styles the corpus does not hold (an MPI-launched Keras Horovod job, JAX processes under srun, TF's
 experimental MultiWorkerMirroredStrategy, a LLaMA-Factory YAML naming its ZeRO-3 config).
 """
@@ -36,11 +37,13 @@ def read(text: str, tmp_path: Path, files: dict) -> JobIntent:
                                                          "s = distribute.MirroredStrategy(['/gpu:0', '/gpu:1'])\n"},
      "mirrored"),
     (TWO_NODES, "srun python tf_plain.py", {"tf_plain.py": "import tensorflow as tf\n"}, None),
-    # Horovod, JAX, Ray: their parallelism is the program's own, not PyTorch DDP
+    # Horovod, Ray: their parallelism is the program's own, not PyTorch DDP
     (TWO_NODES, "mpirun -np 8 -npernode 4 python keras_hvd.py",
      {"keras_hvd.py": "import horovod.tensorflow.keras as hvd\nhvd.init()\n"}, None),
-    (TWO_NODES, "srun python shard.py", {"shard.py": "import jax\njax.distributed.initialize()\n"}, None),
     (TWO_NODES, "python driver.py", {"driver.py": "import ray\nray.init(address='auto')\n"}, None),
+    # replicas by default: PyTorch's reading
+    (TWO_NODES, "srun python shard.py", {"shard.py": "import jax\njax.distributed.initialize()\n"}, "ddp"),
+    (TWO_NODES, "srun fairseq-train data-bin/wmt --arch transformer", {}, "ddp"),
     # one process on one device runs nothing in parallel, whatever its framework
     (ONE_GPU, "python one.py", {"one.py": "import jax.numpy as jnp\n"}, "single"),
     (ONE_GPU, "python one_tf.py", {"one_tf.py": "import keras\n"}, "single"),
@@ -60,10 +63,10 @@ def test_llamafactory_reads_the_zero_stage_its_yaml_names(tmp_path):
     assert (intent.framework, intent.strategy) == ("llamafactory", "zero3")
 
 
-def test_llamafactory_without_a_deepspeed_key_says_nothing(tmp_path):
+def test_llamafactory_without_a_deepspeed_key_is_data_parallel(tmp_path):
     files = {"cfg/lora.yaml": "model_name_or_path: m\nfinetuning_type: lora\n"}
-    intent = read(TWO_NODES + "llamafactory-cli train cfg/lora.yaml\n", tmp_path, files)
-    assert (intent.framework, intent.strategy) == ("llamafactory", None)
+    intent = read(TWO_NODES + "srun llamafactory-cli train cfg/lora.yaml\n", tmp_path, files)
+    assert (intent.framework, intent.strategy) == ("llamafactory", "ddp")
 
 
 def test_a_horovod_job_ports_one_rank_per_gpu(tmp_path):

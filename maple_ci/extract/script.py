@@ -118,10 +118,10 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         wrapper=launch.wrapper if launch else [],
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
-    if intent.framework in TEMPLATE_FRAMEWORKS:
+    strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
+        kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
+    if strategy is kind.NEXT:
         strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
-    else:
-        strategy = kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
     return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
 
 
