@@ -103,7 +103,17 @@ def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> 
 
 def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
     nodes = _fixed_nnodes(value(opts, "nnodes")) if "nnodes" in opts else 1  # torchrun's default
-    return Counts(nodes, count(value(opts, "nproc_per_node") if "nproc_per_node" in opts else _torchrun_default(opts)))
+    workers = value(opts, "nproc_per_node") if "nproc_per_node" in opts else _torchrun_default(opts)
+    return Counts(nodes, count(_visible_devices(value) if workers in ("gpu", "auto") else workers))
+
+
+def _visible_devices(value: Value) -> Optional[str]:
+    """torchrun --nproc-per-node=gpu (auto on a GPU node) starts one worker per GPU the node shows it
+    (torchrun's documentation, read 2026-11-29): as many as the CUDA_VISIBLE_DEVICES the script sets
+    lists; None when it sets none (the allocation's GPUs decide)."""
+    listed = value({"devices": ["$CUDA_VISIBLE_DEVICES"]}, "devices") or ""
+    devices = [device for device in listed.split(",") if device.strip()]
+    return str(len(devices)) if devices and "$" not in listed else None
 
 
 def _torchrun_default(opts: dict) -> Optional[str]:
