@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 from ..errors import MapleError
 from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
-from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
+from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .consoles import CONSOLES, REMOTE, console, remote
@@ -37,6 +37,7 @@ _UTILITY = re.compile(r"hostname|\w+-smi|sycl-ls|clinfo|lscpu|nproc|echo|printf|
                       r"kill|ulimit|sync|tee|grep|sed|awk|head|tail|sort|uniq|wc|cut|find|scontrol|squeue|sacct|"
                       r"module|ssh|pdsh|bash|sh|id|whoami|top|ps|python[\d.]*|pip\d?|conda|gpustat|dcgmi|strace")
 _CONTAINERS = {"apptainer", "singularity", "podman-hpc", "podman", "docker", "shifter"}
+_OCI_ENGINES = {"podman-hpc", "podman", "docker"}
 # Per-rank scripts that only pick a device for the rank and run their arguments; the target's own
 # binding replaces them. Known by name, or by what they do when they can be read.
 _AFFINITY_NAME = re.compile(r"(?i).*(affinity|gpu_tile|tile_compact|select_gpu|gpu_bind|bind_gpu|set_gpu|"
@@ -218,7 +219,7 @@ def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _C
         image = last(opts, "image")
         options = argv[1:len(argv) - len(rest)]
     elif argv[1:2] in (["exec"], ["run"]):
-        opts, rest = parse_options(argv[2:], CONTAINER)
+        opts, rest = parse_options(argv[2:], OCI_RUN if head in _OCI_ENGINES else CONTAINER)
         if not rest:
             return None
         image, options, rest = rest[0], argv[2:len(argv) - len(rest)], rest[1:]
