@@ -40,3 +40,12 @@ def test_nproc_per_node_gpu_counts_the_visible_devices(visible, workers):
 def test_nproc_per_node_gpu_without_a_visible_list_is_not_guessed():
     intent = extract_script("#!/bin/bash\ntorchrun --standalone --nproc_per_node=gpu train.py\n")
     assert intent.gpus_per_node is None and intent.world_size is None
+
+
+def test_deepspeeds_openmpi_launcher_args_name_the_ranks_and_hosts(tmp_path):
+    """deepspeed --launcher=OpenMPI --launcher_args '-np 2 -H a:1,b:1': one rank on each of two hosts."""
+    (tmp_path / "ds.json").write_text('{"zero_optimization": {"stage": 1}}')
+    text = ("#!/bin/bash\ndeepspeed --launcher=OpenMPI --launcher_args=' -np 2 -H 10.0.0.1:1,10.0.0.2:1 -x NCCL_DEBUG=INFO' "
+            "train.py --deepspeed --deepspeed_config ds.json\n")
+    intent = extract_script(text, tmp_path, "run.sh", tmp_path)
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size, intent.strategy) == (2, 1, 2, "zero1")
