@@ -46,3 +46,9 @@ def test_the_walltime_is_rewritten_where_pjsub_reads_it():
     changed = PJM.set_option(text, "-L elapse", "02:30:00")
     assert PJM.read(changed).walltime == "02:30:00" and PJM.read(changed).nodes == 1
     assert "-L elapse=02:30:00" in changed
+
+
+def test_pjm_mpi_proc_is_the_ranks_mpirun_starts():
+    text = "#!/bin/bash\n#PJM -L node=4\n#PJM --mpi proc=8\n#PJM -L elapse=1:00:00\nmpirun -np $PJM_MPI_PROC -map-by node python gen.py\n"
+    intent = extract_script(text)
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (4, 2, 8)

@@ -70,6 +70,7 @@ class Pjm(Scheduler):
         "ranks": ("PJM_MPI_PROC",),
         "node_file": ("PJM_O_NODEINF",),
     }
+    fixed_vars = {"PJM_MPI_PROC": "tasks"}  # --mpi proc=N
     job_environment = frozenset({"PJM_O_WORKDIR", "PJM_JOBID", "PJM_JOBNAME", "PJM_BULKNUM", "PJM_SUBJOBID",
                                  "PJM_MPI_PROC", "PJM_O_NODEINF"})
     site_queries = {
