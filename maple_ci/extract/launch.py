@@ -349,8 +349,10 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
 
 
 def best(launches: list[Launch]) -> Optional[Launch]:
-    """The launch that most looks like the training job, the first of equals; None if none does."""
-    found = max(launches, key=lambda launch: launch.score, default=None)
+    """The launch that most looks like the training job; among equals, one through a launcher that
+    forks the workers (`prep.py && accelerate launch -m train`: the data step comes first), else the
+    first; None if none does."""
+    found = max(launches, key=lambda launch: (launch.score, bool(launch.names() & DL_LAUNCHERS)), default=None)
     return found if found and found.score else None
 
 
