@@ -23,7 +23,12 @@ TEMPLATE_FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightn
 # Programs with a runtime of their own: a center's PyTorch set-up is no help to them. The others
 # (Horovod, vLLM, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
 OWN_RUNTIME = frozenset({"jax", "tensorflow"})
-Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single"]
+Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single",
+                   "mirrored", "multi_worker_mirrored"]
+# TensorFlow's tf.distribute strategies launch as the PyTorch template of the same process model: one
+# MirroredStrategy process drives its node's GPUs (a one-process template), a MultiWorkerMirroredStrategy
+# job runs one worker per rank the launcher starts (https://www.tensorflow.org/guide/distributed_training, read 2026-11-29)
+TEMPLATE_STRATEGIES = {"mirrored": "single", "multi_worker_mirrored": "ddp"}
 
 # Launchers (JobIntent.launcher values) that start one process per device themselves (every MPI-kind
 # launcher of the registry: srun, mpiexec, ..., flux run); the others (torchrun, accelerate,
@@ -115,6 +120,14 @@ class JobIntent:
         """The template family that launches this program: its own, or plain PyTorch's (a launch
         line starts any program; the set-up is python_env's concern)."""
         return self.framework if self.framework in TEMPLATE_FRAMEWORKS else "pytorch"
+
+    def template_strategy(self) -> Optional[str]:
+        """The template strategy that launches this program's strategy (its own word for most); one
+        process whose parallelism is its own (a JAX process on its node's devices) takes the
+        one-process template."""
+        if self.strategy is None and self.world_size == 1:
+            return "single"
+        return TEMPLATE_STRATEGIES.get(self.strategy, self.strategy)
 
     def with_defaults(self) -> "JobIntent":
         """world_size follows nodes * gpus_per_node unless the script said otherwise."""

@@ -103,7 +103,7 @@ def retrieve(intent: JobIntent, cluster: str, k: int = 3) -> list[Candidate]:
     candidates = _search(replace(intent, framework=family).description(), where, limit=None)
     if not candidates:
         raise _missing_combo(profile.name, family)
-    wanted = intent.strategy or DEFAULT_STRATEGY.get(family)
+    wanted = intent.template_strategy() or DEFAULT_STRATEGY.get(family)
     # Lightning's cluster environments expect the scheduler to start every rank (under Slurm, one
     # srun task per GPU, checked against Trainer(devices)); a torchrun inside srun confuses them.
     lightning = intent.framework == "lightning"

@@ -5,10 +5,11 @@ layout where the launch line leaves it to the scheduler."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, grammar, launcher, parse_options
 from .directives import Directives, count, per_node
 from .frameworks import by_program
 from .launch import Launch
@@ -103,7 +104,17 @@ def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> 
 
 def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
     nodes = _fixed_nnodes(value(opts, "nnodes")) if "nnodes" in opts else 1  # torchrun's default
-    return Counts(nodes, count(value(opts, "nproc_per_node") if "nproc_per_node" in opts else _torchrun_default(opts)))
+    workers = value(opts, "nproc_per_node") if "nproc_per_node" in opts else _torchrun_default(opts)
+    return Counts(nodes, count(_visible_devices(value) if workers in ("gpu", "auto") else workers))
+
+
+def _visible_devices(value: Value) -> Optional[str]:
+    """torchrun --nproc-per-node=gpu (auto on a GPU node) starts one worker per GPU the node shows it
+    (torchrun's documentation, read 2026-11-29): as many as the CUDA_VISIBLE_DEVICES the script sets
+    lists; None when it sets none (the allocation's GPUs decide)."""
+    listed = value({"devices": ["$CUDA_VISIBLE_DEVICES"]}, "devices") or ""
+    devices = [device for device in listed.split(",") if device.strip()]
+    return str(len(devices)) if devices and "$" not in listed else None
 
 
 def _torchrun_default(opts: dict) -> Optional[str]:
@@ -120,13 +131,32 @@ def _fixed_nnodes(nnodes: Optional[str]) -> Optional[int]:
     return None
 
 
+# deepspeed --launcher openmpi hands the ranks to mpirun with --launcher_args appended (DeepSpeed's
+# OpenMPIRunner, deepspeed/launcher/multinode_runner.py, read 2026-11-29); its other MPI runners unconfirmed
+_DS_MPI = {"openmpi": "mpirun"}
+
+
 def _deepspeed(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
+    mpi = _DS_MPI.get((value(opts, "launcher") or "").lower())
+    if mpi and "launcher_args" in opts:
+        return _launcher_args(mpi, value(opts, "launcher_args") or "", value)
     nodes = None
     if "num_nodes" in opts:
         nodes = count(value(opts, "num_nodes"))
     elif "hostfile" not in opts and not outer:
         nodes = 1  # no hostfile: DeepSpeed runs on localhost
     return Counts(nodes, count(value(opts, "num_gpus")))
+
+
+def _launcher_args(mpi: str, args: str, value: Value) -> Counts:
+    """`--launcher_args '-np 2 -H a:1,b:1'`: the MPI launcher's own options name the ranks and hosts."""
+    try:
+        opts, _ = parse_options(shlex.split(args), grammar(mpi))
+    except ValueError:
+        return Counts()
+    tasks = launcher(mpi).count("world", lambda option: count(value(opts, option)))
+    nodes, slots = _host_slots(value(opts, "host"))
+    return Counts(nodes, launcher(mpi).count("per_node", lambda option: count(value(opts, option))) or slots, tasks)
 
 
 def _accelerate(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:

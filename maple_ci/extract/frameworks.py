@@ -29,6 +29,10 @@ _IMPORTS = [(name, re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", 
     ("llamafactory", "llamafactory"), ("fairseq", "fairseq|fairseq_cli"), ("vllm", "vllm"),
     ("horovod", "horovod"), ("ray", "ray"), ("jax", "jax|jaxlib|flax|optax|haiku|equinox|orbax"),
     ("tensorflow", "tensorflow|keras|tf_keras"))]
+# tf.distribute's strategy classes, as the program constructs them (tf.distribute.MirroredStrategy(),
+# ...experimental.MultiWorkerMirroredStrategy()): https://www.tensorflow.org/guide/distributed_training, read 2026-11-29
+_TF_STRATEGIES = {"multi_worker_mirrored": re.compile(r"\bMultiWorkerMirroredStrategy\b"),
+                  "mirrored": re.compile(r"\bMirroredStrategy\b")}
 _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 _OWN_RUNTIME = ("jax", "tensorflow")  # a program that imports torch too is PyTorch's (a conversion, a loader)
 
@@ -43,6 +47,12 @@ def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
         if pattern.search(source) and not (name in _OWN_RUNTIME and _TORCH.search(source)):
             return name
     return None
+
+
+def tensorflow_strategy(program: str) -> Optional[str]:
+    """The tf.distribute strategy the program's source constructs; None for the default strategy or
+    one outside the vocabulary (TPUStrategy, ParameterServerStrategy)."""
+    return next((name for name, pattern in _TF_STRATEGIES.items() if pattern.search(program)), None)
 
 
 def _by_launch(launch: "Launch") -> Optional[str]:

@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .frameworks import other_framework
+from .frameworks import other_framework, tensorflow_strategy
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .launch import Launch
 from .options import last
@@ -152,18 +152,55 @@ def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[s
              lambda: _accelerate_strategy(acc, acc_path, acc_cfg, resolve),
              lambda: _argument_strategy(args, resolve),
              lambda: _deepspeed_strategy(ds_path, ds_cfg),
-             lambda: "fsdp" if _FSDP.search(program) else _NEXT,
+             lambda: "fsdp" if _FSDP.search(program) else NEXT,
              lambda: _accelerate_default(acc, acc_path))
     for step in steps:
         found = step()
-        if found is not _NEXT:
+        if found is not NEXT:
             return found
     if world is None:  # a size chosen at run time: data parallel when the launch is parallel at all
         return "ddp" if launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) else None
     return "single" if world == 1 else "ddp"
 
 
-_NEXT = object()  # a step of `strategy` that does not decide
+NEXT = object()  # a step of `strategy` that does not decide
+
+
+# Programs outside PyTorch's family whose processes are data-parallel replicas unless their own words
+# say otherwise: fairseq wraps its model in DDP by default (--ddp-backend pytorch_ddp, fairseq's
+# options reference), LLaMA-Factory runs torchrun's DDP unless its YAML names DeepSpeed or FSDP (its
+# examples/README.md), a multi-process JAX job replicates its step over the processes (the corpus's
+# reading): PyTorch's steps read them. The others parallelise in their own words or not at all.
+REPLICAS = ("fairseq", "llamafactory", "jax")
+
+
+def own_strategy(framework: str, launch: Optional[Launch], program: str, world: Optional[int],
+                 gpus_per_node: Optional[int]):
+    """The strategy of a program outside PyTorch's family in its framework's own words; NEXT for
+    one whose processes are replicas (REPLICAS: PyTorch's steps decide); else single for one process
+    on one device; else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
+    (hvd.allreduce, actors, engine-parallel sizes) nor about a MirroredStrategy process on several
+    devices."""
+    named = None
+    if framework == "tensorflow":
+        named = tensorflow_strategy(program)
+    elif framework == "llamafactory" and launch is not None:
+        named = _llamafactory_strategy(launch)
+    if named or framework in REPLICAS:
+        return named or NEXT
+    return "single" if world == 1 and gpus_per_node == 1 else None
+
+
+def _llamafactory_strategy(launch: Launch) -> Optional[str]:
+    """LLaMA-Factory reads its training YAML (`llamafactory-cli train cfg.yaml`); its `deepspeed`
+    key names the DeepSpeed config whose ZeRO stage decides, as in the project's examples/train_full
+    (https://github.com/hiyouga/LLaMA-Factory, examples/README.md, read 2026-11-29)."""
+    path = next((a for a in launch.args if a.endswith((".yaml", ".yml"))), None)
+    ds_path = (read_config(path, launch.shell) or {}).get("deepspeed")
+    if not isinstance(ds_path, str):
+        return None
+    found = _deepspeed_strategy(ds_path, read_config(ds_path, launch.shell))
+    return None if found is NEXT else found
 
 
 def _model_parallel(args: list[str], resolve, program: str):
@@ -176,26 +213,26 @@ def _model_parallel(args: list[str], resolve, program: str):
         return "tp"  # the degree is the program's own (often the whole world)
     if sizes[1] > 1:
         return "3d"
-    return "tp" if sizes[0] > 1 else _NEXT
+    return "tp" if sizes[0] > 1 else NEXT
 
 
 def _accelerate_strategy(acc: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], resolve):
     if acc is None:
-        return _NEXT
+        return NEXT
     if "use_fsdp" in acc or any(k.startswith("fsdp_") for k in acc):
         return "fsdp"
     if "zero_stage" in acc:
         return _zero_from(resolve(last(acc, "zero_stage")))
     if acc_cfg:
         return _accelerate_config(acc_cfg)
-    return None if acc_path else _NEXT  # the config decides and we cannot read it
+    return None if acc_path else NEXT  # the config decides and we cannot read it
 
 
 def _accelerate_default(acc: Optional[dict], acc_path: Optional[str]):
     """`accelerate launch` alone: the user's default accelerate config decides (unknown here)."""
     if acc is not None and not acc_path and not {"multi_gpu", "num_processes", "num_machines"} & set(acc):
         return None
-    return _NEXT
+    return NEXT
 
 
 def _accelerate_config(cfg: dict):
@@ -203,7 +240,7 @@ def _accelerate_config(cfg: dict):
     if kind == "FSDP":
         return "fsdp"
     stage = (cfg.get("deepspeed_config") or {}).get("zero_stage")
-    return _zero_from(stage) if kind == "DEEPSPEED" and stage is not None else _NEXT
+    return _zero_from(stage) if kind == "DEEPSPEED" and stage is not None else NEXT
 
 
 def _argument_strategy(args: list[str], resolve):
@@ -212,12 +249,12 @@ def _argument_strategy(args: list[str], resolve):
     for name in ("zero_stage", "zero-stage", "zero"):
         if (stage := option_in_args(args, name)) is not None:
             return _zero_from(resolve(stage))
-    return _strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))) or _NEXT
+    return _strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))) or NEXT
 
 
 def _deepspeed_strategy(ds_path: Optional[str], ds_cfg: Optional[dict]):
     if ds_cfg is not None:
-        return _zero_from((ds_cfg.get("zero_optimization") or {}).get("stage", 0)) or _NEXT
+        return _zero_from((ds_cfg.get("zero_optimization") or {}).get("stage", 0)) or NEXT
     if ds_path:
         return _strategy_word(Path(ds_path).stem)  # unreadable: only its name can say, else unknown
-    return _NEXT
+    return NEXT

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 from ..errors import MapleError
 from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
-from .options import (ACCELERATE, CONTAINER, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
+from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .consoles import CONSOLES, REMOTE, console, remote
@@ -37,6 +37,7 @@ _UTILITY = re.compile(r"hostname|\w+-smi|sycl-ls|clinfo|lscpu|nproc|echo|printf|
                       r"kill|ulimit|sync|tee|grep|sed|awk|head|tail|sort|uniq|wc|cut|find|scontrol|squeue|sacct|"
                       r"module|ssh|pdsh|bash|sh|id|whoami|top|ps|python[\d.]*|pip\d?|conda|gpustat|dcgmi|strace")
 _CONTAINERS = {"apptainer", "singularity", "podman-hpc", "podman", "docker", "shifter"}
+_OCI_ENGINES = {"podman-hpc", "podman", "docker"}
 # Per-rank scripts that only pick a device for the rank and run their arguments; the target's own
 # binding replaces them. Known by name, or by what they do when they can be read.
 _AFFINITY_NAME = re.compile(r"(?i).*(affinity|gpu_tile|tile_compact|select_gpu|gpu_bind|bind_gpu|set_gpu|"
@@ -218,7 +219,7 @@ def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _C
         image = last(opts, "image")
         options = argv[1:len(argv) - len(rest)]
     elif argv[1:2] in (["exec"], ["run"]):
-        opts, rest = parse_options(argv[2:], CONTAINER)
+        opts, rest = parse_options(argv[2:], OCI_RUN if head in _OCI_ENGINES else CONTAINER)
         if not rest:
             return None
         image, options, rest = rest[0], argv[2:len(argv) - len(rest)], rest[1:]
@@ -307,6 +308,7 @@ def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: li
 
 
 def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
+    entry = _on_path(entry)
     names = {name for name, _ in stages}
     parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
@@ -319,6 +321,18 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
         score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes))
+
+
+# `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
+# the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
+# is `prog` as PATH finds it, on the target too.
+_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
+_ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
+
+
+def _on_path(entry: Optional[str]) -> Optional[str]:
+    found = _ON_PATH.fullmatch(entry or "")
+    return (found[1] or found[2]) if found else entry
 
 
 def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _Context,
@@ -335,8 +349,10 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
 
 
 def best(launches: list[Launch]) -> Optional[Launch]:
-    """The launch that most looks like the training job, the first of equals; None if none does."""
-    found = max(launches, key=lambda launch: launch.score, default=None)
+    """The launch that most looks like the training job; among equals, one through a launcher that
+    forks the workers (`prep.py && accelerate launch -m train`: the data step comes first), else the
+    first; None if none does."""
+    found = max(launches, key=lambda launch: (launch.score, bool(launch.names() & DL_LAUNCHERS)), default=None)
     return found if found and found.score else None
 
 

@@ -4,7 +4,7 @@ directives the scheduler units' (maple_ci/schedulers); the reader is maple_ci.la
 
 from ..launchers import Spec, grammar, last, parse_options
 
-__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME", "TORCHRUN", "Spec",
+__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "OCI_RUN", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME", "TORCHRUN", "Spec",
            "last", "parse_options"]
 
 TORCHRUN, DEEPSPEED, ACCELERATE = grammar("torchrun"), grammar("deepspeed"), grammar("accelerate")
@@ -15,6 +15,19 @@ CONTAINER = Spec(  # apptainer/singularity exec|run, podman-hpc run, shifter
     values=frozenset({"bind", "env", "home", "workdir", "overlay", "pwd", "env_file", "mount",
                       "scratch", "security", "hostname", "network", "network_args", "app",
                       "fusemount", "image", "module", "volume", "name", "entrypoint"}),
+    value_default=False,
+    unknown_words_are_options=False,
+)
+
+# `podman run`, `podman-hpc run`, `docker run`: the options of the OCI engines' run that take a value
+# (Docker CLI reference, "docker container run"; podman-run(1); read 2026-11-29), so the image is the
+# first operand after them: `--ipc host IMAGE`, `--userns keep-id IMAGE` (Apptainer's --userns is a flag).
+OCI_RUN = Spec(
+    aliases={**CONTAINER.aliases, "u": "user", "l": "label", "m": "memory", "p": "publish", "h": "hostname"},
+    values=CONTAINER.values | frozenset({"ipc", "pid", "net", "userns", "security_opt", "cap_add", "cap_drop", "device",
+                                         "user", "gpus", "shm_size", "label", "memory", "cpus", "ulimit", "tmpfs",
+                                         "runtime", "platform", "group_add", "pull", "publish", "log_driver", "uts",
+                                         "cgroupns", "annotation", "add_host", "dns", "sysctl", "stop_signal"}),
     value_default=False,
     unknown_words_are_options=False,
 )

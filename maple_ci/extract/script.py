@@ -5,12 +5,13 @@ it does not carry)."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
 from ..errors import MapleError
-from ..intent import REQUIRED_FOR_PORT, JobIntent
+from ..intent import REQUIRED_FOR_PORT, TEMPLATE_FRAMEWORKS, JobIntent
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from ..profile_files import cluster_data
 from . import kind
@@ -88,6 +89,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     _default_size(d, text, notes)
     shell = _walked(text, d, base_dir, root)
     launch = best(shell.launches)
+    _step_allocation(launch, d)
     if launch is None and follow_submit and (job := submitted(shell.submits, shell.read)):
         return _submitted_intent(job, base_dir, root)
     cfg = _Configs.read(launch, shell)
@@ -118,7 +120,10 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         wrapper=launch.wrapper if launch else [],
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
-    strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
+    strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
+        kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
+    if strategy is kind.NEXT:
+        strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
     return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
 
 
@@ -167,6 +172,23 @@ def _scheduler(text: str, d: Directives, launch: Optional[Launch]) -> str:
         return d.scheduler
     implied = schedulers.implied(text, launch.stages[0][0] if launch and launch.stages else None)
     return implied.name if implied else "none"
+
+
+def _step_allocation(launch: Optional[Launch], d: Directives) -> None:
+    """`srun ... python x.py` run outside a job creates its own allocation from its options, as
+    sbatch would from the same ones (srun(1): "If necessary, srun will first create a resource
+    allocation"): its time limit, node count (one node for one task) and GPUs, where the script has
+    no directives of its own. Read through the Slurm unit, the one home of those options."""
+    if d.scheduler != "none" or not launch or not launch.stages or launch.stages[0][0] != "srun":
+        return
+    opts, resolve = launch.stages[0][1], launch.shell.resolve
+    words = [f"--{name.replace('_', '-')}" + (f"={resolve(value)}" if value else "")
+             for name, values in opts.items() for value in values]
+    step = schedulers.get("slurm").read("#SBATCH " + shlex.join(words) + "\n", strict=False)
+    nodes = step.nodes or (1 if (step.ntasks or 1) == 1 and not step.ntasks_per_node else None)
+    d.walltime = d.walltime or step.walltime
+    d.nodes = d.nodes or nodes
+    d.gpus_per_node = d.gpus_per_node or step.gpus_per_node or (step.gpus if nodes == 1 else None)
 
 
 def _step_queue(launch: Optional[Launch], d: Directives) -> Optional[str]:

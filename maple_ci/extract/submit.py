@@ -58,11 +58,17 @@ def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
     lines, env = [], []
     for name, values in options.items():
         for value in values:
-            if name == unit.export_option:
-                env += [tuple(item.split("=", 1)) for item in value.split(",") if "=" in item]
+            if name == unit.export_option:  # a value the submitter's shell expands ($i of its loop) is not known here
+                env += [tuple(item.split("=", 1)) for item in value.split(",") if "=" in item and not _expanded(item)]
             else:
                 lines.append(unit.directive_line(unit.format_option(name, value or None)))
     return lines, env
+
+
+def _expanded(item: str) -> bool:
+    """`A=$i`, `B=$(date)`: sbatch --export gets the value the submitter's shell expanded, which
+    varies with its loop or clock; the job reads $A as the outside world gives it."""
+    return "$" in item or "`" in item
 
 
 def _written_in(text: str, directives: list[str], setup: list[str]) -> str:

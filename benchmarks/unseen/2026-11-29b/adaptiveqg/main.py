@@ -1,0 +1,2 @@
+import torch
+from transformers import BartForConditionalGeneration

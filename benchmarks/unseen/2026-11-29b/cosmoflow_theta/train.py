@@ -1,0 +1,4 @@
+import tensorflow as tf
+import horovod.tensorflow.keras as hvd
+
+hvd.init()

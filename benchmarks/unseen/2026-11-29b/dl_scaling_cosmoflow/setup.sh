@@ -1,0 +1,2 @@
+module load conda
+conda activate

@@ -1,0 +1,3 @@
+import torch
+
+model = torch.nn.Linear(4, 4).cuda()

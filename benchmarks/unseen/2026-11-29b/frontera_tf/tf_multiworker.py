@@ -1,0 +1,3 @@
+import tensorflow as tf
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()

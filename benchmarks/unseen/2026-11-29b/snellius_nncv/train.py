@@ -1,0 +1,3 @@
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
