@@ -232,6 +232,10 @@ _REASON_BEFORE = re.compile(r"Request aborted by esub|qsub: submit filter return
 _BARE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
 # A workflow tool's header above a task's own stderr (Nextflow's "Command error:"): its first error line.
 _STDERR_HEADER = re.compile(r"^\s*Command error:\s*$")
+# A wrapper that prints the cause after its own summary: NCCL's "Last error:" line before
+# ncclGetLastError()'s text (src/init.cc), pyxis printing enroot's log file after "container start
+# failed" (NVIDIA/pyxis pyxis_slurmstepd.c). The cause is the first error line after the marker.
+_CAUSE_FOLLOWS = re.compile(r"^\s*Last error:\s*$|\bprinting contents of log file\b")
 
 
 def _reason_start(lines: list[str], first: int) -> int:
@@ -251,6 +255,9 @@ def _exception_for(lines: list[str], first: int) -> Optional[int]:
     after = [i for i in range(first + 1, min(len(lines), first + 6)) if lines[i].strip()]
     if _STDERR_HEADER.match(lines[first]):
         return next((i for i in after if is_error_line(lines[i])), None)
+    marker = next((i for i in after[:2] if _CAUSE_FOLLOWS.search(_RANK_PREFIX.sub("", lines[i], count=1))), None)
+    if marker is not None:
+        return next((i for i in after if i > marker and lines[i].strip()), None)
     if _BARE_EXCEPTION.search(lines[first]):
         return after[0] if after else None
     return None
