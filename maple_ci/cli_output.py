@@ -99,7 +99,8 @@ def print_diagnosis(found) -> None:
         out.print(f"  candidate {rank} ({c.entry_id}): {_edits(c.ops)}{_fill_in(c.find)}", markup=False, highlight=False)
     out.print(f"[bold]advice[/] ({found.advice.kind}): {found.advice.text}", highlight=False)
     for ref in found.references:
-        out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}", markup=False, highlight=False)
+        answer = f"\n    the answer that closed it: {ref.closed_by}" if ref.closed_by else ""
+        out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}{answer}", markup=False, highlight=False)
     for note in found.notes:
         err.print(f"note: {note}", markup=False, highlight=False)
 
