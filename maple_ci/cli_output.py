@@ -97,6 +97,8 @@ def print_diagnosis(found) -> None:
     """The ranked candidates, the advice of its kind, and where else the error is discussed."""
     for rank, c in enumerate(found.candidates, 1):
         out.print(f"  candidate {rank} ({c.entry_id}): {_edits(c.ops)}{_fill_in(c.find)}", markup=False, highlight=False)
+    if found.model_says:  # untrusted words: printed without markup
+        out.print(f"  order by {found.model_says}", markup=False, highlight=False)
     out.print(f"[bold]advice[/] ({found.advice.kind}): {found.advice.text}", highlight=False)
     for ref in found.references:
         answer = f"\n    the answer that closed it: {ref.closed_by}" if ref.closed_by else ""
