@@ -47,6 +47,7 @@ _CONTEXT: dict[str, tuple[list[str], list[str]]] = {
                         "environment variable for each process to be 1 in default"], _STEP_END),
     "gpu-runtime": (_START + ["epoch 0 step 100 loss 2.3141", "epoch 0 step 200 loss 2.2087"], _STEP_END),
     "lmod": (["+ module purge"], ["/var/spool/slurmd/job4211873/slurm_script: line 9: python: command not found"]),
+    "apptainer": (_START + ["+ srun apptainer exec --nv pytorch.sif python train.py"], _STEP_END),
 }
 _SCHEDULER = {"pbs": "pbs", "lsf": "lsf"}  # components whose messages come from jobs of that scheduler
 

@@ -86,6 +86,7 @@ _ERROR_PATTERNS = [
     r"NVIDIA-SMI has failed",  # no driver reachable on the node
     r"\bblas_thread_init: pthread_create",  # OpenBLAS over the user's process limit
     r"\bEXCEPTION: ",  # oneCCL's own exceptions, before its |CCL_ERROR| lines
+    r"WARNING: Could not find any \w+ libraries on this host!",  # apptainer --nv/--rocm on a node without the driver
     # Why a job is pending: squeue's NODELIST(REASON) column, scontrol show job's Reason= (slurm-pending.yaml)
     r"\bPD\s+\S+\s+\d+\s+\((?!None\))[A-Z]\w+\)\s*$|\bJobState=PENDING Reason=(?!None\b)\w",
 ]
@@ -126,7 +127,7 @@ _KEYWORDS = (
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
     "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
-    " PD ", "JobState=PENDING", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "No such queue", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
+    " PD ", "JobState=PENDING", "Could not find any", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "No such queue", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
 )  # fmt: skip
 
 
