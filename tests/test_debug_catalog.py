@@ -117,3 +117,12 @@ def test_the_held_out_folder_loads_against_the_suites_classes():
 def test_cases_folder_is_only_for_the_debug_suite(tmp_path: Path):
     with pytest.raises(MapleError, match="--cases is for --suite debug"):
         run_suite("catalog", None, 1, progress=None, quiet=True, cases_dir=tmp_path)
+
+
+def test_apptainers_try_userns_becomes_the_edit_on_the_containers_own_command():
+    script = "#!/bin/bash\n#SBATCH -N 2\nsrun singularity run --nv -B /lus:/lus img.sif torchrun train.py\n"
+    log = "FATAL:   container creation failed: nvidia-container-cli not allowed in setuid mode\n"
+    [top] = debug.diagnose(script, log, None).candidates
+    assert top.script == script.replace("singularity run --nv", "singularity run --userns --nv")
+    # Already in user namespace mode: nothing to add, the advice stands.
+    assert not debug.diagnose(top.script, log, None).candidates
