@@ -3,6 +3,8 @@
 a pinned module Lmod cannot load, prerequisites loaded on the module's own line, and a wrapper's
 summary line ahead of the cause it prints. Inputs are written in styles the cases do not use."""
 
+import pytest
+
 from maple_ci import debug
 from maple_ci.bench_debug import meets
 from maple_ci.debug.edits import loaded_modules
@@ -44,11 +46,25 @@ def test_a_line_that_only_mentions_last_error_in_prose_does_not_move_the_cause()
 # First edits
 
 
-def test_memory_no_node_satisfies_asks_for_a_whole_nodes_memory_first():
-    script = "#!/bin/bash\n#SBATCH -N 4\n#SBATCH --gres=gpu:a100:4\n#SBATCH --mem=1500G\nsrun ./train\n"
-    log = ("sbatch: error: Memory specification can not be satisfied\n"
-           "sbatch: error: Batch job submission failed: Requested node configuration is not available\n")  # fmt: skip
-    assert first_ops(script, log) == [{"op": "set_directive", "name": "--mem", "value": "0"}]
+MEMORY = ("sbatch: error: Memory specification can not be satisfied\n"
+          "sbatch: error: Batch job submission failed: Requested node configuration is not available\n")  # fmt: skip
+PINNED = ('Lmod has detected the following error:  These module(s) or extension(s) exist but cannot be loaded as requested:\n'
+          '"cmake/3.18.2"\n   Try: "module spider cmake/3.18.2" to see how to load the module(s).\n')  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "script, log, first",
+    [
+        # Memory no node has: all of a node's memory (--mem=0), no size to look up.
+        ("#!/bin/bash\n#SBATCH -N 4\n#SBATCH --gres=gpu:a100:4\n#SBATCH --mem=1500G\nsrun ./train\n", MEMORY,
+         [{"op": "set_directive", "name": "--mem", "value": "0"}]),
+        # A pinned module Lmod lists no way to load: its default version.
+        ("#!/bin/bash\n#SBATCH -N 1\nmodule load cmake/3.18.2\n./build.sh\n", PINNED,
+         [{"op": "replace_text", "old": "module load cmake/3.18.2", "new": "module load cmake"}]),
+    ],
+)  # fmt: skip
+def test_the_first_edit_of_the_class_is_the_one_that_needs_no_guess(script, log, first):
+    assert first_ops(script, log) == first
 
 
 def test_an_interface_the_script_names_is_replaced_by_one_the_nodes_have_before_it_is_dropped():
@@ -58,13 +74,6 @@ def test_an_interface_the_script_names_is_replaced_by_one_the_nodes_have_before_
     assert [op.op for op in found.candidates[0].ops] == ["export_env"]
     assert found.candidates[0].find  # the interface is the site's: how to find it is said
     assert [op.op for op in found.candidates[1].ops] == ["unset_env"]
-
-
-def test_a_pinned_module_lmod_lists_no_way_to_load_becomes_its_default_version():
-    script = "#!/bin/bash\n#SBATCH -N 1\nmodule load cmake/3.18.2\n./build.sh\n"
-    log = ('Lmod has detected the following error:  These module(s) or extension(s) exist but cannot be loaded as requested:\n'
-           '"cmake/3.18.2"\n   Try: "module spider cmake/3.18.2" to see how to load the module(s).\n')  # fmt: skip
-    assert first_ops(script, log) == [{"op": "replace_text", "old": "module load cmake/3.18.2", "new": "module load cmake"}]
 
 
 def test_lmods_listed_options_still_win_over_the_default_version():
