@@ -132,5 +132,5 @@ def debug_json(step, fixes, hints, found) -> dict:
         "stop": step.stop, "message": step.message,
         "suggestions": [s.model_dump() for s in fixes],
         "similar": [{"id": m.entry.id, "score": m.score, "explanation": m.entry.explanation} for m in hints],
-        **found.model_dump(include={"candidates", "advice", "references", "notes"}),
+        **found.model_dump(include={"candidates", "advice", "references", "notes", "model_says"}),
     }

@@ -297,3 +297,4 @@ def test_a_missing_optional_package_is_one_line_not_a_traceback(monkeypatch, tmp
     assert "\n" not in str(info.value)
     step = debug.next_fix(SCRIPT, LOG, "perlmutter", context, llm=backend)
     assert step.stop == "no_fix" and "pip install transformers" in step.message
+
