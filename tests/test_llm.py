@@ -137,6 +137,9 @@ def test_the_loop_stops_at_the_models_fix_for_a_person_to_review(endpoint):
         ('{"ops": [{"op": "add_flag", "launcher": "srun", "flag": "--task-prolog", "value": "/tmp/p.sh"}]}', "the fix may not pass --task-prolog to srun"),
         ('{"ops": [{"op": "replace_flag", "flag": "--nproc_per_node", "value": "4"}]}', "the script passes no --nproc_per_node"),
         ('{"ops": [{"op": "set_directive", "name": "-C", "value": "gpu"}]}', "its edit changes nothing"),
+        # The knowledge base's rules for whole edits hold for a model's (issue 27, E).
+        ('{"ops": [{"op": "export_env", "name": "NODE_RANK", "value": "$SLURM_NODEID"}]}', "belongs where each task expands it"),
+        ('{"ops": [{"op": "remove_directive", "name": "-A"}]}', "may not remove -A without naming a replacement"),
     ],
 )  # fmt: skip
 def test_an_answer_that_is_not_a_safe_working_edit_is_refused_with_the_reason(endpoint, context, answer, reason):
