@@ -181,8 +181,8 @@ def _closing_answer(item: dict, thread: Reference, api_url: str, token: Optional
     left = deadline - time.monotonic()
     if item.get("state_reason") != "completed" or not item.get("comments") or not item.get("closed_at") or left <= 1:
         return None
-    where = re.fullmatch(r"https://[\w.-]+(?::\d+)?/([\w.-]+/[\w.-]+)/issues/(\d+)", thread.url)
-    url = f"{api_url.rstrip('/')}/repos/{where[1]}/issues/{where[2]}/comments"  # never the item's own URL: the API's root only
+    where = _ISSUE_URL.fullmatch(thread.url)
+    url = f"{api_url.rstrip('/')}/repos/{where['repo']}/issues/{where['number']}/comments"  # the API's root, never the item's URLs
     try:
         comments = _get(url, token, {"per_page": 100}, timeout=(min(TIMEOUT[0], left), min(TIMEOUT[1], left)))
     except MapleError:  # the thread's link stands without its answer
