@@ -9,6 +9,7 @@ in benchmarks/debug/classes.yaml), answered actionably (an edit from its class, 
 entry's kind), and a wrong edit offered first.
 """
 
+import re
 from collections import defaultdict
 from typing import Callable, NamedTuple, Optional
 
@@ -47,6 +48,7 @@ _CONTEXT: dict[str, tuple[list[str], list[str]]] = {
                         "environment variable for each process to be 1 in default"], _STEP_END),
     "gpu-runtime": (_START + ["epoch 0 step 100 loss 2.3141", "epoch 0 step 200 loss 2.2087"], _STEP_END),
     "lmod": (["+ module purge"], ["/var/spool/slurmd/job4211873/slurm_script: line 9: python: command not found"]),
+    "apptainer": (_START + ["+ srun apptainer exec --nv pytorch.sif python train.py"], _STEP_END),
 }
 _SCHEDULER = {"pbs": "pbs", "lsf": "lsf"}  # components whose messages come from jobs of that scheduler
 
@@ -130,3 +132,33 @@ def print_catalog(report: dict, out) -> None:
         what = [k for k in ("located", "classified", "actionable") if not row[k]] + (["wrong edit"] if row["wrong_edit"] else [])
         out.print(f"[red]{row['entry']}[/] ({', '.join(what)}; got {row['got_entry']}, {row['got_advice']}): "
                   f"{row['message']}", highlight=False)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# The coverage table of docs/debug-coverage.md (tests/test_debug_coverage.py keeps the page equal to it)
+
+
+def _origin(read_from: str) -> str:
+    """Where a component's messages were read: owner/repo @ release, or the document's name."""
+    repo = re.match(r"([\w.-]+/[\w.-]+)\s", read_from)
+    release = re.search(r"@ ([\w.-]+)", read_from)
+    if repo:
+        return repo[1] + (f" @ {release[1]}" if release else "")
+    return re.split(r"[,(]", read_from, maxsplit=1)[0].strip()
+
+
+def coverage_table() -> str:
+    """Per component of the catalogue: its entries, messages, entries with an edit, the advice
+    kinds it answers with, and where its messages were read; as a Markdown table."""
+    per = defaultdict(list)
+    for entry in load_kb():
+        if entry.component:
+            per[entry.component].append(entry)
+    rows = ["| component | entries | messages | with an edit | advice when no edit | read from |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, entries in sorted(per.items()):
+        kinds = sorted({e.advice_kind or "fix or site value" for e in entries})
+        origins = sorted({_origin(e.read_from) for e in entries})
+        rows.append(f"| {name} | {len(entries)} | {sum(len(e.examples) for e in entries)} | "
+                    f"{sum(1 for e in entries if e.alternatives)} | {', '.join(kinds)} | {'; '.join(origins)} |")  # fmt: skip
+    return "\n".join(rows) + "\n"

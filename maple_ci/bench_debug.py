@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from .debug import EditOp, load_kb
-from .debug.edits import apply_fix, same_option
+from .debug.edits import apply_fix, loaded_modules, same_option
 from . import schedulers
 from .errors import MapleError
 from .paths import bundled
@@ -176,15 +176,24 @@ def _same_result(expected: list[dict], script: str, patched: Optional[str]) -> b
         return False
 
 
+def _loads_the_modules(expected: list[dict], script: str, patched: Optional[str]) -> bool:
+    """Expected module loads met in other words: the candidate's script loads every expected module
+    that the script did not (`module load bacio w3nco upp` for add_module bacio and w3nco)."""
+    if patched is None or any(e["op"] != "add_module" for e in expected):
+        return False
+    new = loaded_modules(patched) - loaded_modules(script)
+    return all(e["name"] in new for e in expected)
+
+
 def meets(expected: list[dict], ops: list[dict], script: str = "", patched: Optional[str] = None,
           scheduler: Optional[str] = None) -> bool:  # fmt: skip
     """Every expected edit is met by one of the candidate's ops, or (an equivalent) the candidate
-    turns the script into what the expected edits make of it."""
+    turns the script into what the expected edits make of it, or loads the modules they add."""
     if not expected:
         return False
     if all(any(_op_meets(e, op, scheduler) for op in ops) for e in expected):
         return True
-    return _same_result(expected, script, patched)
+    return _same_result(expected, script, patched) or _loads_the_modules(expected, script, patched)
 
 
 # ---------------------------------------------------------------------------------------------

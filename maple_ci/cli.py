@@ -218,7 +218,7 @@ def debug(args) -> int:
     cluster = args.cluster or extract_script(text, base_dir=script.parent, name=str(script)).source_cluster
     step = next_fix(text, log_text, cluster, fix_context(cluster), str(script), llm=model)
     hints = match(step.failure, cluster) if step.failure and not step.attempt else []
-    found = diagnose(text, log_text, cluster, docs=True, online=os.environ if args.online else None)
+    found = diagnose(text, log_text, cluster, docs=True, online=os.environ if args.online else None, llm=model)
     fixes = suggestions(text, step.script, str(script)) if step.attempt else []
     if out_path and step.attempt:
         out_path.write_text(step.script)

@@ -97,9 +97,12 @@ def print_diagnosis(found) -> None:
     """The ranked candidates, the advice of its kind, and where else the error is discussed."""
     for rank, c in enumerate(found.candidates, 1):
         out.print(f"  candidate {rank} ({c.entry_id}): {_edits(c.ops)}{_fill_in(c.find)}", markup=False, highlight=False)
+    if found.model_says:  # untrusted words: printed without markup
+        out.print(f"  order by {found.model_says}", markup=False, highlight=False)
     out.print(f"[bold]advice[/] ({found.advice.kind}): {found.advice.text}", highlight=False)
     for ref in found.references:
-        out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}", markup=False, highlight=False)
+        answer = f"\n    the answer that closed it: {ref.closed_by}" if ref.closed_by else ""
+        out.print(f"  see ({ref.source}) {ref.title} {ref.url}\n    {ref.summary}{answer}", markup=False, highlight=False)
     for note in found.notes:
         err.print(f"note: {note}", markup=False, highlight=False)
 
@@ -129,5 +132,5 @@ def debug_json(step, fixes, hints, found) -> dict:
         "stop": step.stop, "message": step.message,
         "suggestions": [s.model_dump() for s in fixes],
         "similar": [{"id": m.entry.id, "score": m.score, "explanation": m.entry.explanation} for m in hints],
-        **found.model_dump(include={"candidates", "advice", "references", "notes"}),
+        **found.model_dump(include={"candidates", "advice", "references", "notes", "model_says"}),
     }

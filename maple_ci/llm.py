@@ -45,6 +45,7 @@ class TransformersBackend(Backend):
 
     def _load(self):
         if self._loaded is None:
+            _optional("transformers")
             from transformers import AutoModelForCausalLM, AutoTokenizer  # slow import, only when used
 
             if self.path.is_file():
@@ -60,6 +61,7 @@ class TransformersBackend(Backend):
         return self._loaded
 
     def chat(self, messages: list[dict]) -> str:
+        _optional("torch")
         import torch
 
         tokenizer, model = self._load()
@@ -74,6 +76,17 @@ class TransformersBackend(Backend):
                 **inputs, max_new_tokens=self.max_tokens, do_sample=False, pad_token_id=tokenizer.eos_token_id
             )
         return tokenizer.decode(output[0][inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+
+
+def _optional(package: str) -> None:
+    """A one-line MapleError, not an ImportError's traceback, when an optional package is missing."""
+    import importlib
+
+    try:
+        importlib.import_module(package)
+    except ImportError as exc:  # not installed, or an install that does not import
+        raise MapleError(f"MAPLE_LLM=transformers:... needs the optional package {package}, which does not import "
+                         f"({exc}; pip install {package}); or use MAPLE_LLM=openai:<base-url> or none") from None
 
 
 class OpenAIBackend(Backend):

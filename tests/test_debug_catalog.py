@@ -2,6 +2,7 @@
 `maple bench --suite catalog`, the held-out folder, and the two breaking edits refused as
 classes (issue 27)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,27 @@ HELD_OUT = debug_dir() / "heldout-2026-11-29" / "cases"
 def test_catalogue_cites_its_sources_across_components():
     entries = [e for e in debug.load_kb() if e.component]
     assert all(e.read_from and e.source.startswith("https://") for e in entries)
-    assert len({e.component for e in entries}) >= 8
+    # Eight tools: a component's variants (slurm-pending: squeue's reasons) are its tool's.
+    assert len({e.component.split("-")[0] for e in entries}) >= 8
     assert len(catalog_messages()) >= 400
+
+
+def test_apptainers_catalogue_names_the_file_and_line_of_each_message_at_its_release():
+    entries = [e for e in debug.load_kb() if e.component == "apptainer"]
+    assert len(entries) >= 20
+    for e in entries:
+        assert re.fullmatch(r"apptainer/apptainer [\w/.]+\.go:\d+ @ v1\.5\.3 \(6a76317\)(?:; .+)?", e.read_from), e.id
+        assert e.source.startswith("https://github.com/apptainer/apptainer/blob/6a76317a87c4eae10f52c7805965756a919291d7/")
+
+
+def test_apptainers_gpu_warning_is_the_error_when_the_driver_is_missing_on_the_node():
+    log = ("+ srun apptainer exec --nv pt.sif python train.py\nWARNING: Could not find any nv libraries on this host!\n"
+           "RuntimeError: Found no NVIDIA driver on your system.\n")  # fmt: skip
+    found = debug.diagnose("#!/bin/bash\n#SBATCH -p cpu\nsrun apptainer exec --nv pt.sif python train.py\n", log, None)
+    assert found.failure.line.startswith("WARNING: Could not find any nv libraries")
+    assert found.matches[0].entry.id == "apptainer-gpu-libraries-missing"
+    # A job that asks for no GPUs: the fix is the site's GPU request, with the commands that find it.
+    assert found.advice.kind == "site_value" and found.advice.text.startswith("--nv (or --rocm) found no GPU driver")
 
 
 def test_a_catalogue_entry_without_its_reading_is_refused():
@@ -97,3 +117,12 @@ def test_the_held_out_folder_loads_against_the_suites_classes():
 def test_cases_folder_is_only_for_the_debug_suite(tmp_path: Path):
     with pytest.raises(MapleError, match="--cases is for --suite debug"):
         run_suite("catalog", None, 1, progress=None, quiet=True, cases_dir=tmp_path)
+
+
+def test_apptainers_try_userns_becomes_the_edit_on_the_containers_own_command():
+    script = "#!/bin/bash\n#SBATCH -N 2\nsrun singularity run --nv -B /lus:/lus img.sif torchrun train.py\n"
+    log = "FATAL:   container creation failed: nvidia-container-cli not allowed in setuid mode\n"
+    [top] = debug.diagnose(script, log, None).candidates
+    assert top.script == script.replace("singularity run --nv", "singularity run --userns --nv")
+    # Already in user namespace mode: nothing to add, the advice stands.
+    assert not debug.diagnose(top.script, log, None).candidates

@@ -2,7 +2,8 @@
 GitHub's issue search (--online). github.com is stood in for by a local HTTP server that answers
 with a response in the format GitHub's REST documentation publishes for search/issues
 (tests/data/github_search): an issue of a listed repository (NVIDIA/nccl) and one of anyone's whose
-title carries a command."""
+title carries a command; for the closing answer, closed and open threads and a closed thread's
+comments in the shape GitHub's REST documentation gives for "List issue comments"."""
 
 import json
 import threading
@@ -27,16 +28,16 @@ pytestmark = pytest.mark.usefixtures("module_data_dir")
 def github():
     """A stand-in for api.github.com: the recorded answers, every request kept for the test."""
     seen: list[tuple[str, dict, dict]] = []
-    status = {"code": 200}
+    status = {"code": 200, "search": "search_issues.json", "comments": 200}
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             url = urlparse(self.path)
             seen.append((url.path, parse_qs(url.query), dict(self.headers)))
             api = f"http://127.0.0.1:{self.server.server_port}"
-            files = {"/search/issues": "search_issues.json"}
+            files = {"/search/issues": status["search"], "/repos/NVIDIA/nccl/issues/1837/comments": "issue_comments_1837.json"}
             name = files.get(url.path)
-            code = status["code"] if name else 404
+            code = (status["code"] if url.path.startswith("/search/") else status["comments"]) if name else 404
             body = (RECORDED / name).read_text().replace("{api}", api) if name and code == 200 else '{"message": "no"}'
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -105,3 +106,47 @@ def test_the_action_goes_online_when_it_holds_a_token_and_says_nothing_more_with
     assert note == " Related GitHub threads: https://github.com/NVIDIA/nccl/issues/77."  # links only
     status["code"] = 403  # a failed search leaves the note as the offline one
     assert online_note(failure, {"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"}) == ""
+
+
+NO_FAMILY = ("ncclInternalError: Internal check failed.\nLast error:\n"
+             "ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)\n")  # fmt: skip
+
+
+def test_a_thread_closed_as_completed_links_the_maintainers_answer_that_closed_it(github):
+    """The last comment a maintainer (MEMBER/OWNER/COLLABORATOR) wrote before the close, as a link:
+    not an outsider's comment however popular, not a maintainer's link to another site, not one
+    written after the close; a thread closed as not planned or still open has no answer."""
+    api, seen, status = github
+    status["search"] = "search_issues_closed.json"
+    found = debug.diagnose(SCRIPT, NO_FAMILY, None, online={"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"})
+    threads = {r.title: r.closed_by for r in found.references if r.source == "github"}
+    assert threads == {"NVIDIA/nccl#1837 (closed)": "https://github.com/NVIDIA/nccl/issues/1837#issuecomment-5002",
+                       "pytorch/pytorch#9001 (closed)": None, "NVIDIA/nccl#1900 (open)": None}  # fmt: skip
+    assert [p for p, _, _ in seen] == ["/search/issues", "/repos/NVIDIA/nccl/issues/1837/comments"]
+    shown = found.model_dump_json()
+    assert "evil.example" not in shown and "does not exist on these nodes" not in shown  # links only, no comment's text
+
+
+def test_a_failed_answer_lookup_keeps_the_threads_and_the_note_renders_links_only(github):
+    from maple_ci.debug.retrieval import online_note
+    from maple_ci.github.markdown import plain
+
+    api, seen, status = github
+    status["search"] = "search_issues_closed.json"
+    env = {"GITHUB_API_URL": api, "GITHUB_TOKEN": "t0ken"}
+    note = online_note(debug.locate(NO_FAMILY), env)
+    assert "https://github.com/NVIDIA/nccl/issues/1837 (closed by the answer https://github.com/NVIDIA/nccl/issues/1837#issuecomment-5002)" in note
+    assert "](" not in plain(note) and "\u200b" in plain(note)  # no Markdown link, no autolink: plain text
+    status["comments"] = 502
+    note = online_note(debug.locate(NO_FAMILY), env)
+    assert "https://github.com/NVIDIA/nccl/issues/1837," in note and "closed by" not in note
+
+
+def test_the_answers_are_looked_up_only_while_the_search_has_time_left(github, monkeypatch):
+    from maple_ci.debug import retrieval
+
+    api, seen, status = github
+    status["search"] = "search_issues_closed.json"
+    monkeypatch.setattr(retrieval, "BUDGET", 0.5)  # less than the 1 s an answer's lookup needs at least
+    found = retrieval.search_github(debug.locate(NO_FAMILY), api, "t0ken")
+    assert len(found) == 3 and all(r.closed_by is None for r in found) and [p for p, _, _ in seen] == ["/search/issues"]

@@ -48,7 +48,8 @@ def test_the_log_has_no_known_fix_so_the_model_is_asked(context):
 
 
 # --------------------------------------------------------------------------------------------
-# A local OpenAI-compatible endpoint with canned answers
+# A local OpenAI-compatible endpoint with canned answers: a stand-in for vLLM, Ollama or a hosted
+# model, speaking the chat-completions contract (POST {base}/chat/completions, choices[0].message).
 
 
 class Endpoint:
@@ -136,6 +137,9 @@ def test_the_loop_stops_at_the_models_fix_for_a_person_to_review(endpoint):
         ('{"ops": [{"op": "add_flag", "launcher": "srun", "flag": "--task-prolog", "value": "/tmp/p.sh"}]}', "the fix may not pass --task-prolog to srun"),
         ('{"ops": [{"op": "replace_flag", "flag": "--nproc_per_node", "value": "4"}]}', "the script passes no --nproc_per_node"),
         ('{"ops": [{"op": "set_directive", "name": "-C", "value": "gpu"}]}', "its edit changes nothing"),
+        # The knowledge base's rules for whole edits hold for a model's (issue 27, E).
+        ('{"ops": [{"op": "export_env", "name": "NODE_RANK", "value": "$SLURM_NODEID"}]}', "belongs where each task expands it"),
+        ('{"ops": [{"op": "remove_directive", "name": "-A"}]}', "may not remove -A without naming a replacement"),
     ],
 )  # fmt: skip
 def test_an_answer_that_is_not_a_safe_working_edit_is_refused_with_the_reason(endpoint, context, answer, reason):
@@ -247,3 +251,53 @@ def test_a_local_gguf_model_proposes_and_the_pipeline_validates_or_refuses_it(sm
         assert step.stop == "no_fix" and step.script == SCRIPT
         reason = step.message.split("llm:transformers proposed no usable fix: ", 1)[1]
         assert reason.strip()
+
+
+# --------------------------------------------------------------------------------------------
+# The model ranks and explains the knowledge base's candidates; it adds no edit (issue 27, D)
+
+MEM_SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH --mem=3000G\nsrun python train.py\n"
+MEM_LOG = "sbatch: error: Memory specification can not be satisfied\n"
+
+
+def test_the_model_orders_the_known_candidates_and_its_reason_is_one_plain_line(endpoint):
+    kb = debug.diagnose(MEM_SCRIPT, MEM_LOG, None)
+    assert len(kb.candidates) == 2
+    endpoint.answers.append(json.dumps({"order": [2, 1], "explanation": "GPU nodes come whole\u001b[31m;\n# **drop** it"}))
+    ranked = debug.diagnose(MEM_SCRIPT, MEM_LOG, None, llm=endpoint.backend)
+    assert ranked.candidates == kb.candidates[::-1]  # the same edits, passed by the same policy
+    assert ranked.model_says == "llm:openai: GPU nodes come whole [31m; # **drop** it"  # no escape, one line
+    assert ranked.advice.text.startswith(kb.candidates[1].explanation.split(".")[0])  # advice follows the first
+    prompt = endpoint.requests[0]["body"]["messages"][1]["content"]
+    assert "1. [{\"op\": \"set_directive\", \"name\": \"--mem\", \"value\": \"0\"}]" in prompt
+
+
+@pytest.mark.parametrize(
+    "answer, reason",
+    [
+        ('{"order": [1, 1], "explanation": "x"}', "is not each of candidates 1-2 once"),
+        ('{"order": [3, 1, 2]}', "is not each of candidates 1-2 once"),
+        ('{"order": [2, 1], "ops": [{"op": "remove_directive", "name": "-A"}]}', "is not an order of the candidates"),
+        ((500, "overloaded"), "did not rank the candidates: the LLM endpoint"),
+    ],
+)  # fmt: skip
+def test_a_ranking_that_is_not_an_order_of_the_candidates_keeps_the_knowledge_bases(endpoint, answer, reason):
+    endpoint.answers.append(answer)
+    ranked = debug.diagnose(MEM_SCRIPT, MEM_LOG, None, llm=endpoint.backend)
+    assert ranked.candidates == debug.diagnose(MEM_SCRIPT, MEM_LOG, None).candidates and reason in ranked.model_says
+
+
+def test_one_candidate_is_not_shown_to_the_model(endpoint):
+    found = debug.diagnose(SCRIPT, "srun: error: invalid partition specified: gpu\n", "perlmutter", llm=endpoint.backend)
+    assert len(found.candidates) <= 1 and not endpoint.requests and found.model_says == ""
+
+
+def test_a_missing_optional_package_is_one_line_not_a_traceback(monkeypatch, tmp_path, context):
+    monkeypatch.setitem(__import__("sys").modules, "transformers", None)  # as if not installed
+    backend = llm.backend_from_setting(f"transformers:{tmp_path}")
+    with pytest.raises(MapleError, match=r"needs the optional package transformers, which does not import") as info:
+        backend.chat([{"role": "user", "content": "hi"}])
+    assert "\n" not in str(info.value)
+    step = debug.next_fix(SCRIPT, LOG, "perlmutter", context, llm=backend)
+    assert step.stop == "no_fix" and "pip install transformers" in step.message
+

@@ -180,19 +180,21 @@ def _model_fix(script: str, failure: Failure, cluster: Optional[str], context: d
 
 
 def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[dict] = None, docs: bool = False,
-             online: Optional[Mapping[str, str]] = None) -> Diagnosis:  # fmt: skip
+             online: Optional[Mapping[str, str]] = None, llm: Optional["Backend"] = None) -> Diagnosis:  # fmt: skip
     """What `maple debug` prints: the first error, the known cases, the candidate fixes ranked
     (candidates.candidates) and the advice of a kind (candidates.advise); with `docs`, the
     centers' pages nearest to the error; with `online` (an environment: GITHUB_API_URL,
-    GITHUB_TOKEN), GitHub issues about its key line."""
+    GITHUB_TOKEN), GitHub issues about its key line; with `llm`, several candidates in the
+    model's order, with its reason (the candidates are the knowledge base's: it adds no edit)."""
     context = fix_context(cluster) | (context or {})
     failure = locate(log)
     if failure is None:
         return Diagnosis(failure=None, advice=Advice(kind="none", text="no line of the log is a recognisable error"))
     exact = exact_matches(failure, cluster)
     found, reasons, lookups = candidates(script, log, exact, context)
+    found, model_says = _model_order(failure, found, llm) if llm is not None and len(found) > 1 else (found, "")
     advice = advise(failure, exact, found, reasons, lookups, script, log, context)
-    diagnosis = Diagnosis(failure=failure, matches=exact, candidates=found, advice=advice)
+    diagnosis = Diagnosis(failure=failure, matches=exact, candidates=found, advice=advice, model_says=model_says)
     if docs:
         diagnosis.references += search_docs(failure)
     if online is not None:
@@ -201,6 +203,14 @@ def diagnose(script: str, log: str, cluster: Optional[str], context: Optional[di
         except MapleError as exc:  # offline answers stand; say what was not searched
             diagnosis.notes.append(str(exc))
     return diagnosis
+
+
+def _model_order(failure: Failure, found: list[Candidate], llm: "Backend") -> tuple[list[Candidate], str]:
+    """The candidates in the model's order, and its reason (or why its order was not used)."""
+    from .model import rank_candidates
+
+    ranking = rank_candidates(llm, "\n".join(failure.window), found)
+    return [found[i] for i in ranking.order], f"{MODEL_SOURCE}{llm.name}: {ranking.explanation or '(no explanation)'}"
 
 
 def debug_loop(

@@ -34,3 +34,6 @@ class Diagnosis(BaseModel):
     advice: Advice
     references: list[Reference] = Field(default_factory=list)  # centers' pages, GitHub threads (--online)
     notes: list[str] = Field(default_factory=list)  # what retrieval could not do
+    # With a model (MAPLE_LLM): its reason for the candidates' order, one line of its own words
+    # (model.spoken), or why its ranking was not used. Empty without a model.
+    model_says: str = ""

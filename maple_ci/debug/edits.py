@@ -116,6 +116,14 @@ def _loads(line: str, name: str) -> bool:
     return name in loaded or ("/" not in name and any(t.startswith(name + "/") for t in loaded))
 
 
+_LOAD_LINE = re.compile(r"^\s*(?:module\s+(?:load|add)|ml)\s+")
+
+
+def loaded_modules(script: str) -> set[str]:
+    """The modules the script's `module load` (`module add`, `ml`) lines name, as written."""
+    return {word for line in script.split("\n") if (m := _LOAD_LINE.match(line)) for word in line[m.end():].split()}
+
+
 def _add_module(lines: list[str], op: AddModule, context: dict) -> list[str]:
     module_lines = [i for i, line in enumerate(lines) if _MODULE_LINE.match(line)]
     if any(_loads(lines[i], op.name) for i in module_lines):

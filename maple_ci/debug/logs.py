@@ -86,6 +86,7 @@ _ERROR_PATTERNS = [
     r"NVIDIA-SMI has failed",  # no driver reachable on the node
     r"\bblas_thread_init: pthread_create",  # OpenBLAS over the user's process limit
     r"\bEXCEPTION: ",  # oneCCL's own exceptions, before its |CCL_ERROR| lines
+    r"WARNING: Could not find any \w+ libraries on this host!",  # apptainer --nv/--rocm on a node without the driver
     # Why a job is pending: squeue's NODELIST(REASON) column, scontrol show job's Reason= (slurm-pending.yaml)
     r"\bPD\s+\S+\s+\d+\s+\((?!None\))[A-Z]\w+\)\s*$|\bJobState=PENDING Reason=(?!None\b)\w",
 ]
@@ -126,7 +127,7 @@ _KEYWORDS = (
     "out of memory", "not enough slots", "ust request", "ur_die:", "system error",
     "NCCL failure", "No space left", "exceeded MEM usage", "NVIDIA-SMI has failed", "blas_thread_init",
     "EXCEPTION: ", "job.exception", "aborted by esub", "endpoint mode required", "cxip_gen_auth_key", "TERM_", "_RESULT_ERROR_", "ssh exited", "_Init failed", "' not found", "Read-only file system", "EnvironmentNameNotFound",
-    " PD ", "JobState=PENDING", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "No such queue", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
+    " PD ", "JobState=PENDING", "Could not find any", "CUDA_ERROR_", "Last NCCL warning", "received by PID", "No such queue", "Lmod Warning", "MODULEPATH is not set", "dependent module(s)",
 )  # fmt: skip
 
 
@@ -232,6 +233,10 @@ _REASON_BEFORE = re.compile(r"Request aborted by esub|qsub: submit filter return
 _BARE_EXCEPTION = re.compile(r"\b[A-Z]\w*(?:Error|Exception):\s*(?:\[enforce fail at [^\]]*\]\s*)?$")
 # A workflow tool's header above a task's own stderr (Nextflow's "Command error:"): its first error line.
 _STDERR_HEADER = re.compile(r"^\s*Command error:\s*$")
+# A wrapper that prints the cause after its own summary: NCCL's "Last error:" line before
+# ncclGetLastError()'s text (src/init.cc), pyxis printing enroot's log file after "container start
+# failed" (NVIDIA/pyxis pyxis_slurmstepd.c). The cause is the first error line after the marker.
+_CAUSE_FOLLOWS = re.compile(r"^\s*Last error:\s*$|\bprinting contents of log file\b")
 
 
 def _reason_start(lines: list[str], first: int) -> int:
@@ -251,6 +256,9 @@ def _exception_for(lines: list[str], first: int) -> Optional[int]:
     after = [i for i in range(first + 1, min(len(lines), first + 6)) if lines[i].strip()]
     if _STDERR_HEADER.match(lines[first]):
         return next((i for i in after if is_error_line(lines[i])), None)
+    marker = next((i for i in after[:2] if _CAUSE_FOLLOWS.search(_RANK_PREFIX.sub("", lines[i], count=1))), None)
+    if marker is not None:
+        return next((i for i in after if i > marker and lines[i].strip()), None)
     if _BARE_EXCEPTION.search(lines[first]):
         return after[0] if after else None
     return None

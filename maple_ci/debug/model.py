@@ -1,7 +1,10 @@
-"""What the optional language model is asked about a failure no known fix covers, and how its
-answer becomes edit operations (debug.EditOp) that debug.next_fix applies and checks like any fix.
+"""What the optional language model is asked about a failure, and how its answer is used: for a
+failure no known fix covers, edit operations (debug.EditOp) that debug.next_fix applies and checks
+like any fix; for one with several known candidates, their order and why the first (never an edit
+of its own). Its words are untrusted: shown as one line of plain text (spoken).
 
     propose_ops(backend, script, failure_window, cluster_facts) -> Proposal
+    rank_candidates(backend, failure_window, candidates) -> Ranking
 """
 
 import json
@@ -122,7 +125,17 @@ def parse_answer(text: str) -> Proposal:
     for op in answer.ops:
         if why := model_refusal(op):
             return Proposal([], f"the model's edit is refused: {why}")
-    return Proposal(answer.ops, answer.explanation)
+    return Proposal(answer.ops, spoken(answer.explanation))
+
+
+MAX_SPOKEN = 400  # characters of a model's explanation that are shown
+
+
+def spoken(text: str) -> str:
+    """A model's words as one line of printable text, cut to MAX_SPOKEN characters: no control
+    characters or escape sequences reach a terminal, a log or a comment (which escapes markup)."""
+    line = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return line if len(line) <= MAX_SPOKEN else line[: MAX_SPOKEN - 1] + "…"
 
 
 def propose_ops(backend: Backend, script: str, failure_window: str, cluster_facts: dict) -> Proposal:
@@ -133,3 +146,46 @@ def propose_ops(backend: Backend, script: str, failure_window: str, cluster_fact
     except MapleError as exc:
         return Proposal([], str(exc))
     return parse_answer(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranking the known candidates
+
+
+class _Order(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    order: list[int] = Field(min_length=1)
+    explanation: str = ""
+
+
+class Ranking(NamedTuple):
+    order: list[int]  # indexes into the candidates, best first; the knowledge base's order when refused
+    explanation: str  # the model's reason for its first, or why its answer was not used
+
+
+_RANK_SYSTEM = (
+    "You rank candidate fixes for the first error of a failed job on an HPC GPU cluster. Answer with one "
+    'JSON object and nothing else: {"order": [candidate numbers, best first], "explanation": "why the first"}.'
+)
+
+
+def rank_candidates(backend: Backend, failure_window: str, candidates: list) -> Ranking:
+    """The model's order of the knowledge base's candidates (debug.Candidate) and why. The answer
+    must be the candidates' numbers, each once; otherwise, or when the endpoint fails, the order
+    stays the knowledge base's and the explanation says why."""
+    keep = list(range(len(candidates)))
+    listed = "\n".join(f"{i + 1}. {json.dumps([op.model_dump() for op in c.ops])}: {c.explanation}" for i, c in enumerate(candidates))
+    window = failure_window[:MAX_WINDOW_CHARS]
+    messages = [{"role": "system", "content": _RANK_SYSTEM},
+                {"role": "user", "content": f"Error:\n{window}\n\nCandidates:\n{listed}\n\nJSON answer:"}]  # fmt: skip
+    try:
+        text = backend.chat(messages)
+        answer = _Order.model_validate_json(_json_object(text))
+    except MapleError as exc:
+        return Ranking(keep, f"the model did not rank the candidates: {exc}")
+    except ValidationError:
+        return Ranking(keep, f"the model's ranking is not an order of the candidates: {spoken(text)[:200]!r}")
+    if sorted(answer.order) != [i + 1 for i in keep]:
+        return Ranking(keep, f"the model's ranking {answer.order} is not each of candidates 1-{len(keep)} once")
+    return Ranking([i - 1 for i in answer.order], spoken(answer.explanation))

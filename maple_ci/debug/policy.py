@@ -154,7 +154,7 @@ LOG_FIELDS = {
     "value": FORMS["word"], "new_value": FORMS["word"], "resource": FORMS["word"],
     # Lmod's own messages name modules (lmod-messages.yaml): the prerequisites, the versions to swap
     "prereqs": re.compile(rf"{MODULE.pattern}(?:[ \t]+{MODULE.pattern})*"), "old": MODULE, "new": MODULE,
-    "full": MODULE, "sn": MODULE,
+    "full": MODULE, "sn": MODULE, "unpinned": MODULE,
 }
 
 

@@ -2,11 +2,15 @@
 pages shipped with the package (templates/errors/docs/*.yaml, searched with the same embeddings and
 LanceDB as the known errors), and, only when asked (--online), GitHub's issue search for the error's
 key line in the frameworks' and centers' repositories (templates/search_repos.yaml), each thread
-shown as its link only: its text, and which comment people reacted to, are anyone's to write.
+shown as its link only: its text, and which comment people reacted to, are anyone's to write. A
+thread closed as completed is linked with the answer that closed it: the last comment its
+repository's maintainers (owner, member, collaborator: GitHub's author_association, which only the
+repository grants) wrote before it was closed, again as a link only.
 """
 
 import hashlib
 import re
+import time
 from functools import lru_cache
 from typing import Literal, Mapping, Optional
 
@@ -22,6 +26,7 @@ DOCS_LIMIT = 3
 MAX_DOCS_DISTANCE = 0.42  # cosine distance past which a passage is about something else (measured: unrelated ones >= 0.45)
 GITHUB_LIMIT = 3
 TIMEOUT = (5, 20)  # seconds: connect, read
+BUDGET = 30.0  # seconds for the whole search: answers not looked up by then are left out
 SUMMARY_CHARS = 300
 QUERY_CHARS = 256  # GitHub's search query limit (templates/search_repos.yaml)
 
@@ -32,6 +37,7 @@ class Reference(BaseModel):
     url: str
     summary: str  # the passage shortened; for a GitHub thread, what the link is (never its text)
     score: float  # 1 - cosine distance for docs; GitHub's rank order otherwise (1.0 first)
+    closed_by: Optional[str] = None  # a closed thread's closing answer: the maintainers' comment, as its link
 
 
 class DocPassage(BaseModel):
@@ -117,12 +123,12 @@ def _short(text: str) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1].rsplit(" ", 1)[0] + " …"
 
 
-def _get(url: str, token: Optional[str], params: Optional[dict] = None):
+def _get(url: str, token: Optional[str], params: Optional[dict] = None, timeout=TIMEOUT):
     headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     try:
-        response = requests.get(url, params=params, headers=headers, timeout=TIMEOUT)
+        response = requests.get(url, params=params, headers=headers, timeout=timeout)
     except requests.RequestException as exc:
         raise MapleError(f"GitHub search at {url} could not be reached: {exc}") from exc
     if response.status_code != 200:
@@ -165,16 +171,46 @@ def _thread(item: dict, rank: int, limit: int) -> Optional[Reference]:
                      score=round(1.0 - rank / limit, 4))
 
 
+# Who may answer for a repository (GitHub's author_association); anyone else's comment is no answer.
+_MAINTAINERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def _closing_answer(item: dict, thread: Reference, api_url: str, token: Optional[str], deadline: float) -> Optional[str]:
+    """The link of the last maintainers' comment written before a thread closed as completed, or
+    None: still open, closed as not planned, no such comment, or no time left."""
+    left = deadline - time.monotonic()
+    if item.get("state_reason") != "completed" or not item.get("comments") or not item.get("closed_at") or left <= 1:
+        return None
+    where = _ISSUE_URL.fullmatch(thread.url)
+    url = f"{api_url.rstrip('/')}/repos/{where['repo']}/issues/{where['number']}/comments"  # the API's root, never the item's URLs
+    try:
+        comments = _get(url, token, {"per_page": 100}, timeout=(min(TIMEOUT[0], left), min(TIMEOUT[1], left)))
+    except MapleError:  # the thread's link stands without its answer
+        return None
+    if not isinstance(comments, list):
+        return None
+    answers = [c for c in comments if isinstance(c, dict) and c.get("author_association") in _MAINTAINERS
+               and str(c.get("created_at", "")) <= item["closed_at"]]  # fmt: skip  # ISO 8601 in UTC sorts as text
+    link = re.escape(thread.url) + r"#issuecomment-\d+"
+    return next((c["html_url"] for c in reversed(answers) if re.fullmatch(link, str(c.get("html_url", "")))), None)
+
+
 def search_github(failure: Failure, api_url: str, token: Optional[str], limit: int = GITHUB_LIMIT) -> list[Reference]:
     """Issues of the listed repositories whose text holds the error's key line, best first, each as
-    a link to its thread (title: repository#number): nothing the thread's authors wrote is shown."""
+    a link to its thread (title: repository#number) and, for one closed as completed, to the answer
+    that closed it: nothing the thread's authors wrote is shown. At most BUDGET seconds in all."""
+    deadline = time.monotonic() + BUDGET
     words = key_line(failure)
     if not words:
         return []
     found = _get(f"{api_url.rstrip('/')}/search/issues", token,
                  {"q": _query(words), "per_page": limit})  # fmt: skip  # words, not a phrase: the volatile parts are gone
-    threads = (_thread(item, rank, limit) for rank, item in enumerate(found.get("items", [])[:limit]))
-    return [thread for thread in threads if thread is not None]
+    threads = []
+    for rank, item in enumerate(found.get("items", [])[:limit]):
+        thread = _thread(item, rank, limit)
+        if thread is not None:
+            threads.append(thread.model_copy(update={"closed_by": _closing_answer(item, thread, api_url, token, deadline)}))
+    return threads
 
 
 def online_note(failure: Optional[Failure], env: Mapping[str, str]) -> str:
@@ -187,5 +223,6 @@ def online_note(failure: Optional[Failure], env: Mapping[str, str]) -> str:
         found = search_github(failure, github_api(env), env["GITHUB_TOKEN"])
     except MapleError:
         return ""
-    threads = ", ".join(r.url for r in found)  # links only: the caller's Markdown escapes them (markdown.plain)
+    # links only: the caller's Markdown escapes them (markdown.plain)
+    threads = ", ".join(r.url + (f" (closed by the answer {r.closed_by})" if r.closed_by else "") for r in found)
     return f" Related GitHub threads: {threads}." if threads else ""
