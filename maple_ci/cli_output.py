@@ -69,6 +69,11 @@ def _print_result(result) -> None:
               highlight=False)
     for note in result.notes:
         out.print(f"  note: {note}", highlight=False)
+    if result.speed:
+        from .verify.speed import rows
+
+        for what, value in rows(result.speed):
+            out.print(f"  speed: {what}: {value}", markup=False, highlight=False)
     if not result.ok and result.log:
         out.print(result.log[-3000:], markup=False, highlight=False)
 
