@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from maple_ci.cli import main
 from maple_ci.profiles import load_profiles
 from maple_ci.verify import run_verification
 from maple_ci.verify.speed import FAR_UNDER, _patterns, read_program_metrics, read_transport, with_speed
@@ -135,26 +136,36 @@ def test_a_program_printing_no_known_format_gets_no_figures():
 # --- real runs ---
 
 @pytest.mark.cluster
-def test_the_local_clusters_bandwidth_and_step_time_are_measured_for_real(slurm_cluster, tmp_path, master_port):
+def test_the_local_clusters_bandwidth_and_step_time_appear_in_maple_verify_json(slurm_cluster, tmp_path, master_port,
+                                                                               monkeypatch, capsys):
     script = tmp_path / "job.sbatch"
     script.write_text(textwrap.dedent(f"""\
         #!/bin/bash
+        #SBATCH -C gpu
         #SBATCH -N 2
         #SBATCH --ntasks-per-node=1
         export MASTER_ADDR=$(scontrol show hostnames $SLURM_NODELIST | head -n 1)
         srun bash -c 'torchrun --nnodes=2 --nproc_per_node=2 --node_rank=$SLURM_PROCID \\
             --master_addr=$MASTER_ADDR --master_port={master_port} train.py --epochs 3'
         """))
-    result = run_verification("slurm", script, miniapp="ddp", cluster="perlmutter", timeout=300,
-                              env=slurm_cluster.job_env)
-    assert result.ok, result.message + "\n" + result.log
-    speed = result.speed
-    assert [row["bytes"] for row in speed.allreduce] == [1 << 16, 1 << 20, 1 << 22]
-    assert all(row["busbw_gbps"] > 0 and row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 1.5, rel=0.05)
-               for row in speed.allreduce)  # 2(n-1)/n for n = 4 ranks
-    assert speed.step_time_s > 0 and speed.nodes == 2 and speed.ranks_per_node == 2
-    assert speed.transport.name == "gloo" and not speed.problems  # CPU: NCCL's transport is not judged
-    assert f"all-reduce busbw {speed.busbw_gbps} GB/s" in result.message
+    for name, value in slurm_cluster.job_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MAPLE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)  # sbatch runs here: the job's output is written where the nodes see it
+    monkeypatch.setattr("sys.argv", ["maple", "verify", str(script), "--cluster", "perlmutter", "--timeout", "300",
+                                     "--json"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    result = json.loads(capsys.readouterr().out)["result"]
+    assert exited.value.code == 0 and result["ok"], result["message"] + "\n" + result["log"]
+    speed = result["speed"]
+    assert [row["bytes"] for row in speed["allreduce"]] == [1 << 16, 1 << 20, 1 << 22]
+    assert all(row["busbw_gbps"] > 0 and row["busbw_gbps"] == pytest.approx(row["algbw_gbps"] * 1.5, rel=0.05, abs=2e-3)
+               for row in speed["allreduce"])  # 2(n-1)/n for n = 4 ranks
+    assert speed["step_time_s"] > 0 and (speed["nodes"], speed["ranks_per_node"]) == (2, 2)
+    assert speed["transport"]["name"] == "gloo" and not speed["problems"]  # CPU: NCCL's transport is not judged
+    assert speed["expected_transport"] == "ofi" and speed["expected_busbw_gbps"] == 50.0  # 2 ranks: 2 of 4 NICs
+    assert f"all-reduce busbw {speed['busbw_gbps']} GB/s" in result["message"]
 
 
 def test_program_runs_the_scripts_own_program_and_reads_its_lines(tmp_path):
