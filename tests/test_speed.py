@@ -45,7 +45,8 @@ def run_of(log: str) -> VerifyResult:
 
 @pytest.mark.parametrize("log, transport", [("socket.log", "socket"), ("ib.log", "ib"), ("rccl_ib.log", "ib"),
                                             ("ib_nccl24.log", "ib"), ("ofi_slingshot.log", "ofi"),
-                                            ("ofi_plugin.log", "ofi")])
+                                            ("ofi_plugin.log", "ofi"),
+                                            ("socket_channels.log", "socket")])
 def test_the_transport_is_read_from_real_nccl_and_rccl_logs(log, transport):
     found = read_transport(cited(log))
     assert found.name == transport and "NCCL INFO" in found.evidence
@@ -184,3 +185,19 @@ def test_program_that_fails_fails_the_verification(tmp_path):
     script.write_text("#!/bin/bash\npython -c 'raise SystemExit(3)'\n")
     result = run_verification("local", script, miniapp=None, timeout=60)
     assert not result.ok and result.exit_code == 3
+
+
+def test_program_is_refused_where_only_mini_apps_run(tmp_path):
+    from maple_ci.errors import MapleError
+
+    with pytest.raises(MapleError, match="--program runs on the slurm and local backends"):
+        run_verification("jacamar", tmp_path / "job.sh", miniapp=None, cluster="perlmutter", commit="c" * 40)
+
+
+def test_program_and_a_mini_app_together_are_a_usage_error(tmp_path, monkeypatch, capsys):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\npython train.py\n")
+    monkeypatch.setattr("sys.argv", ["maple", "verify", str(script), "--program", "--miniapp", "ddp", "--backend", "local"])
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 2 and "give one" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """The nightly speed trend on the portability dashboard (dashboard.py): per cluster, the all-reduce
-bus bandwidth and step time (verify/speed.py) of the last TREND_NIGHTS nightly runs, plus a
-program's loss and throughput when the run was `--program`'s. Kept, like the rows, in a hidden
+bus bandwidth, step time and loss (verify/speed.py) of the last TREND_NIGHTS nightly runs: the
+mini-app's loss, or a program's loss and throughput when the run was `--program`'s. Kept, like the rows, in a hidden
 marker of the issue body; small on purpose (a few numbers a night per cluster).
 """
 
@@ -35,7 +35,8 @@ def _nights_ok(nights) -> bool:
 
 def _night(speed: dict, day: str) -> list:
     program = speed.get("program") or {}
-    return [day, speed.get("busbw_gbps"), speed.get("step_time_s"), program.get("loss"), program.get("throughput")]
+    loss = program.get("loss") if program.get("loss") is not None else speed.get("loss")
+    return [day, speed.get("busbw_gbps"), speed.get("step_time_s"), loss, program.get("throughput")]
 
 
 def nightly_trend(trend: dict[str, list[list]], results: list[SourceResult], day: str) -> dict[str, list[list]]:
@@ -63,7 +64,7 @@ def render_trend(trend: dict[str, list[list]]) -> list[str]:
     if not trend:
         return []
     lines = ["", "### Speed by cluster (nightly, oldest → newest)", "",
-             "| Cluster | Nights | All-reduce busbw (GB/s) | Step time (s) | Program loss | Program throughput |",
+             "| Cluster | Nights | All-reduce busbw (GB/s) | Step time (s) | Loss | Program throughput |",
              "|---|---|---|---|---|---|"]
     for cluster, nights in sorted(trend.items()):
         span = f"{nights[0][0]} – {nights[-1][0]}" if nights else "—"

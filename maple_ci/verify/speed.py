@@ -45,6 +45,7 @@ class Speed(BaseModel):
     """The speed figures of one run and the profile's expectation; `problems` fail the run."""
 
     step_time_s: Optional[float] = None
+    loss: Optional[float] = None  # the mini-app's mean loss over ranks (the same for every strategy: a cross-check)
     allreduce: list[dict] = Field(default_factory=list)  # the mini-app's rows: bytes, time_us, algbw_gbps, busbw_gbps
     busbw_gbps: Optional[float] = None  # at the largest message
     nodes: int = 0
@@ -128,7 +129,7 @@ def measure(log: str, result: Optional[dict], program: bool = False) -> Speed:
     transport = read_transport(log)
     if transport is None and result.get("backend") == "gloo":
         transport = Transport(name="gloo", label="gloo over TCP (no NCCL/RCCL: CPU run)")
-    return Speed(step_time_s=result.get("step_time_s"), allreduce=rows,
+    return Speed(step_time_s=result.get("step_time_s"), loss=result.get("loss"), allreduce=rows,
                  busbw_gbps=max(rows, key=lambda r: r.get("bytes", 0)).get("busbw_gbps") if rows else None,
                  nodes=hosts, ranks_per_node=world // hosts if hosts else 0, transport=transport,
                  program=read_program_metrics(log) if program else None)
@@ -200,6 +201,8 @@ def rows(speed: Speed) -> list[tuple[str, str]]:
               f"{r['time_us']} µs)") for r in speed.allreduce if {"bytes", "busbw_gbps", "algbw_gbps", "time_us"} <= set(r)]
     if speed.step_time_s is not None:
         found.append(("step time", f"{speed.step_time_s} s"))
+    if speed.loss is not None:
+        found.append(("mini-app loss", f"{speed.loss}"))
     if speed.nodes:
         found.append(("ranks", f"{speed.nodes} node(s), {speed.ranks_per_node} per node"))
     if speed.transport:

@@ -155,9 +155,10 @@ def test_a_nightly_fix_pr_gets_the_configured_labels_and_reviewers(fake, repo):
     assert (pr["head"], pr["labels"], pr["reviewers"]) == ("maple/port-fix-perlmutter", ["hpc"], ["mona"])
 
 
-def speed(busbw, step, loss=None):
+def speed(busbw, step, loss=None, miniapp_loss=None):
     """A cluster result's speed as the bot keeps it (verify.speed.Speed.model_dump(), the fields the trend reads)."""
-    return {"busbw_gbps": busbw, "step_time_s": step, "program": {"loss": loss, "throughput": None} if loss else None}
+    return {"busbw_gbps": busbw, "step_time_s": step, "loss": miniapp_loss,
+            "program": {"loss": loss, "throughput": None} if loss else None}
 
 
 def test_the_nightly_speed_trend_is_kept_per_cluster_and_capped():
@@ -185,12 +186,12 @@ def test_the_dashboard_shows_the_nights_speed(fake, repo):
 
     def verify(command, results, commit, skip, progress):
         for c in results[0]["clusters"]:
-            c.update(verification="passed", speed=speed(77.5, 0.042))
+            c.update(verification="passed", speed=speed(77.5, 0.042, miniapp_loss=5.54))
         return results
 
     collected = [{"source": "scripts", "intent": {}, "clusters": [cluster_result("perlmutter") | {"verification": "pending"}]}]
     run_plan(repo, plan, lambda *args: collected, verify=verify, report=SETTINGS)
     [issue] = fake.issues
     assert "### Speed by cluster (nightly" in issue["body"] and "| perlmutter |" in issue["body"]
-    assert "| 77.5 | 0.042 | — | — |" in issue["body"]
+    assert "| 77.5 | 0.042 | 5.54 | — |" in issue["body"]
     assert read_rows(issue["body"])[0]  # the rows' marker is intact beside the trend's
