@@ -201,3 +201,13 @@ def test_program_and_a_mini_app_together_are_a_usage_error(tmp_path, monkeypatch
     with pytest.raises(SystemExit) as exited:
         main()
     assert exited.value.code == 2 and "give one" in capsys.readouterr().err
+
+
+def test_a_log_line_that_looks_like_markup_is_printed_as_text(capsys):
+    from maple_ci.cli_output import print_verified
+    from maple_ci.pipeline import Verified
+
+    log = cited("socket.log").replace("Using network Socket", "Using network Socket [/] [bold]") + nccl_result(80.0)
+    print_verified(Verified(with_speed(run_of(log), "perlmutter")), json_output=False)
+    out = capsys.readouterr().out
+    assert "failed" in out and "Using network Socket [/] [bold]" in out and "speed: all-reduce 256 MiB: busbw 80.0 GB/s" in out
