@@ -175,10 +175,14 @@ def verify(args) -> int:
         err.print("[red]failed[/] (read-back gate, no job run): " + "; ".join(gate), highlight=False, markup=True)
         return 1
     backend = _verify_backend(args.backend, intent.scheduler)
-    options = dict(miniapp=args.miniapp or miniapp_for(intent.framework, intent.strategy), timeout=args.timeout,
+    if args.program and args.miniapp:
+        raise MapleError("--program runs the script's own program; --miniapp names one to run instead: give one", exit_code=2)
+    miniapp = None if args.program else args.miniapp or miniapp_for(intent.framework, intent.strategy)
+    options = dict(miniapp=miniapp, timeout=args.timeout,
                    adapt=args.adapt, in_allocation=args.in_allocation, cluster=args.cluster or intent.source_cluster,
                    ref=args.ref, commit=args.commit)
-    progress(args.json_output)(f"verifying {script} with the {backend} backend and the {options['miniapp']} mini-app")
+    progress(args.json_output)(f"verifying {script} with the {backend} backend and "
+                               + (f"the {miniapp} mini-app" if miniapp else "its own program"))
     verified = verify_and_debug(text, script_runner(backend, script, options, in_place=True), cluster=options["cluster"],
                                 path=str(script), fix=args.fix, model=model)
     if verified.report and verified.report.attempts:
@@ -344,6 +348,8 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--backend", default="auto",
                          help="slurm | local (PBS emulation) | jacamar | auto (slurm for #SBATCH, else local).")
     command.add_argument("--miniapp", help="Mini-app in place of the training program (default: from the framework).")
+    command.add_argument("--program", action="store_true",
+                         help="Run the script's own training program, not a mini-app; its loss and throughput lines are read.")
     command.add_argument("--timeout", type=_at_least(10), default=600,
                          help="Seconds before the run is cancelled and reported as a timeout (default: 600).")
     command.add_argument("--adapt", action=argparse.BooleanOptionalAction, default=True,

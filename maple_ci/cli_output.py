@@ -4,6 +4,7 @@ import json
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Logs and pipes are not terminals: rich would wrap them at 80 columns and cut paths.
@@ -65,10 +66,16 @@ def print_verified(verified, json_output: bool) -> None:
 def _print_result(result) -> None:
     """One run's verdict, the backend's notes, and the log's tail when it failed."""
     colour = "green" if result.ok else "red"
-    out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): {result.message}",
-              highlight=False)
+    # The message quotes the job's log (a result line, an NCCL line): text, never markup.
+    out.print(f"[{colour}]{'passed' if result.ok else 'failed'}[/] ({result.backend}, {result.state}): "
+              f"{escape(result.message)}", highlight=False)
     for note in result.notes:
         out.print(f"  note: {note}", highlight=False)
+    if result.speed:
+        from .verify.speed import rows
+
+        for what, value in rows(result.speed):
+            out.print(f"  speed: {what}: {value}", markup=False, highlight=False)
     if not result.ok and result.log:
         out.print(result.log[-3000:], markup=False, highlight=False)
 

@@ -104,6 +104,21 @@ class ContainerRuntime(BaseModel):
     unconfirmed: list[str] = Field(default_factory=list)  # which facts above no source we read confirmed
 
 
+class Network(BaseModel):
+    """The network between nodes as the collective library should use it (maple_ci/verify/speed.py
+    judges a run by it): the NCCL/RCCL transport and the line rate of the node's NICs."""
+
+    model_config = ConfigDict(extra="forbid")
+    transport: Literal["ofi", "ib", "socket"]  # templates/metrics.yaml transports
+    fabric: str  # "Slingshot 11", "InfiniBand HDR200"
+    nics_per_node: int = Field(ge=1)
+    nic_gbps: float = Field(gt=0)  # GB/s per NIC (10^9 bytes): 200 Gb/s is 25
+    fix: str  # what makes NCCL use the transport, said to a run that fell back to sockets
+    source: str = Field(pattern=r"^https://")  # where the NIC count and rate are stated
+    read: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")  # when that page was read
+    unconfirmed: list[str] = Field(default_factory=list)  # which facts above no source we read confirmed
+
+
 class ClusterProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -175,6 +190,8 @@ class ClusterProfile(BaseModel):
     # last cores); exported as the visibility variable when the job holds every device of the node.
     device_order: Optional[str] = Field(default=None, pattern=r"^\d+(,\d+)*$")
     container: ContainerRuntime
+    # None where no NCCL/RCCL network applies or none is cited (Aurora's collectives are oneCCL's).
+    network: Optional[Network] = None
     # Regexes that mark a script as written for this cluster. extract searches them with re.I and
     # picks the profile with the most hits; use (?-i:...) where case matters (Bridges-2 "GPU").
     signatures: list[str] = Field(default_factory=list)

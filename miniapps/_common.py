@@ -26,6 +26,11 @@ from typing import Callable, Mapping
 
 RESULT_PREFIX = "MAPLE_MINIAPP_RESULT"
 
+# Message sizes (bytes) of the all-reduce bandwidth measurement: from latency-bound to where a
+# network saturates on accelerators; smaller on CPU, where gloo moves tensors over TCP on busy cores.
+ALLREDUCE_BYTES = {"cpu": (1 << 16, 1 << 20, 1 << 22), "accelerator": (1 << 20, 1 << 24, 1 << 28)}
+ALLREDUCE_ITERS = 5
+
 # Launcher families, most specific first. The order matters because launchers nest and environments
 # leak: torchrun/deepspeed/accelerate started by srun or mpiexec see SLURM_*/PMI_* of their own
 # process but set RANK/WORLD_SIZE for their workers, so RANK wins; mpiexec inside an sbatch script
@@ -293,6 +298,63 @@ def _check_collectives(ctx: Context, loss: float) -> dict:
     return result
 
 
+def _synchronize(device) -> None:
+    """Wait for the device's queued work, so a timer measures the collective and not its launch."""
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "xpu":
+        torch.xpu.synchronize(device)
+
+
+def _time_allreduce(ctx: Context, size: int) -> float:
+    """Seconds one all_reduce of `size` bytes takes on the slowest rank: a warm-up (connections
+    are made on first use), then the mean of ALLREDUCE_ITERS."""
+    import torch
+    import torch.distributed as dist
+
+    tensor = torch.ones(size // 4, dtype=torch.float32, device=ctx.device)
+    dist.all_reduce(tensor)
+    _synchronize(ctx.device)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(ALLREDUCE_ITERS):
+        dist.all_reduce(tensor)
+    _synchronize(ctx.device)
+    slowest = torch.tensor([(time.perf_counter() - start) / ALLREDUCE_ITERS], dtype=torch.float64, device=ctx.device)
+    dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+    return float(slowest.item())
+
+
+def measure_allreduce(ctx: Context) -> list[dict]:
+    """All-reduce bandwidth at a few message sizes, as nccl-tests' all_reduce_perf reports it
+    (NVIDIA/nccl-tests doc/PERFORMANCE.md): algbw = bytes / time, busbw = algbw * 2(n-1)/n, in
+    GB/s of 10^9 bytes. None of it for a world of one: nothing crosses a link."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    if world < 2:
+        return []
+    sizes = ALLREDUCE_BYTES["cpu" if ctx.device.type == "cpu" else "accelerator"]
+    rows = []
+    for size in sizes:
+        seconds = _time_allreduce(ctx, size)
+        algbw = size / seconds / 1e9
+        rows.append({"bytes": size, "time_us": round(seconds * 1e6, 1), "algbw_gbps": round(algbw, 3),
+                     "busbw_gbps": round(algbw * 2 * (world - 1) / world, 3)})
+    return rows
+
+
+def ask_transport_log(backend: str) -> None:
+    """Have NCCL (and RCCL, which reads the same variables) print which network it chose (`Using
+    network IB`, `NET/OFI ...`, `NET/Socket : Using ...`), unless the job set its own level: maple
+    reads the transport from those INFO lines. INIT and NET only, to keep the log short."""
+    if backend == "nccl" and "NCCL_DEBUG" not in os.environ:
+        os.environ["NCCL_DEBUG"] = "INFO"
+        os.environ.setdefault("NCCL_DEBUG_SUBSYS", "INIT,NET")
+
+
 def emit(result: dict) -> None:
     # One write, flushed, so launchers that interleave ranks' stdout cannot split the line.
     sys.stdout.write(f"{RESULT_PREFIX} {json.dumps(result)}\n")
@@ -316,6 +378,7 @@ def run(name: str, body: Callable[[Context], tuple[float, float]], argv: list[st
         result.update(launcher=launch.launcher, world_size=launch.world_size)
         check_allocated_gpus(launch, os.environ)
         device, backend = pick_device_and_backend(launch)
+        ask_transport_log(backend)
         export_launch_env(launch, device.index)
         ctx = Context(name, launch, device, backend, args.steps, timeout)
         loss, step_time = body(ctx)
@@ -323,7 +386,7 @@ def run(name: str, body: Callable[[Context], tuple[float, float]], argv: list[st
             raise RuntimeError(f"{name} did not initialise torch.distributed")
         result.update(_check_collectives(ctx, loss))
         result.update(backend=str(dist.get_backend()), device=str(ctx.device),
-                      step_time_s=round(step_time, 4))
+                      step_time_s=round(step_time, 4), allreduce=measure_allreduce(ctx))
         # No rank tears its process group down while a peer is still in a collective with it (a
         # gloo peer that closes its sockets early can abort a slower one under load).
         dist.barrier()

@@ -54,6 +54,12 @@ def assert_ran(rc: int, out: str, err: str, miniapp: str, world_size: int, launc
     assert result["ranks_seen"] == list(range(world_size))
     assert result["backend"] == "gloo" and result["device"].startswith("cpu")
     assert 0 < result["loss"] < 10 and result["step_time_s"] > 0  # ln(256) ~ 5.5 at random init
+    # all-reduce bandwidth as nccl-tests reports it: busbw = algbw * 2(n-1)/n, none for one rank
+    rows = result["allreduce"]
+    assert [r["bytes"] for r in rows] == (list(common.ALLREDUCE_BYTES["cpu"]) if world_size > 1 else [])
+    for r in rows:
+        assert r["algbw_gbps"] == pytest.approx(r["bytes"] / r["time_us"] / 1e3, rel=0.05, abs=2e-3)
+        assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 2 * (world_size - 1) / world_size, rel=0.02, abs=2e-3)
     return result
 
 
@@ -240,3 +246,16 @@ def test_parse_result_reads_labelled_lines_and_prefers_failures():
     assert parse_result("training log without a result\n") is None
     # A line cut off mid-JSON (job killed while printing) is not a result.
     assert parse_result('MAPLE_MINIAPP_RESULT {"ok": true, "miniapp"') is None
+
+
+def test_nccl_is_asked_for_the_lines_that_name_its_network_unless_the_job_set_a_level(monkeypatch):
+    monkeypatch.delenv("NCCL_DEBUG", raising=False)
+    monkeypatch.delenv("NCCL_DEBUG_SUBSYS", raising=False)
+    common.ask_transport_log("gloo")
+    assert "NCCL_DEBUG" not in os.environ
+    common.ask_transport_log("nccl")
+    assert (os.environ["NCCL_DEBUG"], os.environ["NCCL_DEBUG_SUBSYS"]) == ("INFO", "INIT,NET")
+    monkeypatch.setenv("NCCL_DEBUG", "WARN")
+    monkeypatch.delenv("NCCL_DEBUG_SUBSYS")
+    common.ask_transport_log("nccl")
+    assert os.environ["NCCL_DEBUG"] == "WARN" and "NCCL_DEBUG_SUBSYS" not in os.environ

@@ -155,7 +155,19 @@ def _check_summary(c: ClusterResult) -> str:
     made = f"Template {code(c['template'])} → {code(c['path'])}" if c["template"].strip() else code(c["path"])
     table = ["| Check | Result | Message |", "|---|---|---|"]
     table += [_check_row(check) for check in sorted(c["checks"], key=lambda check: check["ok"])]  # what failed leads
-    return "\n".join([made, ""] + _with_note(c, table))
+    return "\n".join([made, ""] + _with_note(c, table) + _speed_section(c))
+
+
+def _speed_section(c: ClusterResult) -> list[str]:
+    """The run's speed figures (verify/speed.py) as a table, and what fails them; none without a run."""
+    from maple_ci.verify.speed import Speed, rows
+
+    if not c.get("speed"):
+        return []
+    speed = Speed.model_validate(c["speed"])
+    table = ["", "### Speed", "", "| Figure | Value |", "|---|---|"]
+    table += [f"| {cell(plain(what))} | {cell(plain(value))} |" for what, value in rows(speed)]
+    return table + [f"- ❌ {plain(problem)}" for problem in speed.problems]
 
 
 def _check_row(check: dict) -> str:

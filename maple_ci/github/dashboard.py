@@ -28,6 +28,7 @@ from maple_ci.github.report import MARKER, open_report
 from maple_ci.github.pipeline import generated_from
 from maple_ci.github.state import pack, unpack
 from maple_ci.github.ticks import box
+from maple_ci.github.trend import nightly_trend, read_trend, render_trend, trend_marker
 
 _STATE = re.compile(r"<!-- maple-ci dashboard ([A-Za-z0-9_=-]+) -->")
 SHOWN = {"success": "✅ passed", "failure": "❌ failed", "neutral": "⏭️ not run"}
@@ -120,9 +121,10 @@ def close_green_fixes(repo: Repository, base: str, results: list[SourceResult], 
 # --- rendering ---
 
 def render(rows: dict[str, dict], ignored: list[str], wanted: list[tuple[str, str]], blob_url: str,
-           prs: tuple[list[str], str | None] = ([], None)) -> str:
+           prs: tuple[list[str], str | None] = ([], None), trend: dict[str, list[list]] | None = None) -> str:
     """The issue body. `wanted`: the (script, cluster) pairs the configuration asks for; `prs`: the
-    open maple-ci PRs as Markdown links, and why automatic PRs wait (quota.held_back_text) if they do."""
+    open maple-ci PRs as Markdown links, and why automatic PRs wait (quota.held_back_text) if they do;
+    `trend`: the nightly speed per cluster (trend.py)."""
     links, held_back = prs
     missing = [(s, c) for s, c in wanted if row_key(s, c) not in rows and row_key(s, c) not in ignored]
     shown = {k: r for k, r in rows.items() if k not in ignored}
@@ -134,11 +136,12 @@ def render(rows: dict[str, dict], ignored: list[str], wanted: list[tuple[str, st
     lines += [f"| {cell(code(s))} | {c} | not yet | — | — | — |" for s, c in missing]
     notes = [f"- {code(_source(k))} on {_cluster(k)}: {plain(r['note'])}" for k, r in sorted(shown.items()) if r["note"]]
     lines += ["", "### Why it fails", *notes] if notes else []
+    lines += render_trend(trend or {})
     lines += ["", "### Actions", *_action_boxes(shown, missing)]
     if ignored:
         lines += ["", "### Ignored", *_boxes((("unignore", _cluster(k), _source(k)),
                                               f"Port and verify {code(_source(k))} on {_cluster(k)} again") for k in sorted(ignored))]
-    return "\n".join(lines + ["", _marker(rows, ignored)]) + "\n"
+    return "\n".join(lines + ["", _marker(rows, ignored)] + ([trend_marker(trend)] if trend else [])) + "\n"
 
 
 def _source(key: str) -> str:
@@ -196,11 +199,13 @@ def sync_dashboard(repo: Repository, config: Config, base: str, results: list[So
     and the fix PRs of clusters green again closed. The issue."""
     issue = open_report(repo, config.schedule)
     rows, ignored = read_rows(issue.body if issue else None)
+    trend = read_trend(issue.body if issue else None)
     if results is not None:
         day = (now or datetime.now(timezone.utc)).date().isoformat()
         rows = nightly_rows(rows, results, commit, day)
+        trend = nightly_trend(trend, results, day)
         close_green_fixes(repo, base, results, commit)
-    body = _drawn(repo, config, base, rows, ignored)
+    body = _drawn(repo, config, base, rows, ignored, trend)
     if issue is None:
         return repo.create_issue(config.schedule.report_issue_title, body=body, labels=config.schedule.labels)
     if issue.body != body:
@@ -208,11 +213,12 @@ def sync_dashboard(repo: Repository, config: Config, base: str, results: list[So
     return issue
 
 
-def _drawn(repo: Repository, config: Config, base: str, rows: dict[str, dict], ignored: list[str]) -> str:
+def _drawn(repo: Repository, config: Config, base: str, rows: dict[str, dict], ignored: list[str],
+           trend: dict[str, list[list]]) -> str:
     prs = open_bot_prs(repo)
     links = [f"[#{pr.number}]({pr.html_url}) {plain(pr.title)}" for pr in prs]
     return render(rows, ignored, wanted_pairs(repo, config, base), f"{repo.html_url}/blob",
-                  (links, held_back_text(len(prs), config.pull_requests)))
+                  (links, held_back_text(len(prs), config.pull_requests)), trend)
 
 
 def ignored_rows(repo: Repository, config: Config) -> list[str]:
@@ -233,5 +239,5 @@ def set_ignored_rows(repo: Repository, config: Config, base: str, command: BotCo
         ignored = [k for k in ignored if k not in keys]
         text = "maple-ci verifies again"
     if issue is not None:
-        issue.edit(body=_drawn(repo, config, base, rows, ignored))
+        issue.edit(body=_drawn(repo, config, base, rows, ignored, read_trend(issue.body)))
     return f"{text} {', '.join(f'{code(_source(k))} on {_cluster(k)}' for k in keys) or plain('nothing named')}."

@@ -58,6 +58,7 @@ class _ClusterOptional(TypedDict, total=False):
     note: str  # one sentence for the PR: why verification was skipped, what failed, what the debug agent found
     fixed: str  # the script with the debug agent's fix, whose re-run passed
     fix_pr: str  # nightly: the PR proposing that fix (publish.propose_fixes)
+    speed: dict[str, Any]  # the first run's verify.speed.Speed, model_dump(): bandwidth, step time, transport
 
 
 class ClusterResult(_ClusterOptional):

@@ -219,6 +219,8 @@ class Pipeline:
             return
         first = verified.result
         c.update(verification="passed" if first.ok else "failed", log_url=first.log_url or None)
+        if first.speed is not None:
+            c["speed"] = first.speed.model_dump()
         if verified.report is not None:
             _debugged(c, first.message, verified.report, rerun=backend != "jacamar", env=self.env)
 

@@ -34,6 +34,8 @@ def _local(path: Path, miniapp: str, env, limit: dict, **options):
 def _jacamar(path: Path, miniapp: str, env, limit: dict, **options):
     from .jacamar import verify_jacamar
 
+    if miniapp is None:
+        raise MapleError("--program runs on the slurm and local backends; the jacamar backend runs mini-apps only")
     if not options["cluster"]:
         raise MapleError("the jacamar backend needs the cluster (the center runner's tag; --cluster)")
     env = os.environ if env is None else env
@@ -49,16 +51,21 @@ def _jacamar(path: Path, miniapp: str, env, limit: dict, **options):
 BACKENDS = {"jacamar": _jacamar, SLURM.verify_backend: _slurm, "local": _local}
 
 
-def run_verification(backend: str, path: Path, *, miniapp: str, cluster: Optional[str] = None,
+def run_verification(backend: str, path: Path, *, miniapp: Optional[str], cluster: Optional[str] = None,
                      timeout: Optional[int] = None, adapt: bool = True, in_allocation: bool = False,
                      ref: str = "main", commit: Optional[str] = None, env: Optional[Mapping[str, str]] = None):
     """Run `miniapp` through the script at `path` with the named backend; a VerifyResult. Options a
     backend has no use for are ignored; timeout None keeps the backend's own default. env: the
     process environment by default; the jobs get only what jobenv.job_environment keeps of it, and
     the jacamar backend reads its MAPLE_GITLAB_* settings there. jacamar: `path` names the file in
-    the repository at `commit` (a full commit id), which the center checks out and reads."""
+    the repository at `commit` (a full commit id), which the center checks out and reads.
+    miniapp None runs the script's own program (`maple verify --program`). The result carries
+    the run's speed, judged against `cluster`'s profile (speed.py): a socket fallback fails it."""
+    from .speed import with_speed
+
     run = BACKENDS.get(backend)
     if run is None:
         raise MapleError(f"unknown verification backend {backend!r}; choose {', '.join(BACKENDS)}")
-    return run(path, miniapp, env, {} if timeout is None else {"timeout": timeout}, adapt=adapt,
-               in_allocation=in_allocation, cluster=cluster, ref=ref, commit=commit)
+    result = run(path, miniapp, env, {} if timeout is None else {"timeout": timeout}, adapt=adapt,
+                 in_allocation=in_allocation, cluster=cluster, ref=ref, commit=commit)
+    return with_speed(result, cluster, program=miniapp is None)

@@ -39,7 +39,7 @@ from ..errors import MapleError
 from ..miniapp_result import parse_result
 from .cancel import cancellable
 from .jobenv import job_environment
-from .substitute import VerifyResult, describe, resolve_miniapp, substitute_entrypoint
+from .substitute import VerifyResult, describe, passed, prepared_script
 
 MPIEXEC_WRAPPER = r"""#!/bin/bash
 # maple-ci local backend (PBS emulation): Cray PALS mpiexec flags -> MPICH Hydra mpiexec.
@@ -120,7 +120,7 @@ def _emulate_pbs(scratch: Path, script_name: str, nodes_hosts: int, workdir: Pat
             "PALS rank ids set"]
 
 
-def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeout: int = 300,
+def verify_local(script_path: Path, *, miniapp: Optional[str], nodes_hosts: int = 2, timeout: int = 300,
                  entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                  workdir: Optional[Path] = None, in_allocation: bool = False) -> VerifyResult:
     """Run `miniapp` through the PBS (or scheduler-less) script at script_path, emulating a PBS job
@@ -138,7 +138,7 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
     if not in_allocation and re.search(r"\bmpiexec\b", text) and not shutil.which("mpiexec.hydra", path=job_env.get("PATH")):
         raise MapleError("the local backend runs mpiexec lines with MPICH's Hydra (mpiexec.hydra), "
                          "which is not installed: apt-get install mpich")
-    script = substitute_entrypoint(text, resolve_miniapp(miniapp), entrypoint)
+    script, what_runs = prepared_script(text, miniapp, entrypoint)
     workdir = Path(workdir or Path.cwd()).resolve()
 
     with tempfile.TemporaryDirectory(dir=workdir, prefix=".maple-verify-") as scratch:
@@ -155,7 +155,7 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
             notes = _emulate_pbs(scratch, Path(script_path).name, nodes_hosts, workdir, job_env)
             job_id = job_env["PBS_JOBID"]
             cwd = Path.home()  # like PBS: a script that forgets `cd $PBS_O_WORKDIR` fails here too
-        notes.append(f"mini-app {miniapp} in place of the training program")
+        notes.append(what_runs)
         # Inside a CI job the job's trace is where a person (and the jacamar backend) reads the run:
         # its output is also copied to stderr as it comes (stdout may carry --json).
         log, timed_out, returncode = _run(job_script, cwd, job_env, timeout, sys.stderr if in_allocation else None)
@@ -165,7 +165,6 @@ def verify_local(script_path: Path, *, miniapp: str, nodes_hosts: int = 2, timeo
         return VerifyResult(ok=False, backend="local", job_id=job_id, state="TIMEOUT", result=result, log=log,
                             notes=notes, message=f"{how}; it did not finish within {timeout} s and was killed")
     state = "COMPLETED" if returncode == 0 else "FAILED"
-    ok = state == "COMPLETED" and bool(result and result.get("ok"))
-    return VerifyResult(ok=ok, backend="local", job_id=job_id, state=state, exit_code=returncode,
-                        result=result, log=log, notes=notes,
-                        message=f"{how}; it ended {state} (exit {returncode}); {describe(result)}")
+    return VerifyResult(ok=passed(state, returncode, result, miniapp is None), backend="local", job_id=job_id,
+                        state=state, exit_code=returncode, result=result, log=log, notes=notes,
+                        message=f"{how}; it ended {state} (exit {returncode}); {describe(result, miniapp is None)}")

@@ -23,7 +23,7 @@ from ..schedulers import Option
 from ..schedulers.slurm import SLURM
 from .cancel import cancellable, wait
 from .jobenv import job_environment
-from .substitute import VerifyResult, describe, logical_line_start, resolve_miniapp, substitute_entrypoint
+from .substitute import VerifyResult, describe, logical_line_start, passed, prepared_script, resolve_miniapp
 
 FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                 "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
@@ -122,7 +122,7 @@ def _label_srun_launches(script: str, miniapp: Path) -> str:
     return script
 
 
-def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: bool = True,
+def verify_slurm(script_path: Path, *, miniapp: Optional[str], timeout: int = 300, adapt: bool = True,
                  entrypoint: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                  workdir: Optional[Path] = None, max_gpus_per_node: Optional[int] = None,
                  submit_options: Sequence[str] = ()) -> VerifyResult:
@@ -169,17 +169,18 @@ def verify_slurm(script_path: Path, *, miniapp: str, timeout: int = 300, adapt: 
         output_file = Path(str(output).replace("%j", job_id))
         # sbatch's warnings (accepted, but e.g. about a directive) belong with the job's output.
         log = submitted.stderr + (output_file.read_text(errors="replace") if output_file.exists() else "")
-    return _outcome(job_id, fields, ended, log, timeout, notes)
+    return _outcome(job_id, fields, ended, log, timeout, notes, program=miniapp is None)
 
 
-def _prepared(script_path: Path, miniapp: str, entrypoint: Optional[str], adapt_timeout: Optional[int],
+def _prepared(script_path: Path, miniapp: Optional[str], entrypoint: Optional[str], adapt_timeout: Optional[int],
               max_gpus_per_node: Optional[int]) -> tuple[str, list[str], list[str]]:
     """The job script with the mini-app in place (adapted when adapt_timeout, the verification
     timeout, is given), the notes that say so, and the sbatch options that go with it."""
-    miniapp_path = resolve_miniapp(miniapp)
-    script = substitute_entrypoint(script_path.read_text(), miniapp_path, entrypoint)
-    script = _label_srun_launches(script, miniapp_path)
-    notes = [f"mini-app {miniapp} in place of the training program", "srun launch lines run with SLURM_LABELIO=1"]
+    script, what_runs = prepared_script(script_path.read_text(), miniapp, entrypoint)
+    notes = [what_runs]
+    if miniapp is not None:  # the program's own launch line is left exactly as written
+        script = _label_srun_launches(script, resolve_miniapp(miniapp))
+        notes.append("srun launch lines run with SLURM_LABELIO=1")
     if adapt_timeout is None:
         return script, notes, []
     script, adapted = adapt_directives(script, max_gpus_per_node)
@@ -214,7 +215,8 @@ def _timeout_message(job_id: str, fields: dict, timeout: int) -> str:
     return f"job {job_id} was still {state}{why} after the {timeout} s timeout and was cancelled"
 
 
-def _outcome(job_id: str, fields: dict, ended: dict, log: str, timeout: int, notes: list[str]) -> VerifyResult:
+def _outcome(job_id: str, fields: dict, ended: dict, log: str, timeout: int, notes: list[str],
+             program: bool = False) -> VerifyResult:
     if log and not log.endswith("\n"):
         log += "\n"
     if ended["JobState"] != "COMPLETED":
@@ -227,6 +229,6 @@ def _outcome(job_id: str, fields: dict, ended: dict, log: str, timeout: int, not
         return VerifyResult(ok=False, backend=BACKEND, job_id=job_id, state="TIMEOUT", exit_code=exit_code,
                             result=result, log=log + f"maple-ci: verification timeout: {message}\n",
                             message=message + _STILL_RUNNING * (state == "RUNNING"), notes=notes)
-    ok = state == "COMPLETED" and exit_code == 0 and bool(result and result.get("ok"))
-    return VerifyResult(ok=ok, backend=BACKEND, job_id=job_id, state=state, exit_code=exit_code, result=result,
-                        log=log, notes=notes, message=f"job {job_id} ended {state} (exit {exit_code}); {describe(result)}")
+    return VerifyResult(ok=passed(state, exit_code, result, program), backend=BACKEND, job_id=job_id, state=state,
+                        exit_code=exit_code, result=result, log=log, notes=notes,
+                        message=f"job {job_id} ended {state} (exit {exit_code}); {describe(result, program)}")

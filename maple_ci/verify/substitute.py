@@ -16,6 +16,7 @@ from ..extract.launch import chain
 from ..extract.shell import Command, Function, If, parse
 from ..extract.walk import Shell
 from ..paths import miniapps_dir
+from .speed import Speed
 
 
 class VerifyResult(BaseModel):
@@ -34,6 +35,7 @@ class VerifyResult(BaseModel):
     log_url: str = ""  # where a person can read the log (a CI pipeline page), when it lives elsewhere
     message: str  # one paragraph for a person: what happened and why it failed
     notes: list[str] = Field(default_factory=list)  # what the backend changed or emulated
+    speed: Optional[Speed] = None  # bandwidth, step time, transport, program metrics (verify/speed.py)
 
 
 def resolve_miniapp(miniapp: str) -> Path:
@@ -182,8 +184,23 @@ def _only_site(sites: list[Site], entrypoint: str) -> Site:
         "(a program named inside a quoted string or a variable cannot be replaced safely)")
 
 
-def describe(result: Optional[dict]) -> str:
+def prepared_script(text: str, miniapp: Optional[str], entrypoint: Optional[str]) -> tuple[str, str]:
+    """The script a backend runs and the note that says what runs: `miniapp` in place of the
+    training program, or with miniapp None (`maple verify --program`) the script as written."""
+    if miniapp is None:
+        return text, "the script's own program ran (--program), not a mini-app"
+    return substitute_entrypoint(text, resolve_miniapp(miniapp), entrypoint), f"mini-app {miniapp} in place of the training program"
+
+
+def passed(state: str, exit_code: Optional[int], result: Optional[dict], program: bool) -> bool:
+    """A run passes when the job completed with exit 0 and, for a mini-app, its result line is ok."""
+    return state == "COMPLETED" and exit_code == 0 and (program or bool(result and result.get("ok")))
+
+
+def describe(result: Optional[dict], program: bool = False) -> str:
     """What the mini-app's result line says, for a message."""
+    if program:
+        return "the program's own run (no mini-app result line expected)"
     if result is None:
         return "the mini-app printed no result line"
     if result.get("ok"):

@@ -153,3 +153,45 @@ def test_a_nightly_fix_pr_gets_the_configured_labels_and_reviewers(fake, repo):
     run_plan(repo, plan, lambda *args: collected, pipeline.verify, settings=settings)
     [pr] = bot_pulls(fake)
     assert (pr["head"], pr["labels"], pr["reviewers"]) == ("maple/port-fix-perlmutter", ["hpc"], ["mona"])
+
+
+def speed(busbw, step, loss=None, miniapp_loss=None):
+    """A cluster result's speed as the bot keeps it (verify.speed.Speed.model_dump(), the fields the trend reads)."""
+    return {"busbw_gbps": busbw, "step_time_s": step, "loss": miniapp_loss,
+            "program": {"loss": loss, "throughput": None} if loss else None}
+
+
+def test_the_nightly_speed_trend_is_kept_per_cluster_and_capped():
+    from maple_ci.github.trend import TREND_NIGHTS, nightly_trend, read_trend, render_trend, trend_marker
+
+    trend = {}
+    for night in range(TREND_NIGHTS + 2):
+        day = f"2026-11-{night + 1:02d}"
+        results = [{"source": "scripts", "intent": {}, "clusters": [
+            cluster_result("perlmutter") | {"speed": speed(70.0 + night, 0.05)},
+            cluster_result("aurora")]}]  # no figures (e.g. skipped): no night recorded
+        trend = nightly_trend(trend, results, day)
+    trend = nightly_trend(trend, [{"source": "s", "intent": {}, "clusters": [
+        cluster_result("perlmutter") | {"speed": speed(10.0, 0.5, loss=2.5)}]}], "2026-11-16")  # a rerun replaces its day
+    assert list(trend) == ["perlmutter"] and len(trend["perlmutter"]) == TREND_NIGHTS
+    assert trend["perlmutter"][0][0] == "2026-11-03" and trend["perlmutter"][-1] == ["2026-11-16", 10.0, 0.5, 2.5, None]
+    table = "\n".join(render_trend(trend))
+    assert "| perlmutter | 2026-11-03 – 2026-11-16 | 72 → 73 →" in table and "→ 84 → 10 | 0.05 →" in table
+    assert read_trend("body\n" + trend_marker(trend)) == trend
+    assert read_trend("<!-- maple-ci trend bm90IGpzb24= -->") == {}  # damaged: dropped, not trusted
+
+
+def test_the_dashboard_shows_the_nights_speed(fake, repo):
+    plan = plan_event("schedule", {"repository": {"default_branch": "main"}}, KNOWN, targets=("perlmutter",))
+
+    def verify(command, results, commit, skip, progress):
+        for c in results[0]["clusters"]:
+            c.update(verification="passed", speed=speed(77.5, 0.042, miniapp_loss=5.54))
+        return results
+
+    collected = [{"source": "scripts", "intent": {}, "clusters": [cluster_result("perlmutter") | {"verification": "pending"}]}]
+    run_plan(repo, plan, lambda *args: collected, verify=verify, report=SETTINGS)
+    [issue] = fake.issues
+    assert "### Speed by cluster (nightly" in issue["body"] and "| perlmutter |" in issue["body"]
+    assert "| 77.5 | 0.042 | 5.54 | — |" in issue["body"]
+    assert read_rows(issue["body"])[0]  # the rows' marker is intact beside the trend's

@@ -3,6 +3,7 @@ backend (issue 10, findings 7 and 10): what the center is sent is the committed 
 short is verified when asked again, every run of a request waits at once, check runs say what is
 running, and nothing is left running at the center when a run times out or the bot is stopped."""
 
+import json
 import os
 import signal
 import threading
@@ -200,3 +201,36 @@ def test_a_verify_timeout_that_is_not_a_number_is_a_clear_error(tmp_path):
     results = [pending(PORTED)]
     [c] = jacamar_pipeline(tmp_path, {"MAPLE_VERIFY_TIMEOUT": "1h"}).verify(BotCommand("verify"), results, COMMIT)[0]["clusters"]
     assert c["verification"] == "error" and "must be a whole number of seconds, not '1h'" in c["note"]
+
+
+NCCL_LOGS = Path(__file__).parents[1] / "data" / "nccl_logs"
+
+
+class GpuCenter(Center):
+    """The center's runner (behind the fake GitLab) reporting a GPU job: a cited NCCL log excerpt
+    and, standing in for the mini-app's line on a GPU node, a result line in its own form."""
+
+    def __init__(self, log: str):
+        super().__init__()
+        line = {"ok": True, "miniapp": "ddp", "world_size": 8, "ranks_seen": list(range(8)), "hostnames": ["nid1", "nid2"],
+                "backend": "nccl", "step_time_s": 0.05,
+                "allreduce": [{"bytes": 1 << 28, "time_us": 3500.0, "algbw_gbps": 44.0, "busbw_gbps": 77.0}]}
+        self.trace = (NCCL_LOGS / log).read_text() + "MAPLE_MINIAPP_RESULT " + json.dumps(line) + "\n"
+
+    def __call__(self, script: str, variables: dict) -> tuple[int, str]:
+        status, _ = super().__call__(script, variables)
+        return status, self.trace if variables.get("CI_JOB_NAME") == "maple-verify" else ""
+
+
+@pytest.mark.parametrize("log, conclusion", [("ofi_slingshot.log", "success"), ("socket.log", "failure")])
+def test_the_check_run_shows_the_speed_and_fails_a_socket_fallback(fake, repo, port_request, log, conclusion):
+    plan, checkout = port_request
+    with FakeGitLab(GpuCenter(log)) as gitlab:
+        pipeline = jacamar_pipeline(checkout, settings(gitlab))
+        run_plan(repo, plan, pipeline.port, pipeline.verify)
+    assert verification_runs(fake)[-1] == ("completed", conclusion)
+    bot = fake.refs["heads/maple/port-pr-1"]
+    [run] = [r for r in fake.check_runs if r["name"] == "maple / perlmutter / jobs/train.sbatch" and r["head_sha"] == bot]
+    summary = run["output"]["summary"]
+    assert "### Speed" in summary and "busbw 77.0 GB/s" in summary and "| step time | 0.05 s |" in summary
+    assert ("runs, but over TCP sockets" in summary) == (conclusion == "failure")
