@@ -3,6 +3,7 @@ scaling is work / throughput, and ports' headers give the estimate, ask for a lo
 turn one over the queue's limit into a checkpoint-and-resubmit note. The ports are real
 (`port_intent`, as `maple port` runs it after extraction) from JobIntents written here."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ def test_every_profile_gpu_model_is_in_the_table_with_a_vendor_source():
         entry = gpu(profile.gpu_model)
         assert entry is not None, profile.gpu_model
     for entry in gpu_table():
-        assert entry["source"].startswith("https://") and entry["read"]
+        assert entry["source"].startswith("https://")
+        assert re.match(r"(unconfirmed|\d{4}-\d{2}-\d{2})\b", entry["read"]), entry["name"]  # a date, or says so
         assert entry["tflops"]["fp32"] > 0  # the fallback every precision can use
 
 
