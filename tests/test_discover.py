@@ -73,6 +73,25 @@ def test_a_bad_name_is_refused_and_nothing_is_rendered():
         render(facts_of("maple-test"), "My Cluster", "2026-11-29", "here")
 
 
+# --- a real Slurm GPU node as its owners published it ---
+
+def test_a_published_slurm_gpu_node_gives_its_gres_cores_and_cpus():
+    """daniilidis-group: a real `scontrol show node` (Slurm 19.05, multi-line, trailing spaces,
+    `Gres=gpu:rtx2080ti:4(S:0)`) from the group's public tutorial (SOURCE). The same page's tables
+    publish RTX 2080 Ti nodes and partitions batch and <prof>-compute; no partition output."""
+    facts = facts_of("daniilidis-group")
+    assert facts["scheduler"].value == "slurm"
+    assert (facts["gpus_per_node"].value, facts["gpu_type"].value) == (4, "rtx2080ti")
+    assert (facts["cores_per_node"].value, facts["scheduler_cpus_per_node"].value, facts["cpu_arch"].value) == (20, 40, "x86_64")
+    # Mismatches listed: with no partition output the node's own partitions are named, unconfirmed;
+    # they are older than the page's table (compute, kostas-compute vs batch), as is the GRES type
+    # (rtx2080ti vs the table's geforce_rtx_2080_ti).
+    assert not facts["queues"].confirmed
+    assert [q["name"] for q in facts["queues"].value] == ["compute", "kostas-compute"]
+    text = render(facts, "daniilidis-group", "2026-11-29", "recorded outputs")
+    assert ClusterProfile.model_validate(yaml.safe_load(text)).gpus_per_node == 4
+
+
 # --- PBS centers' published outputs (stand-in scheduler) ---
 
 def test_metacentrums_published_queue_gives_its_published_two_week_limit():
