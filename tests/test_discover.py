@@ -2,8 +2,9 @@
 SOURCE naming where and when it was read), and the query runner's bounds.
 
 Recorded systems: the local Slurm test cluster (real Slurm 22.05), MetaCentrum's `qstat -Q -f` and
-ALCF Polaris' `pbsnodes` as those centers print them in their public docs. PBS is a stand-in here
-(no registry ships it): its reader is tested only on those recorded outputs."""
+ALCF Polaris' `pbsnodes` as those centers print them in their public docs, a real LSF host's
+`bhosts`/`lshosts -gpu` as its owner published them. PBS and LSF are stand-ins here (no registry
+ships them): their readers are tested only on recorded outputs and IBM's documented layouts."""
 
 import os
 import stat
@@ -70,6 +71,25 @@ def test_the_written_profile_is_valid_and_every_fact_names_its_query_and_date():
 def test_a_bad_name_is_refused_and_nothing_is_rendered():
     with pytest.raises(MapleError, match="--name"):
         render(facts_of("maple-test"), "My Cluster", "2026-11-29", "here")
+
+
+# --- a real Slurm GPU node as its owners published it ---
+
+def test_a_published_slurm_gpu_node_gives_its_gres_cores_and_cpus():
+    """daniilidis-group: a real `scontrol show node` (Slurm 19.05, multi-line, trailing spaces,
+    `Gres=gpu:rtx2080ti:4(S:0)`) from the group's public tutorial (SOURCE). The same page's tables
+    publish RTX 2080 Ti nodes and partitions batch and <prof>-compute; no partition output."""
+    facts = facts_of("daniilidis-group")
+    assert facts["scheduler"].value == "slurm"
+    assert (facts["gpus_per_node"].value, facts["gpu_type"].value) == (4, "rtx2080ti")
+    assert (facts["cores_per_node"].value, facts["scheduler_cpus_per_node"].value, facts["cpu_arch"].value) == (20, 40, "x86_64")
+    # Mismatches listed: with no partition output the node's own partitions are named, unconfirmed;
+    # they are older than the page's table (compute, kostas-compute vs batch), as is the GRES type
+    # (rtx2080ti vs the table's geforce_rtx_2080_ti).
+    assert not facts["queues"].confirmed
+    assert [q["name"] for q in facts["queues"].value] == ["compute", "kostas-compute"]
+    text = render(facts, "daniilidis-group", "2026-11-29", "recorded outputs")
+    assert ClusterProfile.model_validate(yaml.safe_load(text)).gpus_per_node == 4
 
 
 # --- PBS centers' published outputs (stand-in scheduler) ---
@@ -224,15 +244,45 @@ def test_cscs_published_module_listing_gives_its_published_software():
 
 
 def test_every_recorded_system_with_a_scheduler_writes_a_valid_profile():
-    for system in ("maple-test", "aris", "metacentrum", "polaris", "corona"):
+    for system in ("maple-test", "aris", "metacentrum", "polaris", "corona", "kilenc"):
         text = render(facts_of(system), system, "2026-11-29", "recorded outputs")
         assert ClusterProfile.model_validate(yaml.safe_load(text)).scheduler == facts_of(system)["scheduler"].value
 
 
-def test_lsf_reads_queues_slots_and_gpus_in_the_layout_ibm_documents():
-    """LSF is a stand-in, and no recorded LSF output was found in the public sources searched: this
-    text follows the layout of IBM's bqueues(1), bhosts(1) and lshosts(1) references (Spectrum LSF
-    10.1, read 2026-11-29), not a real system's answer."""
+# --- LSF (stand-in scheduler): a real host's published answers, and IBM's documented layout ---
+
+def test_a_real_lsf_hosts_answers_give_the_gpu_and_slots_its_owner_published():
+    """kilenc: a real LSF 10.1.0.6 host's `bhosts` and `lshosts -gpu`, as its owner printed them
+    (tests/data/discover/kilenc/SOURCE). He publishes 1 Tesla V100 PCIe 32GB and the default queue
+    normal; no `bqueues -l` was printed."""
+    facts = facts_of("kilenc")
+    assert facts["scheduler"].value == "lsf" and facts["queue_directive"].value == "queue"
+    assert facts["gpus_per_node"] == Fact(1, "lshosts -gpu -w")
+    # Slots are what LSF counts (bhosts MAX 32); whether cores or threads is the site's choice.
+    assert facts["scheduler_cpus_per_node"].value == 32 and not facts["cores_per_node"].confirmed
+    # Printed without -w, the model column was cut at 15 characters: kept, but not confirmed.
+    assert facts["gpu_type"].value == "TeslaV100_PCIE_" and not facts["gpu_type"].confirmed
+    assert "TeslaV100_PCIE_32GB".startswith(facts["gpu_type"].value)
+    # Mismatch listed: no queue output was published, so the queue (normal) stays unconfirmed.
+    assert not facts["queues"].confirmed and "bqueues -l" in facts["queues"].command
+
+
+def test_lsf_reads_each_hosts_gpus_in_ibms_documented_multi_gpu_layout():
+    """IBM's documented `lshosts -gpu` example (tests/data/discover/lsf-ibm-example/SOURCE): the
+    host's name only on its first GPU's line. Counting lines by their first word would give hosts
+    named 1, 2 and 3."""
+    models = lsf.gpu_models((DATA / "lsf-ibm-example" / "lsf_gpus.txt").read_text())
+    assert models == {"hosta": ["TeskaK20c"] * 4, "hostb": ["TeskaK80c"] * 2 + ["TeskaK20c"] * 2,
+                      "hostc": ["Vega10_RadeonIn"] * 2}
+    hosts = "HOST_NAME STATUS JL/U MAX NJOBS RUN SSUSP USUSP RSV\nhosta ok - 40 0 0 0 0 0\nhostb ok - 40 0 0 0 0 0\n"
+    assert lsf.shape(hosts, (DATA / "lsf-ibm-example" / "lsf_gpus.txt").read_text()) == NodeShape(
+        4, "TeskaK20c", 40, 40, cores_known=False)
+
+
+def test_lsf_reads_queue_run_limits_in_the_layout_of_ibms_bqueues_reference():
+    """A stand-in written by hand in the layout of IBM's bqueues(1) reference (Spectrum LSF 10.1,
+    read 2026-11-29): no published real `bqueues -l` with a RUNLIMIT was found. The MAXIMUM
+    RUNLIMIT comes after the DEFAULT one; "of h1" names the host it is normalized to."""
     queues = ("QUEUE: batch\n  -- Default queue for batch jobs.  This is the default queue.\n\n"
               "PARAMETERS/STATISTICS\nPRIO NICE STATUS          MAX JL/U JL/P JL/H NJOBS  PEND   RUN\n"
               " 30   20  Open:Active       -    -    -    -     0     0     0\n\n"
@@ -241,7 +291,3 @@ def test_lsf_reads_queues_slots_and_gpus_in_the_layout_ibm_documents():
     assert lsf.queues(queues) == [
         {"name": "batch", "default": True, "max_walltime": "12:00:00", "max_nodes": None},
         {"name": "debug", "default": False, "max_walltime": "02:00:00", "max_nodes": None}]
-    hosts = "HOST_NAME  STATUS  JL/U  MAX  NJOBS  RUN  SSUSP  USUSP  RSV\nh1  ok  -  42  0  0  0  0  0\nh2  ok  -  42  0  0  0  0  0\n"
-    gpus = ("HOST_NAME  gpu_id  gpu_model  gpu_driver  gpu_factor  numa_id\n"
-            + "".join(f"h1  {i}  TeslaV100_SXM2_16GB  418.67  7.0  {i // 3}\n" for i in range(6)))
-    assert lsf.shape(hosts, gpus) == NodeShape(6, "TeslaV100_SXM2_16GB", 42, 42)

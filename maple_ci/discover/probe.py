@@ -33,7 +33,7 @@ QUERIES: dict[str, tuple[str, ...]] = {
     "flux_queues": ("flux", "queue", "list"),
     "lsf_queues": ("bqueues", "-l"),
     "lsf_hosts": ("bhosts", "-w"),
-    "lsf_gpus": ("lshosts", "-gpu"),
+    "lsf_gpus": ("lshosts", "-gpu", "-w"),
     "modules": (LMOD, "bash", "--terse", "avail"),
     "nvidia_gpus": ("nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"),
     "nvidia_topo": ("nvidia-smi", "topo", "-m"),

@@ -42,6 +42,7 @@ def queue_facts(queues: list[dict], shape: Optional[NodeShape], key: str) -> dic
         if notes:
             row["note"] = "; ".join(notes)
         rows.append(row)
-    if not rows:
-        return {"queues": unconfirmed([{"name": "unconfirmed", "max_walltime": "01:00:00", "max_nodes": 1}], key)}
+    if not rows:  # no queue answered: the GPU node's own queue names if it gave them, limits unknown
+        names = (shape.queues if shape else ()) or ("unconfirmed",)
+        return {"queues": unconfirmed([{"name": name, "max_walltime": "01:00:00", "max_nodes": 1} for name in names], key)}
     return {"queues": told(rows, key)}
