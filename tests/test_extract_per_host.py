@@ -1,0 +1,22 @@
+"""Jobs started per host by hand: `ssh HOST torchrun ...` in a loop over a host list (OpenSSH's
+`ssh [options] destination [command]`, https://man.openbsd.org/ssh, read 2026-11-29), and vLLM's
+multi-node serving on a Ray cluster the script starts with `ray start` on each node."""
+
+from maple_ci.extract import extract_script
+
+SSH_LOOP = """#!/bin/bash
+HOSTS=("h1" "h2" "h3" "h4")
+RANK=0
+for host in ${HOSTS[@]}; do
+    ssh $host torchrun --nproc_per_node=2 --nnodes=${#HOSTS[@]} --node_rank=$RANK \\
+        --rdzv_backend=c10d --rdzv_endpoint=${HOSTS[0]}:29500 train.py --epochs 3 &
+    ((RANK=RANK+1))
+done
+wait
+"""
+
+
+def test_a_loop_variable_after_ssh_is_the_host_not_an_option_list():
+    intent = extract_script(SSH_LOOP, None, "run.sh")
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "train.py", ["--epochs", "3"])
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (4, 2, 8)
