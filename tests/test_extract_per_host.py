@@ -20,3 +20,13 @@ def test_a_loop_variable_after_ssh_is_the_host_not_an_option_list():
     intent = extract_script(SSH_LOOP, None, "run.sh")
     assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "train.py", ["--epochs", "3"])
     assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (4, 2, 8)
+
+
+def test_a_tcsh_script_is_refused_as_tcsh_not_as_broken_bash():
+    import pytest
+    from maple_ci.errors import MapleError
+
+    with pytest.raises(MapleError, match=r"line 1: the script is written for tcsh") as refusal:
+        extract_script("#!/bin/tcsh\n#PBS -l nodes=1:ppn=12\nset N = 3\nwhile ( $i < $N )\n  @ i++\nend\n"
+                       "torchrun --nnodes=$N train.py\n", None, "run.sh")
+    assert "syntax error" not in str(refusal.value)
