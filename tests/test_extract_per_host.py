@@ -30,3 +30,16 @@ def test_a_tcsh_script_is_refused_as_tcsh_not_as_broken_bash():
         extract_script("#!/bin/tcsh\n#PBS -l nodes=1:ppn=12\nset N = 3\nwhile ( $i < $N )\n  @ i++\nend\n"
                        "torchrun --nnodes=$N train.py\n", None, "run.sh")
     assert "syntax error" not in str(refusal.value)
+
+
+def test_a_site_wrapper_on_path_is_read_as_the_launch_its_source_runs(tmp_path):
+    """SRCE Supek's run-multinode.sh (templates/site_wrappers.yaml): one python3 per node under mpiexec."""
+    (tmp_path / "strategy.py").write_text("import tensorflow as tf\ntf.distribute.MultiWorkerMirroredStrategy()\n")
+    script = "#PBS -q gpu\n#PBS -l select=2:ngpus=1\nmodule load scientific/tensorflow\nrun-multinode.sh strategy.py --epochs 2\n"
+    intent = extract_script(script, tmp_path, "job.sh", tmp_path)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("mpiexec", "strategy.py", ["--epochs", "2"])
+    assert (intent.framework, intent.strategy) == ("tensorflow", "multi_worker_mirrored")
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 1, 2)
+    # a script of that name in the checkout is the checkout's own, read as it is
+    (tmp_path / "run-multinode.sh").write_text('#!/bin/bash\ntorchrun --nproc_per_node=4 "$@"\n')
+    assert extract_script(script, tmp_path, "job.sh", tmp_path).launcher == "torchrun"

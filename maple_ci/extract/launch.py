@@ -20,7 +20,7 @@ from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
-from .consoles import CONSOLES, REMOTE, console, remote
+from .consoles import CONSOLES, REMOTE, console, remote, site_wrapper
 from .frameworks import by_program, runtime_setup
 from .submit import is_submit
 from .shell import bash_syntax_error
@@ -264,6 +264,7 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
     of python or a launcher is kept or replaced; else the program is the entrypoint."""
     program = argv[0]
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
+    text = site_wrapper(program) if text is None else text
     if _is_wrapper(argv, text):
         return _through_wrapper(argv, text, shell, stages, ctx)
     if text is not None:
