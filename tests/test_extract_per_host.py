@@ -43,3 +43,13 @@ def test_a_site_wrapper_on_path_is_read_as_the_launch_its_source_runs(tmp_path):
     # a script of that name in the checkout is the checkout's own, read as it is
     (tmp_path / "run-multinode.sh").write_text('#!/bin/bash\ntorchrun --nproc_per_node=4 "$@"\n')
     assert extract_script(script, tmp_path, "job.sh", tmp_path).launcher == "torchrun"
+
+
+def test_a_personal_wrapper_outside_the_checkout_is_kept_in_front_of_a_console_script():
+    """anemoi-training is a PyTorch Lightning console script (ECMWF anemoi-core training/pyproject.toml)."""
+    script = ("#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --tasks-per-node=4\n#SBATCH --gpus-per-node=4\n"
+              "srun ~/house/slurm2ddp.sh anemoi-training train --config-name=config\n")
+    intent = extract_script(script, None, "job.sh")
+    assert (intent.entrypoint, intent.script_args, intent.wrapper) == \
+        ("anemoi-training", ["train", "--config-name=config"], ["~/house/slurm2ddp.sh"])
+    assert (intent.framework, intent.launcher, intent.world_size) == ("lightning", "srun", 16)

@@ -22,6 +22,9 @@ _PROGRAMS = {"fairseq": re.compile(r"fairseq-[\w-]+|fairseq_cli|fairseq"),
              "llamafactory": re.compile(r"llamafactory-cli|lmf|llamafactory"),
              "vllm": re.compile(r"vllm"), "ray": re.compile(r"ray")}
 _LAUNCHERS = {"horovodrun": "horovod"}
+# Console scripts of PyTorch Lightning programs: anemoi-training (ECMWF Anemoi; [project.scripts] and
+# its pytorch-lightning dependency in github.com/ecmwf/anemoi-core training/pyproject.toml, read 2026-11-29)
+LIGHTNING_CONSOLES = frozenset({"anemoi-training"})
 # An import at a line's start (`import jax.numpy as jnp`, `from tensorflow import keras`), first
 # match in this order: the most specific package a program needs wins (vLLM over the Ray it uses,
 # Horovod over the PyTorch or TensorFlow under it).
@@ -85,3 +88,8 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     else:
         candidates = [entry] if entry.endswith(".py") else []
     return next((text for text in map(shell.read, candidates) if text), "")
+
+
+def console_program(word: str) -> bool:
+    """Whether `word` is a training framework's console script (fairseq-train, vllm, anemoi-training)."""
+    return by_program(word) is not None or word in LIGHTNING_CONSOLES

@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .frameworks import other_framework, tensorflow_strategy
+from .frameworks import LIGHTNING_CONSOLES, other_framework, tensorflow_strategy
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .launch import Launch
 from .options import last
@@ -123,7 +123,7 @@ def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program
         return "megatron"  # Megatron-DeepSpeed too: its DeepSpeed flags serve Megatron's program
     if "deepspeed" in names or deepspeed_config or option_in_args(args, "deepspeed") is not None:
         return "deepspeed"
-    if ("lightning" in (launch.entry or "").lower() or any(a.startswith(("--trainer.", "trainer.")) for a in args)
+    if ("lightning" in (launch.entry or "").lower() or launch.entry in LIGHTNING_CONSOLES or any(a.startswith(("--trainer.", "trainer.")) for a in args)
             or _LIGHTNING.search(program)):
         return "lightning"
     return "pytorch"
