@@ -1,4 +1,4 @@
-"""Grid Engine's `#$` directives (qsub(1): https://gridscheduler.sourceforge.net/htmlman/htmlman1/qsub.html,
+"""Source schedulers and source clusters: Grid Engine's `#$` directives (qsub(1): https://gridscheduler.sourceforge.net/htmlman/htmlman1/qsub.html,
 read 2026-11-29) and ABCI 2.0's `-l rt_F=N` full-node resource type. No Grid Engine ships in a registry:
 these read scripts as text only, as maple does for every source scheduler."""
 
@@ -32,3 +32,10 @@ def test_the_walltime_is_set_and_capped_in_grid_engine_s_own_words():
     assert "#$ -l h_rt=2:00:00" in changed and get("sge").read(changed).walltime == "02:00:00"
     capped = unit.capped(unit.effective(unit.options(ABCI2)), 2, 1800)
     assert capped == ["-l", "rt_F=2", "-l", "h_rt=00:30:00"]
+
+
+def test_a_cluster_whose_nodes_hold_fewer_devices_than_asked_is_not_the_source():
+    """Perlmutter's GPU nodes have 4 A100 (templates/clusters/perlmutter.yaml): `-C gpu` asking 8 a node is another machine's."""
+    header = "#!/bin/bash\n#SBATCH -C gpu\n#SBATCH -N 2\n#SBATCH -q regular\n#SBATCH --ntasks-per-node {n}\n#SBATCH --gpus-per-task 1\n"
+    assert extract_script(header.format(n=4) + "srun python train.py\n", None, "a.sh").source_cluster == "perlmutter"
+    assert extract_script(header.format(n=8) + "srun python train.py\n", None, "b.sh").source_cluster is None
