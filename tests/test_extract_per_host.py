@@ -53,3 +53,14 @@ def test_a_personal_wrapper_outside_the_checkout_is_kept_in_front_of_a_console_s
     assert (intent.entrypoint, intent.script_args, intent.wrapper) == \
         ("anemoi-training", ["train", "--config-name=config"], ["~/house/slurm2ddp.sh"])
     assert (intent.framework, intent.launcher, intent.world_size) == ("lightning", "srun", 16)
+
+
+def test_a_console_script_the_checkout_declares_is_read_as_its_module(tmp_path):
+    """setup.py's console_scripts (the Python packaging guide's entry points) name the program's module."""
+    (tmp_path / "setup.py").write_text('from setuptools import setup\nsetup(entry_points={"console_scripts": ["fitcli=pkg.cli:main"]})\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "cli.py").write_text("from lightning.pytorch.cli import LightningCLI\n")
+    script = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\nsrun fitcli --config c.yaml fit\n"
+    assert extract_script(script, tmp_path, "job.sh", tmp_path).framework == "lightning"
+    (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")  # not declared: nothing to read
+    assert extract_script(script, tmp_path, "job.sh", tmp_path).framework == "pytorch"

@@ -85,9 +85,27 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     if entry.startswith("-m "):
         path = entry[3:].replace(".", "/")
         candidates = [f"{path}.py", f"{path}/__main__.py"]
+    elif entry.endswith(".py"):
+        candidates = [entry]
     else:
-        candidates = [entry] if entry.endswith(".py") else []
+        module = _console_module(entry, shell)
+        candidates = [f"{module}.py", f"{module}/__init__.py"] if module else []
     return next((text for text in map(shell.read, candidates) if text), "")
+
+
+def _console_module(word: str, shell: "Shell") -> Optional[str]:
+    """The module path (pkg/cli) of a console script the checkout itself declares: setup.py's
+    entry_points `console_scripts` ("name=pkg.cli:main") or pyproject.toml's [project.scripts]
+    (name = "pkg.cli:main"), as the Python packaging guide writes them."""
+    if not re.fullmatch(r"[\w.-]+", word):
+        return None
+    name = re.escape(word)
+    for path, pattern in (("setup.py", rf"[\"']{name}\s*=\s*([\w.]+):"),
+                          ("pyproject.toml", rf"(?m)^\s*\"?{name}\"?\s*=\s*\"([\w.]+):")):
+        found = re.search(pattern, shell.read(path) or "")
+        if found:
+            return found.group(1).replace(".", "/")
+    return None
 
 
 def console_program(word: str) -> bool:

@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .frameworks import LIGHTNING_CONSOLES, other_framework, tensorflow_strategy
+from .frameworks import LIGHTNING_CONSOLES, other_framework, program_source, tensorflow_strategy
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .launch import Launch
 from .options import last
@@ -103,8 +103,9 @@ def _config_parallel(program: str) -> tuple[int, int]:
 def program_text(launch: Launch, shell: Shell) -> str:
     """What the program and the config files its arguments name say, when they are in the checkout:
     `import lightning`, FSDP settings. Read as text only, inside the checkout, never run."""
-    named = [launch.entry or ""] + [a.split("=", 1)[-1] for a in launch.args]
-    texts = [shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
+    named = [a.split("=", 1)[-1] for a in launch.args]
+    texts = [program_source(launch.entry, shell)] + [shell.read(path) for path in named
+                                                      if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
     return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
 
 
