@@ -1,8 +1,10 @@
-"""Jobs started per host by hand: `ssh HOST torchrun ...` in a loop over a host list (OpenSSH's
-`ssh [options] destination [command]`, https://man.openbsd.org/ssh, read 2026-11-29), and vLLM's
-multi-node serving on a Ray cluster the script starts with `ray start` on each node."""
+"""Classes of launch found in the unseen sets (issue 25), each read by its component's own rules:
+`ssh HOST torchrun ...` in a loop over a host list (OpenSSH's `ssh [options] destination [command]`,
+https://man.openbsd.org/ssh, read 2026-11-29), a script for another shell family, a center's wrapper on
+PATH, a personal wrapper before a console script, a console script the checkout declares, and a
+launch line continued with `\\` in a script without a shebang."""
 
-from maple_ci.extract import extract_script
+from maple_ci.extract import extract, extract_script
 
 SSH_LOOP = """#!/bin/bash
 HOSTS=("h1" "h2" "h3" "h4")
@@ -64,3 +66,9 @@ def test_a_console_script_the_checkout_declares_is_read_as_its_module(tmp_path):
     assert extract_script(script, tmp_path, "job.sh", tmp_path).framework == "lightning"
     (tmp_path / "setup.py").write_text("from setuptools import setup\nsetup()\n")  # not declared: nothing to read
     assert extract_script(script, tmp_path, "job.sh", tmp_path).framework == "pytorch"
+
+
+def test_a_launch_continued_over_lines_without_a_shebang_is_read_as_a_script():
+    text = "accelerate launch \\\n  --num_processes=1 \\\n  --num_machines=1 \\\n  trainable.py \\\n"
+    intent = extract(text, "trainable.sh")
+    assert (intent.launcher, intent.entrypoint, intent.world_size, intent.strategy) == ("accelerate", "trainable.py", 1, "single")
