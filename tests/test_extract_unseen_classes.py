@@ -72,3 +72,13 @@ def test_a_launch_continued_over_lines_without_a_shebang_is_read_as_a_script():
     text = "accelerate launch \\\n  --num_processes=1 \\\n  --num_machines=1 \\\n  trainable.py \\\n"
     intent = extract(text, "trainable.sh")
     assert (intent.launcher, intent.entrypoint, intent.world_size, intent.strategy) == ("accelerate", "trainable.py", 1, "single")
+
+
+def test_a_container_image_named_for_jax_names_the_framework_when_the_program_is_not_there():
+    """LUMI's images are named for their framework (lumi-jax-rocm-*.sif); one JAX process on 8 devices is no `single`."""
+    script = ("#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gpus-per-node=8\n#SBATCH --ntasks-per-node=1\n"
+              "srun singularity exec /appl/sif/lumi-jax-rocm-6.2.0.sif python3 /project/x/dp.py --batch-size 256\n")
+    intent = extract_script(script, None, "run.sh")
+    assert (intent.framework, intent.world_size, intent.strategy) == ("jax", 1, None)
+    torch_image = script.replace("lumi-jax-rocm-6.2.0", "lumi-pytorch-rocm-6.2.0")
+    assert extract_script(torch_image, None, "run.sh").framework == "pytorch"

@@ -36,6 +36,9 @@ _IMPORTS = [(name, re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", 
 # ...experimental.MultiWorkerMirroredStrategy()): https://www.tensorflow.org/guide/distributed_training, read 2026-11-29
 _TF_STRATEGIES = {"multi_worker_mirrored": re.compile(r"\bMultiWorkerMirroredStrategy\b"),
                   "mirrored": re.compile(r"\bMirroredStrategy\b")}
+# A container image named for a framework with a runtime of its own (LUMI's lumi-jax-rocm-*.sif,
+# NGC's nvcr.io/nvidia/jax and tensorflow): the program's, when its own file is not there to say
+_IMAGES = [(name, re.compile(rf"(?i)(?:^|[^a-z]){name}(?:[^a-z]|$)")) for name in ("jax", "tensorflow")]
 _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 _OWN_RUNTIME = ("jax", "tensorflow")  # a program that imports torch too is PyTorch's (a conversion, a loader)
 
@@ -49,7 +52,8 @@ def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
     for name, pattern in _IMPORTS:
         if pattern.search(source) and not (name in _OWN_RUNTIME and _TORCH.search(source)):
             return name
-    return None
+    image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not source else ""
+    return next((name for name, pattern in _IMAGES if pattern.search(image)), None)
 
 
 def tensorflow_strategy(program: str) -> Optional[str]:

@@ -178,8 +178,8 @@ REPLICAS = ("fairseq", "llamafactory", "jax")
 def own_strategy(framework: str, launch: Optional[Launch], program: str, world: Optional[int],
                  gpus_per_node: Optional[int]):
     """The strategy of a program outside PyTorch's family in its framework's own words; NEXT for
-    one whose processes are replicas (REPLICAS: PyTorch's steps decide); else single for one process
-    on one device; else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
+    one whose processes are replicas (REPLICAS: PyTorch's steps decide), unless one process drives several
+    devices (JAX's pmap or sharding: its code decides); else single for one process on one device; else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
     (hvd.allreduce, actors, engine-parallel sizes) nor about a MirroredStrategy process on several
     devices."""
     named = None
@@ -187,7 +187,7 @@ def own_strategy(framework: str, launch: Optional[Launch], program: str, world: 
         named = tensorflow_strategy(program)
     elif framework == "llamafactory" and launch is not None:
         named = _llamafactory_strategy(launch)
-    if named or framework in REPLICAS:
+    if named or (framework in REPLICAS and not (world == 1 and (gpus_per_node or 1) > 1)):
         return named or NEXT
     return "single" if world == 1 and gpus_per_node == 1 else None
 
