@@ -39,3 +39,8 @@ def test_a_cluster_whose_nodes_hold_fewer_devices_than_asked_is_not_the_source()
     header = "#!/bin/bash\n#SBATCH -C gpu\n#SBATCH -N 2\n#SBATCH -q regular\n#SBATCH --ntasks-per-node {n}\n#SBATCH --gpus-per-task 1\n"
     assert extract_script(header.format(n=4) + "srun python train.py\n", None, "a.sh").source_cluster == "perlmutter"
     assert extract_script(header.format(n=8) + "srun python train.py\n", None, "b.sh").source_cluster is None
+
+
+def test_olcf_s_nvme_feature_names_frontier():
+    script = "#!/bin/bash\n#SBATCH -A abc123\n#SBATCH -N 2\n#SBATCH -C nvme\n#SBATCH -t 00:30:00\nsrun python train.py\n"
+    assert extract_script(script, None, "job.sbatch").source_cluster == "frontier"
