@@ -28,8 +28,10 @@ def test_the_registry_knows_slurm_and_pbs_and_refuses_an_unknown_name():
     with pytest.raises(MapleError, match="no scheduler 'nosuch'; known:"):
         schedulers.get("nosuch")
     assert schedulers.find("none") is None and schedulers.detect("#!/bin/bash\necho hi\n") is None
-    assert all(schedulers.by_submit([f"/usr/bin/{unit.submit[0]}", *unit.submit[1:], "job.sh"]) is unit
+    # Grid Engine's submit command is PBS's qsub too: a bare submit line names the first of them
+    assert all(schedulers.by_submit([f"/usr/bin/{unit.submit[0]}", *unit.submit[1:], "job.sh"]).submit == unit.submit
                for unit in schedulers.all())
+    assert schedulers.by_submit("qsub") is schedulers.get("pbs")
     assert schedulers.by_submit("sbatch") is schedulers.get("slurm") and schedulers.by_submit([]) is None
     assert schedulers.by_submit(["srun", "python"]) is None
 

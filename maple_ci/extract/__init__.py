@@ -70,7 +70,7 @@ def _check_text(text: str, what: str) -> None:
 
 _LAUNCH_LINE = re.compile(
     r"^[ \t]*(?:\w+=\S*[ \t]+)*(?:srun|mpiexec|mpirun|ibrun|torchrun|deepspeed|accelerate[ \t]+launch|python[\d.]*)[ \t]"
-    r"(?=.*(?:\s-|\.py\b))",
+    r"(?=(?:[^\n\\]|\\.|\\\n)*?(?:\s-|\.py\b))",  # on the line or its `\`-continued lines
     re.M,
 )
 # Under re.M, `^\s*` would run on over every blank line below each line start (quadratic): the

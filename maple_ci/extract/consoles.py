@@ -10,9 +10,12 @@ string on each node: it is read as a script of its own; `pbsdsh SCRIPT ARGS` run
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING, Optional
 
+from ..data_cache import load_yaml
 from ..errors import MapleError
+from ..paths import bundled
 from ..launchers import grammar, last, parse_options
 
 if TYPE_CHECKING:
@@ -38,6 +41,17 @@ def remote(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Cont
     command = rest[1:] if head == "ssh" and not (len(rest) == 1 and " " in rest[0]) else rest
     # the remote shell gets no arguments: a "$@" in its command is the job's, put there by this one
     return inner(" ".join(command), shell, stages, [], ctx, arguments_known=shell.arguments_known) if command else None
+
+
+@lru_cache(maxsize=1)
+def _site_wrappers() -> dict:
+    return load_yaml(bundled("templates") / "site_wrappers.yaml") or {}
+
+
+def site_wrapper(program: str) -> Optional[str]:
+    """What a center's wrapper on PATH runs (templates/site_wrappers.yaml), as bash; None for others."""
+    entry = _site_wrappers().get(program) if "/" not in program else None
+    return entry["runs"] if entry else None
 
 
 def console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_Context") -> Optional["Launch"]:

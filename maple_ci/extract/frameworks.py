@@ -22,6 +22,9 @@ _PROGRAMS = {"fairseq": re.compile(r"fairseq-[\w-]+|fairseq_cli|fairseq"),
              "llamafactory": re.compile(r"llamafactory-cli|lmf|llamafactory"),
              "vllm": re.compile(r"vllm"), "ray": re.compile(r"ray")}
 _LAUNCHERS = {"horovodrun": "horovod"}
+# Console scripts of PyTorch Lightning programs: anemoi-training (ECMWF Anemoi; [project.scripts] and
+# its pytorch-lightning dependency in github.com/ecmwf/anemoi-core training/pyproject.toml, read 2026-11-29)
+LIGHTNING_CONSOLES = frozenset({"anemoi-training"})
 # An import at a line's start (`import jax.numpy as jnp`, `from tensorflow import keras`), first
 # match in this order: the most specific package a program needs wins (vLLM over the Ray it uses,
 # Horovod over the PyTorch or TensorFlow under it).
@@ -33,6 +36,9 @@ _IMPORTS = [(name, re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", 
 # ...experimental.MultiWorkerMirroredStrategy()): https://www.tensorflow.org/guide/distributed_training, read 2026-11-29
 _TF_STRATEGIES = {"multi_worker_mirrored": re.compile(r"\bMultiWorkerMirroredStrategy\b"),
                   "mirrored": re.compile(r"\bMirroredStrategy\b")}
+# A container image named for a framework with a runtime of its own (LUMI's lumi-jax-rocm-*.sif,
+# NGC's nvcr.io/nvidia/jax and tensorflow): the program's, when its own file is not there to say
+_IMAGES = [(name, re.compile(rf"(?i)(?:^|[^a-z]){name}(?:[^a-z]|$)")) for name in ("jax", "tensorflow")]
 _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 _OWN_RUNTIME = ("jax", "tensorflow")  # a program that imports torch too is PyTorch's (a conversion, a loader)
 
@@ -46,7 +52,8 @@ def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
     for name, pattern in _IMPORTS:
         if pattern.search(source) and not (name in _OWN_RUNTIME and _TORCH.search(source)):
             return name
-    return None
+    image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not source else ""
+    return next((name for name, pattern in _IMAGES if pattern.search(image)), None)
 
 
 def tensorflow_strategy(program: str) -> Optional[str]:
@@ -82,6 +89,29 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     if entry.startswith("-m "):
         path = entry[3:].replace(".", "/")
         candidates = [f"{path}.py", f"{path}/__main__.py"]
+    elif entry.endswith(".py"):
+        candidates = [entry]
     else:
-        candidates = [entry] if entry.endswith(".py") else []
+        module = _console_module(entry, shell)
+        candidates = [f"{module}.py", f"{module}/__init__.py"] if module else []
     return next((text for text in map(shell.read, candidates) if text), "")
+
+
+def _console_module(word: str, shell: "Shell") -> Optional[str]:
+    """The module path (pkg/cli) of a console script the checkout itself declares: setup.py's
+    entry_points `console_scripts` ("name=pkg.cli:main") or pyproject.toml's [project.scripts]
+    (name = "pkg.cli:main"), as the Python packaging guide writes them."""
+    if not re.fullmatch(r"[\w.-]+", word):
+        return None
+    name = re.escape(word)
+    for path, pattern in (("setup.py", rf"[\"']{name}\s*=\s*([\w.]+):"),
+                          ("pyproject.toml", rf"(?m)^\s*\"?{name}\"?\s*=\s*\"([\w.]+):")):
+        found = re.search(pattern, shell.read(path) or "")
+        if found:
+            return found.group(1).replace(".", "/")
+    return None
+
+
+def console_program(word: str) -> bool:
+    """Whether `word` is a training framework's console script (fairseq-train, vllm, anemoi-training)."""
+    return by_program(word) is not None or word in LIGHTNING_CONSOLES

@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .frameworks import other_framework, tensorflow_strategy
+from .frameworks import LIGHTNING_CONSOLES, other_framework, program_source, tensorflow_strategy
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .launch import Launch
 from .options import last
@@ -103,8 +103,9 @@ def _config_parallel(program: str) -> tuple[int, int]:
 def program_text(launch: Launch, shell: Shell) -> str:
     """What the program and the config files its arguments name say, when they are in the checkout:
     `import lightning`, FSDP settings. Read as text only, inside the checkout, never run."""
-    named = [launch.entry or ""] + [a.split("=", 1)[-1] for a in launch.args]
-    texts = [shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
+    named = [a.split("=", 1)[-1] for a in launch.args]
+    texts = [program_source(launch.entry, shell)] + [shell.read(path) for path in named
+                                                      if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
     return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
 
 
@@ -123,7 +124,7 @@ def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program
         return "megatron"  # Megatron-DeepSpeed too: its DeepSpeed flags serve Megatron's program
     if "deepspeed" in names or deepspeed_config or option_in_args(args, "deepspeed") is not None:
         return "deepspeed"
-    if ("lightning" in (launch.entry or "").lower() or any(a.startswith(("--trainer.", "trainer.")) for a in args)
+    if ("lightning" in (launch.entry or "").lower() or launch.entry in LIGHTNING_CONSOLES or any(a.startswith(("--trainer.", "trainer.")) for a in args)
             or _LIGHTNING.search(program)):
         return "lightning"
     return "pytorch"
@@ -177,8 +178,8 @@ REPLICAS = ("fairseq", "llamafactory", "jax")
 def own_strategy(framework: str, launch: Optional[Launch], program: str, world: Optional[int],
                  gpus_per_node: Optional[int]):
     """The strategy of a program outside PyTorch's family in its framework's own words; NEXT for
-    one whose processes are replicas (REPLICAS: PyTorch's steps decide); else single for one process
-    on one device; else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
+    one whose processes are replicas (REPLICAS: PyTorch's steps decide), unless one process drives several
+    devices (JAX's pmap or sharding: its code decides); else single for one process on one device; else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
     (hvd.allreduce, actors, engine-parallel sizes) nor about a MirroredStrategy process on several
     devices."""
     named = None
@@ -186,7 +187,7 @@ def own_strategy(framework: str, launch: Optional[Launch], program: str, world: 
         named = tensorflow_strategy(program)
     elif framework == "llamafactory" and launch is not None:
         named = _llamafactory_strategy(launch)
-    if named or framework in REPLICAS:
+    if named or (framework in REPLICAS and not (world == 1 and (gpus_per_node or 1) > 1)):
         return named or NEXT
     return "single" if world == 1 and gpus_per_node == 1 else None
 

@@ -20,8 +20,8 @@ from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
-from .consoles import CONSOLES, REMOTE, console, remote
-from .frameworks import by_program, runtime_setup
+from .consoles import CONSOLES, REMOTE, console, remote, site_wrapper
+from .frameworks import by_program, console_program, runtime_setup
 from .submit import is_submit
 from .shell import bash_syntax_error
 
@@ -230,13 +230,14 @@ def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _C
 
 
 def _runs_next(argv: list[str]) -> bool:
-    """Whether the word after the program is python, a launcher, a container or binding tool, or
-    (after a GPU-affinity wrapper known by name: `mpirun ./select_gpu ./train.py`) any program."""
+    """Whether the word after the program is python, a framework's console script, a launcher, a
+    container or binding tool, or (after a GPU-affinity wrapper known by name: `mpirun ./select_gpu
+    ./train.py`) any program."""
     if len(argv) < 2:
         return False
     follower = argv[1]
     binds_device = bool(_AFFINITY_NAME.fullmatch(argv[0].rsplit("/", 1)[-1])) and follower[:1] != "-"
-    return bool(_PYTHON.fullmatch(follower.rsplit("/", 1)[-1])) or binds_device or (
+    return bool(_PYTHON.fullmatch(follower.rsplit("/", 1)[-1])) or binds_device or console_program(follower) or (
         follower in MPI_LAUNCHERS | DL_LAUNCHERS or follower in _CONTAINERS or follower in _BINDING)
 
 
@@ -264,6 +265,7 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
     of python or a launcher is kept or replaced; else the program is the entrypoint."""
     program = argv[0]
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
+    text = site_wrapper(program) if text is None else text
     if _is_wrapper(argv, text):
         return _through_wrapper(argv, text, shell, stages, ctx)
     if text is not None:

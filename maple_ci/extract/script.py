@@ -40,11 +40,19 @@ _READS_SIZE = re.compile(r"\$\{?(?:SLURM_NNODES|SLURM_JOB_NUM_NODES|SLURM_JOB_NO
 _BLANK_LINES = re.compile(r"\n[ \t\r\n]*\n")
 
 
-def _source_cluster(text: str) -> Optional[str]:
-    """The profile whose signatures match the script most; None when none match or two tie."""
+def _source_cluster(text: str, d: Directives) -> Optional[str]:
+    """The profile whose signatures match the script most; None when none match or two tie. A script
+    whose directives are one scheduler's comes from no cluster that runs another (`#$` is not ABCI 3.0's
+    PBS), nor from one whose nodes have fewer devices than the directives ask of each node."""
     scores = {}
+    written_for = schedulers.detect(text)
+    asked = d.gpus_per_node or (d.gpus_per_task * d.ntasks_per_node if d.gpus_per_task and d.ntasks_per_node else 0)
     text = _BLANK_LINES.sub("\n", text)  # a signature's `^\s*` runs over blank lines from every line start
     for name, profile in cluster_data().items():
+        if written_for and profile.get("scheduler") not in (None, written_for.name):
+            continue
+        if asked > (profile.get("devices_per_node") or asked):
+            continue
         hits = sum(1 for pattern in profile.get("signatures", ()) if re.search(pattern, text, re.I))  # see ClusterProfile
         if hits:
             scores[name] = hits
@@ -54,6 +62,10 @@ def _source_cluster(text: str) -> Optional[str]:
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         return None
     return ranked[0][0]
+
+
+# A shebang naming a shell of another family (`#!/bin/tcsh`, `#!/usr/bin/env fish`): bash would misread it
+_OTHER_SHELL = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+)?(t?csh|fish)\b")
 
 
 def _with_missing(intent: JobIntent) -> JobIntent:
@@ -69,6 +81,11 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
     the script's folder; nothing is read when both are None), looked up from `base_dir` first."""
     text = text.replace("\r\n", "\n")
     try:
+        other_shell = _OTHER_SHELL.match(text)
+        if other_shell:
+            raise MapleError(f"line 1: the script is written for {other_shell.group(1)}, whose syntax maple does not "
+                             "read (it reads sh and bash scripts); rewrite the launch in bash, or give the program with "
+                             "--entrypoint and the size with --nodes/--gpus-per-node")
         problem = bash_syntax_error(text)
         if problem:
             raise MapleError(f"{problem}; fix the shell syntax there")
@@ -83,8 +100,9 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
 
 
 def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], follow_submit: bool = False) -> JobIntent:
-    source = _source_cluster(text)
-    d = _on_source_nodes(parse_directives(text), source)
+    d = parse_directives(text)
+    source = _source_cluster(text, d)
+    d = _on_source_nodes(d, source)
     notes = list(d.notes)
     _default_size(d, text, notes)
     shell = _walked(text, d, base_dir, root)

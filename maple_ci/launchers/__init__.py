@@ -62,7 +62,8 @@ def _load(entry: dict, name: str) -> Launcher:
     spec = Spec(aliases=dict(entry.get("aliases", {})), flags=frozenset(entry.get("flags", ())),
                 values=frozenset(entry.get("values", ())), pairs=frozenset(entry.get("pairs", ())),
                 value_default=entry.get("value_default", True), env_name_value=entry.get("env_name_value", False),
-                subcommands=frozenset(entry.get("subcommands", ())))
+                subcommands=frozenset(entry.get("subcommands", ())),
+                unknown_words_are_options=entry.get("unknown_words_are_options", True))
     ranks = tuple((which, tuple(tuple(names) for names in alternatives))
                   for which, alternatives in entry.get("ranks", {}).items())
     return Launcher(name, entry["kind"], spec, entry["source"], entry.get("export_list", False), ranks,

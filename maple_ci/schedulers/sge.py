@@ -1,0 +1,92 @@
+"""Grid Engine (Son of Grid Engine, Univa/Altair Grid Engine; AIST ABCI 2.0, Edinburgh's Eddie): `#$`
+directives with their `-l` resources (h_rt=, the site's resource types), job variables, and qsub/qdel.
+A source scheduler: scripts from these machines port out; no profiled cluster runs Grid Engine.
+Its `-l name=value[,name=value]` list is PBS's form, so the reading and writing of `-l` is PBS's unit's.
+
+Sources (read 2026-11-29):
+- Grid Engine's qsub(1) (options -l, -q, -P, -N, -pe, -cwd, -V, -j, -o, -e, -t; h_rt as
+  [[hours:]minutes:]seconds) and its job environment (JOB_ID, JOB_NAME, SGE_O_WORKDIR, SGE_TASK_ID,
+  NSLOTS, NHOSTS, PE_HOSTFILE): https://gridscheduler.sourceforge.net/htmlman/htmlman1/qsub.html
+- ABCI 2.0 User Guide, "Job Execution" (`#$ -l rt_F=N`: N nodes of resource type F, the full node;
+  `-g group` at qsub is the group charged): https://docs.abci.ai/v2/en/job-execution/  # unconfirmed (archived)
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..launchers import Spec
+from . import register
+from .base import Directives, Option, as_written, gpu_count, positive, real, seconds_to_walltime
+from .pbs import Pbs, pbs_walltime
+
+# qsub's options this unit names; the multi-letter ones are listed so that -cwd is not -c with "wd".
+_NAMES = {"q": "queue", "P": "account", "g": "account", "N": "job_name", "l": "l", "o": "output", "e": "error",
+          "j": "join", "t": "array", "pe": "pe", "cwd": "cwd", "wd": "wd", "V": "export_all", "v": "env",
+          "m": "mail", "M": "mail_list", "S": "shell", "hold_jid": "hold_jid", "now": "now", "notify": "notify",
+          "b": "binary", "R": "reserve", "A": "accounting", "ar": "reservation"}
+_FLAGS = frozenset({"cwd", "export_all", "notify"})
+_NOT_PORTED = frozenset({"output", "error", "join", "array", "mail", "mail_list", "hold_jid", "cwd", "wd", "shell",
+                         "binary", "reserve", "now", "notify"})
+
+
+class Sge(Pbs):
+    name = "sge"
+    prefix = "#$"
+    spec = Spec(aliases=_NAMES, flags=_FLAGS, value_default=True)
+    submit = ("qsub",)  # PBS's too: a bare qsub line is read as PBS's (registered first)
+    cancel = ("qdel",)
+    script_suffix = "sge"
+    var_prefix = "SGE_"
+    job_vars = {
+        "submit_dir": ("SGE_O_WORKDIR",),
+        "array_index": ("SGE_TASK_ID",),
+    }
+    job_environment = frozenset({"SGE_O_WORKDIR", "SGE_TASK_ID", "SGE_O_HOST", "SGE_STDOUT_PATH", "SGE_CWD_PATH"})
+    error_patterns = (r"^Unable to run job: ",)
+    site_queries = {
+        "account": "your group's name (ABCI: the -g group; others: -P project, unconfirmed)",
+        "queue": "qconf -sql",
+        "max_walltime": "qconf -sq <queue>  (h_rt)",
+    }
+    limit_advice = "wait until your running jobs finish (qstat -u $USER) or delete one (qdel <jobid>)"
+    helper_vars = frozenset()
+    site_options = frozenset({"account", "queue", "h_rt"})
+    gate_kept = frozenset({"job_name"})
+    size_options = frozenset({"rt_F", "h_rt"})
+    fix_options = dict.fromkeys(("account", "queue", "h_rt", "rt_F"), "word")
+    export_option = "env"
+    not_ported = _NOT_PORTED
+    # -l gpu=N: the GPU consumable as sites name it, per host of a one-slot-per-host job  # unconfirmed
+    fields = {"h_rt": ("walltime", lambda value, d: pbs_walltime(value)), "rt_F": ("nodes", positive),
+              "gpu": ("gpus_per_node", gpu_count),
+              "account": ("account", as_written), "queue": ("queue", as_written)}
+    example = ("#!/bin/bash\n#$ -l rt_F=2\n#$ -l gpu=4\n#$ -l h_rt=1:30:00\n#$ -P abc\n#$ -q debug\n#$ -cwd\n"
+               "mpiexec python train.py\n")
+
+    def _letters(self) -> set:
+        return set(self.spec.aliases.values()) - {"l"}
+
+    def finish(self, last: dict[str, Option], d: Directives) -> None:
+        d.account = real(d.account, "account", d)
+        d.queue = real(d.queue, "queue", d)
+
+    def on_nodes(self, d: Directives, cpus_per_node: int, gpus_per_node: Optional[int]) -> Directives:
+        return d
+
+    def format_option(self, name: str, value: Optional[str]) -> list[str]:
+        spelling = next((c for c, n in self.spec.aliases.items() if n == name and c != "g"), None)
+        if spelling is None or spelling == "l":
+            return ["-l", f"{name}={value}" if value else name]
+        return [f"-{spelling}", value] if value else [f"-{spelling}"]
+
+    def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
+        nodes = last.get("rt_F")
+        count = int(nodes.value) if nodes and nodes.value and nodes.value.isdigit() else 1
+        walltime = last.get("h_rt")
+        seconds = self.seconds(walltime.value if walltime else None, max_seconds)
+        return [*self.format_option("rt_F", str(min(count, max_nodes))),
+                *self.format_option("h_rt", seconds_to_walltime(seconds))]
+
+
+SGE = register(Sge())
