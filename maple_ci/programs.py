@@ -30,6 +30,16 @@ _LIGHTNING = {"devices": ("devices", "gpus"), "nodes": ("num-nodes",)}
 _OPTION = re.compile(r"(?:--)?(?:[\w-]+\.)*([\w-]+)")
 
 
+# `pwd` and $(pwd) print $PWD (POSIX pwd: the shell's working directory, the logical path): the
+# port carries them as that expansion rather than running a command substitution from the user's script.
+_PWD_SUBSTITUTION = re.compile(r"`pwd`|\$\(pwd\)")
+
+
+def carried(word: str) -> str:
+    """A source word as the port writes it: `pwd` and $(pwd) as ${PWD}."""
+    return _PWD_SUBSTITUTION.sub("${PWD}", word)
+
+
 def _sizes(args: list[str]) -> dict[str, int]:
     """Every `--name N`, `--name=N` or `prefix.name=N` in args whose value is a positive integer,
     by normalised name; a later one wins, as in argparse. Values like $TP are not known here."""

@@ -39,7 +39,7 @@ from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
-from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
+from .programs import carried, describe, model_parallel, nodes_that_fit, port_arguments, program_notes
 from .process_model import model_notes, start_notes
 from .launch_options import carry
 
@@ -316,6 +316,7 @@ def shell_word(value) -> str:
     if text.startswith("~/"):
         # Tilde expansion needs the ~ and its slash unquoted.
         return "~/" + shell_word(text[2:]) if text[2:] else text
+    text = carried(text)
     rest = _SIZE_ARITHMETIC.sub("", _EXPANSION.sub("", text))
     if rest != text and not re.search(r'[$`\\"]', rest):
         return f'"{text}"'

@@ -171,3 +171,12 @@ def test_maple_verify_reruns_the_gate_from_the_record_the_port_wrote(tmp_path):
     run = subprocess.run([sys.executable, "-m", "maple_ci", "verify", str(port), "--backend", "local"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 1 and "readback:program" in " ".join(run.stderr.split()), run.stdout + run.stderr
+
+
+def test_a_program_path_from_pwd_is_carried_as_the_working_directory(tmp_path):
+    """`pwd`/train.py and $(pwd) print $PWD: the port writes "${PWD}/train.py" (no substitution from
+    the script is run), and the entrypoint and argument checks read it as the source's word."""
+    source = SOURCE.replace("srun python train.py --epochs 10", "srun python `pwd`/train.py --epochs 10 --out $(pwd)/o")
+    _, result = _port(source, "polaris", tmp_path)
+    assert '"${PWD}/train.py" --epochs 10' in result.script and '"${PWD}/o"' in result.script
+    assert result.status == "ok", [c.message for c in result.checks if not c.ok]

@@ -169,6 +169,8 @@ def test_plain_expansions_still_expand_on_the_target(template_id, stub_env, tmp_
     ("$HOME$(id)", "'$HOME$(id)'"),
     ("${HOME:-`id`}", "'${HOME:-`id`}'"),
     ("${HOME#/}", "'${HOME#/}'"),
+    ("`pwd`/train.py", '"${PWD}/train.py"'),  # pwd prints $PWD: carried as that expansion, nothing run
+    ("$(pwd)/cfg $(id)", "'${PWD}/cfg $(id)'"),
 ])
 def test_shell_word_keeps_only_plain_expansions(value, word):
     assert shell_word(value) == word

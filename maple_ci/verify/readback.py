@@ -29,7 +29,7 @@ from ..library import TemplateMeta
 from ..process_model import (ONE_PROCESS, PER_NODE_LAUNCHERS, forced_change, model_given, process_model, same_model,
                              template_model)
 from ..profiles import ClusterProfile
-from ..programs import port_arguments
+from ..programs import carried, port_arguments
 from ..synthesize import deepspeed_notes, resolve_job
 from .static import Check
 
@@ -67,7 +67,7 @@ def _check(name: str, problem: Optional[str], fine: str, severity: str = "error"
 
 
 def _program(back: JobIntent, intent: JobIntent) -> Check:
-    problem = None if back.entrypoint == intent.entrypoint else (
+    problem = None if back.entrypoint in (intent.entrypoint, carried(intent.entrypoint or "")) else (
         f"the port runs {back.entrypoint!r}, the source runs {intent.entrypoint!r}")
     return _check("program", problem, f"runs {intent.entrypoint}")
 
@@ -89,7 +89,7 @@ def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta, want:
     if deepspeed_notes(intent, template) and got[len(want):len(want) + 1] == ["--deepspeed_config"]:
         got = got[:len(want)] + got[len(want) + 2:]
     problem = None
-    if got != want and [_as_port_reads(word, back.env) for word in want] != got:
+    if got != want and [_as_port_reads(carried(word), back.env) for word in want] != got:
         index = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
         source = repr(want[index]) if index < len(want) else "nothing"
         port = repr(got[index]) if index < len(got) else "nothing"

@@ -27,7 +27,7 @@ from ..intent import JobIntent
 from ..profiles import ClusterProfile, Queue
 from ..schedulers import Directives, Option, Scheduler
 from ..schedulers.base import PLACEHOLDER, clock_seconds
-from ..programs import describe, model_parallel, nodes_that_fit
+from ..programs import carried, describe, model_parallel, nodes_that_fit
 from .substitute import program_sites
 
 class Check(BaseModel):
@@ -230,7 +230,7 @@ def _entrypoint(script: str, intent: JobIntent) -> Check:
     it to put a mini-app in its place (substitute.program_sites), on exactly one launch line."""
     if not intent.entrypoint:
         return _fail("entrypoint", "the job has no entrypoint", severity="warning")
-    sites = program_sites(script, intent.entrypoint)
+    sites = program_sites(script, carried(intent.entrypoint))
     if len(sites) != 1:
         return _fail("entrypoint", f"the script runs {intent.entrypoint} on {len(sites)} launch lines, not on exactly one "
                                    "as a word of its own after its launcher (python, torchrun, deepspeed, accelerate "
