@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 from .errors import MapleError
 from .intent import OWN_RUNTIME, TEMPLATE_FRAMEWORKS
 from .profiles import ClusterProfile, FrameworkSetup
-from .synthesize import shell_word
+from .shell_words import shell_word
 
 # Allowlist: a path or a conda env name, optionally under ~ or one variable ($SCRATCH/envs/torch).
 _ENV_PATH = re.compile(r"(?:~/|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?/?)?[A-Za-z0-9_.+@%=:/-]*")

@@ -167,7 +167,7 @@ def _envs(intent, gpu_name: str) -> tuple[dict, list[str]]:
 def _launch(intent) -> str:
     """One node's launch: the source's program under torchrun, one worker per GPU on each node
     (the same ranks per node and world as the source), or the program alone on one device."""
-    from .synthesize import shell_word  # the arguments' $VAR expansions stay expansions, nothing else runs
+    from .shell_words import shell_word  # the arguments' $VAR expansions stay expansions, nothing else runs
 
     program = " ".join(shell_word(word) for word in [intent.entrypoint, *intent.script_args])
     runner = "python" if intent.entrypoint.endswith(".py") else ""
@@ -198,7 +198,7 @@ def write_task(intent, gpu_name: Optional[str], name: str) -> str:
         raise MapleError("the source's GPU has no SkyPilot name maple knows (its cluster is not recognised, or its GPU "
                          "is not in SkyPilot's catalogue); a task asks for NAME:COUNT, such as A100:8")
     from . import schedulers
-    from .synthesize import shell_word
+    from .shell_words import shell_word
 
     read = _variables_read(intent)
     held = sorted(name for name in read if schedulers.by_variable(name))

@@ -32,27 +32,19 @@ from typing import Optional
 from jinja2 import Environment, FileSystemBytecodeCache, FileSystemLoader, StrictUndefined
 
 from .errors import MapleError
-from .extract.evaluate import PASS_THROUGH
 from .containers import port_container, wrapper_notes
 from .intent import PER_DEVICE_LAUNCHERS, REQUIRED_FOR_PORT, JobIntent
 from .library import TemplateMeta, launch_dir
 from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
-from .programs import carried, describe, model_parallel, nodes_that_fit, port_arguments, program_notes
+from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
 from .process_model import model_notes, start_notes
 from .launch_options import carry
+from .shell_words import comment, directive_word, shell_word
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
-_DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
-# A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
-# quoting rules inside double quotes (no $, backtick, backslash, quote or brace). Not $((...)):
-# bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
-_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
-# Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS): the
-# port sets NNODES to a number, so bash computes it at run time and runs nothing else.
-_SIZE_ARITHMETIC = re.compile(r"\$\(\((?=[^)]*\bNNODES\b)(?:[\d\s+*/%()-]|\bNNODES\b)+\)\)")
 
 
 @dataclass
@@ -299,43 +291,12 @@ def deepspeed_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:
             "drop it if the program builds its own"]
 
 
-def _comment(text: str) -> str:
-    # Header values come from user input; a newline would end the comment and start a command.
-    return re.sub(r"[\x00-\x1f\x7f]", "?", str(text))
-
-
-def shell_word(value) -> str:
-    """`value` as one shell word that keeps the value's plain parameter expansions (_EXPANSION)
-    and, at its start, `~/`: those mean the target's own $SCRATCH or home. The word goes in double
-    quotes when, the expansions aside, nothing in it is special there ($, backtick, backslash,
-    double quote); otherwise it is quoted literally (shlex.quote), so command substitution,
-    arithmetic and other ${...} forms from a user's script are never run."""
-    text = str(value)
-    if text == PASS_THROUGH:  # the job's own arguments, passed on as the source passes them
-        return text
-    if text.startswith("~/"):
-        # Tilde expansion needs the ~ and its slash unquoted.
-        return "~/" + shell_word(text[2:]) if text[2:] else text
-    text = carried(text)
-    rest = _SIZE_ARITHMETIC.sub("", _EXPANSION.sub("", text))
-    if rest != text and not re.search(r'[$`\\"]', rest):
-        return f'"{text}"'
-    return shlex.quote(text)
-
-
 def split_entrypoint(entrypoint: str) -> tuple[bool, str]:
     """(whether it is a module, the script path or module name): extract writes `python -m pkg.mod`
     as the entrypoint "-m pkg.mod", and launchers take the flag and the name as two words."""
     if entrypoint.startswith("-m "):
         return True, entrypoint[3:]
     return False, entrypoint
-
-
-def _word(value) -> str:
-    text = str(value)
-    if not _DIRECTIVE_WORD.fullmatch(text):
-        raise MapleError(f"{text!r} cannot be used in a scheduler directive: only letters, digits and _.,:=+/@%- are allowed")
-    return text
 
 
 def _environment() -> Environment:
@@ -348,8 +309,8 @@ def _environment() -> Environment:
                       autoescape=False, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["q"] = lambda value: shlex.quote(str(value))
     env.filters["arg"] = shell_word
-    env.filters["word"] = _word
-    env.filters["comment"] = _comment
+    env.filters["word"] = directive_word
+    env.filters["comment"] = comment
     return env
 
 

@@ -18,7 +18,8 @@ from maple_ci.extract import extract_script
 from maple_ci.intent import JobIntent
 from maple_ci.library import get_template, load_templates
 from maple_ci.profiles import get_profile, load_profiles
-from maple_ci.synthesize import output_path, render, resolve_job, shell_word
+from maple_ci.shell_words import shell_word
+from maple_ci.synthesize import output_path, render, resolve_job
 from maple_ci.verify.static import checks_ok, static_checks
 
 TEMPLATES = load_templates()
