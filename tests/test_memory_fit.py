@@ -200,8 +200,8 @@ def _saved_activation_bytes(layers: int, activation: str, s=256, b=2, h=256, a=4
     """Bytes of the tensors a real PyTorch forward of Hugging Face's GPT-2 (bf16, training mode,
     eager attention, built from a config: nothing downloaded) saves for the backward pass, weights
     aside: what activation memory is."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    import torch  # the project's own dependencies (sentence-transformers pulls transformers)
+    import transformers
     config = transformers.GPT2Config(n_embd=h, n_layer=layers, n_head=a, n_positions=s, vocab_size=1000,
                                      bos_token_id=0, eos_token_id=0, activation_function=activation,
                                      attn_implementation="eager")

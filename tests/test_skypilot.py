@@ -4,7 +4,6 @@ corpus script ported to SkyPilot and back to its own cluster runs the same progr
 maple's trace sees it. The trace's `skypilot-nodes` is a stand-in for SkyPilot running `run` on
 each node (SkyPilot provisions clouds; nothing here can run one)."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from maple_ci.port import port
 from maple_ci.skypilot import is_task, script_view, sky_gpu
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import compare, header_of
-from maple_ci.trace.sandbox import bwrap
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "perlmutter_torchrun_ddp.sbatch"
 # SkyPilot's distributed-jobs.html example (docs.skypilot.co, stable, read 2026-11-29), trimmed
@@ -149,14 +147,12 @@ def test_skypilot_validates_the_written_task(tmp_path):
     assert not refused.ok and "nodes" in refused.message
 
 
-needs_bwrap = pytest.mark.skipif(bwrap() is None, reason="the trace runs scripts only inside bubblewrap")
 
 
 def _ranks(trace):
     return sorted((r.rank, r.node, tuple(r.program)) for r in trace.ranks)
 
 
-@needs_bwrap
 def test_a_task_round_trips_to_the_same_program_per_rank(tmp_path):
     """perlmutter sbatch -> SkyPilot task -> perlmutter sbatch: the trace of each runs the source's
     program with its arguments on the same ranks and nodes."""
@@ -178,7 +174,6 @@ def test_a_task_round_trips_to_the_same_program_per_rank(tmp_path):
     assert compare(source, traced_back, header_of(back.script)) == []
 
 
-@needs_bwrap
 def test_the_stand_in_gives_each_node_its_rank_and_the_head_address(tmp_path):
     task = tmp_path / "t.yaml"
     task.write_text("num_nodes: 3\nresources:\n  accelerators: H100:2\nrun: |\n"
@@ -190,7 +185,6 @@ def test_the_stand_in_gives_each_node_its_rank_and_the_head_address(tmp_path):
         ("n003", ("probe.py", "2", "192.0.2.1", "2"))]
 
 
-@needs_bwrap
 def test_the_trace_gate_checks_a_task_both_ways(tmp_path):
     """`maple port --trace`: the task written from a script, and a script written from a task, each
     traced against its source by the gate."""
@@ -203,7 +197,6 @@ def test_the_trace_gate_checks_a_task_both_ways(tmp_path):
     assert check.ok, check.message
 
 
-@needs_bwrap
 def test_maple_trace_shows_a_tasks_ranks(tmp_path, capsys):
     from maple_ci.cli import main
 

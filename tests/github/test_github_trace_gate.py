@@ -17,7 +17,6 @@ from maple_ci.github import trace_job
 from maple_ci.github.action import run_action, run_trace_mode
 from maple_ci.github.config import Config
 from maple_ci.github.pipeline import Pipeline
-from maple_ci.trace.sandbox import bwrap
 
 APPROVAL = {"state": "success", "context": "maple-ci/approval", "description": "approved by @Codertocat"}
 
@@ -60,7 +59,6 @@ def test_a_branch_of_the_repository_is_traced_at_the_commit_it_was_ported_from(f
     assert request["commit"] == fake.refs["heads/feature"] and request["sources"] == ["jobs/train.sbatch"]
 
 
-@pytest.mark.skipif(bwrap() is None, reason="the trace job runs only inside bubblewrap; CI installs it")
 def test_the_trace_job_traces_source_and_port_in_the_sandbox_and_outputs_its_verdicts(tmp_path, monkeypatch):
     (tmp_path / "jobs").mkdir()
     (tmp_path / "jobs" / "train.sbatch").write_text(EXAMPLE.read_text())
