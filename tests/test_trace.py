@@ -193,6 +193,17 @@ def test_memory_is_bounded(tmp_path):
     assert trace.exit_code != 0 and "allocate" in trace.stderr and trace.seconds < 20
 
 
+def test_writing_without_end_stops_at_the_copy_s_cap(tmp_path):
+    from maple_ci.trace import Limits
+
+    path = script(tmp_path, "#!/bin/bash\nfor i in $(seq 1000); do head -c 4000000 /dev/zero > blob$i || break; done\n"
+                  "ls blob* | wc -l > count\nsrun python train.py\n")
+    trace = trace_script(path, limits=Limits(wall_s=20, writable_mb=16))
+    # the copy's memory file system filled at 16 MiB: the loop ended there, the script went on
+    assert "No space left on device" in trace.stderr and trace.ranks
+    assert not list(tmp_path.glob("blob*"))
+
+
 def test_untrusted_content_is_not_traced_without_the_sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr("maple_ci.trace.bwrap", lambda: None)
     path = script(tmp_path, SLURM + "srun python train.py\n")

@@ -4,7 +4,8 @@
 - `env -i` plus the emulated job's variables; PATH holds only the stand-ins and an allowlist of
   side-effect-free tools: any other command is recorded by the stand-in and not run;
 - bubblewrap: new user, mount, PID, network and IPC namespaces; the root file system is /usr
-  (read-only), the copy at /work and an empty /tmp; nothing else of the machine is there;
+  (read-only), the copy at /work and an empty /tmp, both memory file systems of a capped size;
+  nothing else of the machine is there;
 - as root, the child drops to the unprivileged `nobody` user first, so that the process limit holds;
 - rlimits (CPU seconds, address space, file size, processes) and a wall-clock timeout after which
   the whole process group is killed.
@@ -57,6 +58,7 @@ class Limits:
     memory_mb: int = 1024
     file_mb: int = 16
     processes: int = 256
+    writable_mb: int = 128  # each of the copy and /tmp: memory file systems, so a writing loop ends there
 
 
 def bwrap() -> str | None:
@@ -80,6 +82,13 @@ def copy_checkout(src: Path, dst: Path) -> None:
                                  f"{MAX_COPY_FILES} files); trace the script from a smaller folder")
             shutil.copyfile(path, target / name)
             os.chmod(target / name, 0o755 if os.access(path, os.X_OK) else 0o644)
+
+
+def scratch() -> str | None:
+    """Where a sandbox's folder goes: a memory file system when the machine has one. The copy is capped
+    and lives for one trace; on a disk, creating its thousands of files cost seconds (17x a tmpfs here)."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def interpreter() -> str:
@@ -114,7 +123,7 @@ class Sandbox:
     """One trace's folder: the copy, the stand-ins, their data and the records."""
 
     def __init__(self, checkout: Path, alloc: dict, grammars: dict, isolated: bool):
-        self.root = Path(tempfile.mkdtemp(prefix="maple-trace-"))
+        self.root = Path(tempfile.mkdtemp(prefix="maple-trace-", dir=scratch()))
         self.isolated = isolated
         self.work = self.root / "work"
         self.home = self.root / "maple"
@@ -160,15 +169,20 @@ class Sandbox:
                 "BASH_ENV": f"{home}/prelude.sh", "MAPLE_TRACE_HOME": home,
                 "MAPLE_TRACE_PY": interpreter(), **job_env}
 
-    def command(self, script: Path, args: list) -> list:
+    def command(self, script: Path, args: list, limits: Limits) -> list:
         inner = ["/bin/bash", self.inside(script), *args]
         if not self.isolated:
             return inner
+        # The copy is read-only at /checkout and copied again, inside, onto a size-capped /work: what the
+        # script writes is bounded by that cap, not by the host's disk or memory.
+        room = str(limits.writable_mb << 20)
         return [bwrap(), "--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr",
                 "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-                "--bind", str(self.work), "/work", "--ro-bind", str(self.home), "/maple",
-                "--bind", str(self.home / "out"), "/maple/out", "--proc", "/proc", "--dev", "/dev",
-                "--tmpfs", "/tmp", "--dir", "/tmp/home", "--chdir", self.inside(script.parent), "--", *inner]
+                "--ro-bind", str(self.work), "/checkout", "--size", room, "--tmpfs", "/work",
+                "--ro-bind", str(self.home), "/maple", "--bind", str(self.home / "out"), "/maple/out",
+                "--proc", "/proc", "--dev", "/dev", "--size", room, "--tmpfs", "/tmp", "--dir", "/tmp/home",
+                "--chdir", "/work", "--", "/bin/bash", "-c", 'cp -a /checkout/. /work/ && cd "$0" && exec "$@"',
+                self.inside(script.parent), *inner]
 
     def run(self, script: Path, args: list, job_env: dict, limits: Limits) -> subprocess.CompletedProcess:
         def child() -> None:
@@ -181,7 +195,7 @@ class Sandbox:
                 os.setgid(NOBODY)
                 os.setuid(NOBODY)
 
-        process = subprocess.Popen(self.command(script, args), env=self.environment(job_env), cwd=script.parent,
+        process = subprocess.Popen(self.command(script, args, limits), env=self.environment(job_env), cwd=script.parent,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                    preexec_fn=child)
         try:
