@@ -1,6 +1,6 @@
 #!/bin/bash
 
-#$ -M tma2@nd.edu    # Email address for job notification
+#$ -M user@example.org    # Email address for job notification
 #$ -m abe            # Send mail when job begins, ends and aborts
 #$ -pe smp 16        # Specify parallel environment and legal core size
 #$ -q gpu@@yye7_lab  # Run on the GPU cluster

@@ -7,7 +7,7 @@
 #PBS -q main
 #PBS -l select=1:ncpus=64:mem=470GB:ngpus=4 -l gpu_type=a100
 #PBS -m a
-#PBS -M wchapman@ucar.edu
+#PBS -M user@example.org
 
 # qsub -I -q main -A P54048000 -l walltime=12:00:00 -l select=1:ncpus=32:mem=470GB:ngpus=4 -l gpu_type=a100
 # qsub -I -q casper -A P54048000 -l walltime=12:00:00 -l select=1:ncpus=32:mem=470GB:ngpus=1 -l gpu_type=a100

@@ -4,7 +4,7 @@
 #$ -l h_rt=00:10:00
 #$ -N mnist
 #$ -m abe
-#$ -M alex@smg.is.titech.ac.jp
+#$ -M user@example.org
 
 #source ./modules.sh
 
