@@ -222,10 +222,13 @@ def _timed(function: Callable[[], object], repeat: int) -> dict:
     return {"median_ms": statistics.median(samples) * 1000, "max_ms": max(samples) * 1000, "runs": repeat}
 
 
-# Whole-process commands timed by the latency suite: a port to one target, to all twelve, and an extraction.
+# Whole-process commands timed by the latency suite: a port to one target and to all, each with and
+# without the trace gate (on by default where bubblewrap is), and an extraction.
 PROCESS_COMMANDS = {
-    "port, 1 cluster": ["port", "{example}", "--to", "polaris", "--out", "{out}"],
-    "port, all clusters": ["port", "{example}", "--to", "all", "--out", "{out}"],
+    "port, 1 cluster, static checks": ["port", "{example}", "--to", "polaris", "--out", "{out}", "--no-trace"],
+    "port, 1 cluster, traced": ["port", "{example}", "--to", "polaris", "--out", "{out}", "--trace"],
+    "port, all clusters, static checks": ["port", "{example}", "--to", "all", "--out", "{out}", "--no-trace"],
+    "port, all clusters, traced": ["port", "{example}", "--to", "all", "--out", "{out}", "--trace"],
     "extract": ["extract", "{example}"],
     "port, skypilot task": ["port", "{example}", "--to", "skypilot", "--out", "{out}"],
 }

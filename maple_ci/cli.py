@@ -83,9 +83,19 @@ def port(args) -> int:
                                entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
                                account=args.account,
                                queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env),
-                               trace=args.trace)
+                               trace=_trace_gate(args.trace, args.json_output))
     _print_port(intent, results, args.json_output)
     return 1 if any(r.status != "ok" for r in results) else 0
+
+
+def _trace_gate(asked: bool | None, json_output: bool) -> bool:
+    """--trace / --no-trace as given; by default the gate runs wherever the trace is isolated."""
+    from .trace.sandbox import bwrap
+
+    if asked is None and bwrap() is None and not json_output:
+        err.print("note: not traced: bubblewrap is not installed (apt-get install bubblewrap); --trace traces "
+                  "your own script without it, --no-trace says you know", highlight=False)
+    return bwrap() is not None if asked is None else asked
 
 
 def _targets(given: list[str]) -> list[str]:
@@ -326,8 +336,10 @@ def _parser() -> argparse.ArgumentParser:
     command.add_argument("--python-env", action="append", default=[], metavar="[CLUSTER=]PATH",
                          help="Your conda env or venv on targets whose center provides no PyTorch (Frontier, "
                               "Lonestar6, Stampede3, Anvil, Bridges-2); CLUSTER=PATH for one target. Repeatable.")
-    command.add_argument("--trace", action="store_true", help="Check each port by tracing it and the source "
-                         "(`maple trace`): a difference its header does not name fails the port.")
+    command.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
+                         help="Check each port by tracing it and the source (`maple trace`): a difference its header "
+                              "does not name fails the port. On by default where bubblewrap can isolate the trace; "
+                              "--trace also without it (the script is yours), --no-trace skips it.")
 
     templates = commands.add_parser("templates", help="Browse the launch-template library.",
                                     description="Browse the launch-template library.")

@@ -190,6 +190,7 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
         from .trace.compare import gate
 
         progress("tracing the source and each port")
-        results = gate(source, results, trusted=True, cluster=intent.source_cluster)
+        asked = [option for option, value in overrides.items() if value is not None]
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked)
     write_results(results, out_dir)
     return intent, results

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
+from ..errors import MapleError
 from ..verify.record import without_record
 from . import Rank, Trace
 from .allocation import grammars
@@ -172,10 +173,26 @@ def _setup_commands(trace: Trace) -> list:
     return [argv for argv in trace.not_run if argv and argv[0] in _SETUP]
 
 
-def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None) -> list:
+def _not_traced(results: list, why: str) -> None:
+    """The gate could not judge: each port says so (a warning, not a pass: nothing was compared)."""
+    from ..verify.static import Check
+
+    for result in results:
+        result.checks.append(Check(name="trace", ok=False, severity="warning", message=f"not traced: {why}"))
+
+
+# What an option of `maple port` changes on purpose (the user's word, not the port's doing): the gate
+# does not hold those differences against the port.
+ASKED = {"entrypoint": ("program", "processes", "devices"), "script_args": ("program",),
+         "framework": ("processes", "devices", "env"), "strategy": ("processes", "devices", "env"),
+         "gpus_per_node": ("processes", "devices")}
+
+
+def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None, asked=()) -> list:
     """Each port of `results` that passed its static checks, traced against the source: a difference
     the header does not name fails it (a "trace" check, severity error, naming each difference).
-    `cluster`, the source's own, gives its allocation's shape (devices and cores per node)."""
+    `cluster`, the source's own, gives its allocation's shape (devices and cores per node); `asked`,
+    the options the user gave (ASKED's keys)."""
     from pathlib import Path
 
     from ..skypilot import is_task
@@ -184,16 +201,26 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
 
     text = Path(source_path).read_text(errors="replace")
     args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
-    source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args)
-    if source.exit_code not in (0, None) and not source.ranks:
+    todo = [result for result in results if result.status == "ok"]
+    try:
+        source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args)
+    except MapleError as error:
+        _not_traced(todo, f"the source could not be traced: {error}")
         return results
-    for result in results:
-        if result.status != "ok":
-            continue
+    if source.exit_code not in (0, None) and not source.ranks:
+        _not_traced(todo, f"the source's trace ended (exit {source.exit_code}) before it started a program: "
+                    + (source.stderr.strip().splitlines() or [""])[-1][:200])
+        return results
+    for result in todo:
         target = None if is_task(result.script) else result.cluster  # a SkyPilot task has no cluster profile
-        port = trace_script(Path(source_path), cluster=target, nodes=len(source.allocation.nodes),
-                            trusted=trusted, text=result.script, args=args)
-        found = compare(source, port, header_of(result.script))
+        try:
+            port = trace_script(Path(source_path), cluster=target, nodes=len(source.allocation.nodes),
+                                trusted=trusted, text=result.script, args=args)
+        except MapleError as error:
+            _not_traced([result], f"the port could not be traced: {error}")
+            continue
+        wanted = {kind for option in asked for kind in ASKED.get(option, ())}
+        found = [d for d in compare(source, port, header_of(result.script)) if d.kind not in wanted]
         ok = not found
         message = ("the port runs the source's program per rank as the source does (traced)" if ok else
                    "the trace of the port differs from the source's, and the header does not say so: "

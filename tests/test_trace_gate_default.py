@@ -1,0 +1,61 @@
+"""The trace gate of `maple port` is on by default where bubblewrap isolates it (issue 25 B): a port
+that runs something else than the source fails unless its header names it; the user's own options
+are not held against the port; a source that cannot be traced says so rather than passing."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from maple_ci.port import PortResult
+from maple_ci.trace.compare import gate
+
+SOURCE = ("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:30:00\n"
+          "module load pytorch\ntorchrun --standalone --nproc_per_node=4 train.py --lr 0.1\n")
+
+
+def _checkout(tmp_path: Path, text: str = SOURCE) -> Path:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "train.py").write_text("import torch\n")
+    path = tmp_path / "job.sbatch"
+    path.write_text(text)
+    return path
+
+
+def _port(path: Path, *options: str) -> tuple[int, list]:
+    done = subprocess.run([sys.executable, "-m", "maple_ci", "port", str(path), "--to", "polaris", "--json",
+                           "--out", str(path.parent / "out"), *options], capture_output=True, text=True)
+    checks = [c for r in json.loads(done.stdout)["results"] for c in r["checks"] if c["name"] == "trace"]
+    return done.returncode, checks
+
+
+def test_maple_port_traces_by_default_and_not_with_no_trace(tmp_path):
+    path = _checkout(tmp_path)
+    code, checks = _port(path)
+    assert code == 0 and len(checks) == 1 and checks[0]["ok"]
+    assert _port(path, "--no-trace") == (0, [])
+
+
+def test_the_user_s_own_program_is_not_held_against_the_port(tmp_path):
+    path = _checkout(tmp_path)
+    (tmp_path / "other.py").write_text("import torch\n")
+    code, checks = _port(path, "--entrypoint", "other.py --epochs 2")
+    assert code == 0 and checks[0]["ok"], checks
+
+
+def test_a_source_that_cannot_be_traced_leaves_a_warning_not_a_pass(tmp_path):
+    path = _checkout(tmp_path, "#!/bin/bash\n#SBATCH -N 1\nexit 3\nsrun python train.py\n")
+    result = PortResult(cluster="perlmutter", status="ok", script="#!/bin/bash\nsrun python train.py\n")
+    [checked] = gate(path, [result], trusted=False)
+    [trace] = [c for c in checked.checks if c.name == "trace"]
+    assert checked.status == "ok" and not trace.ok and trace.severity == "warning"
+    assert trace.message.startswith("not traced: the source's trace ended (exit 3)")
+
+
+def test_without_bubblewrap_the_default_says_it_did_not_trace(tmp_path, monkeypatch, capsys):
+    from maple_ci import cli
+
+    monkeypatch.setattr("maple_ci.trace.sandbox.bwrap", lambda: None)
+    assert cli._trace_gate(None, json_output=False) is False
+    assert "not traced: bubblewrap is not installed" in capsys.readouterr().err
+    assert cli._trace_gate(True, json_output=False) is True  # --trace: the user's own script
