@@ -178,7 +178,8 @@ def write_results(results: list[PortResult], out_dir: Path) -> None:
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
-         python_envs: Mapping[str, str] = {}, trace: bool = False, **overrides) -> tuple[JobIntent, list[PortResult]]:
+         python_envs: Mapping[str, str] = {}, trace: bool = False, strict: bool = True,
+         **overrides) -> tuple[JobIntent, list[PortResult]]:
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
@@ -191,6 +192,6 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
 
         progress("tracing the source and each port")
         asked = [option for option, value in overrides.items() if value is not None]
-        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked)
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked, strict=strict)
     write_results(results, out_dir)
     return intent, results

@@ -1,6 +1,7 @@
 """The trace gate of `maple port` is on by default where bubblewrap isolates it (issue 25 B): a port
-that runs something else than the source fails unless its header names it; the user's own options
-are not held against the port; a source that cannot be traced says so rather than passing."""
+that runs something else than the source is named in the output (a warning by default, a failure with
+--trace) unless its header names it; the user's own options are not held against the port; a source
+that cannot be traced says so rather than passing."""
 
 import json
 import subprocess
@@ -59,3 +60,13 @@ def test_without_bubblewrap_the_default_says_it_did_not_trace(tmp_path, monkeypa
     assert cli._trace_gate(None, json_output=False) is False
     assert "not traced: bubblewrap is not installed" in capsys.readouterr().err
     assert cli._trace_gate(True, json_output=False) is True  # --trace: the user's own script
+
+
+def test_by_default_a_difference_is_a_warning_that_names_it_and_strict_fails(tmp_path):
+    path = _checkout(tmp_path, "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\ntorchrun --standalone train.py\n")
+    port = "#!/bin/bash\n#SBATCH -N 1\ntorchrun --standalone --nproc_per_node=4 train.py\n"
+    [warned] = gate(path, [PortResult(cluster="perlmutter", status="ok", script=port)], strict=False)
+    [failed] = gate(path, [PortResult(cluster="perlmutter", status="ok", script=port)], strict=True)
+    assert warned.status == "ok" and warned.checks[-1].severity == "warning" and not warned.checks[-1].ok
+    assert "1 processes per node" in warned.checks[-1].message
+    assert failed.status == "failed" and failed.checks[-1].severity == "error"

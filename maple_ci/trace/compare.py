@@ -188,11 +188,12 @@ ASKED = {"entrypoint": ("program", "processes", "devices"), "script_args": ("pro
          "gpus_per_node": ("processes", "devices")}
 
 
-def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None, asked=()) -> list:
+def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None, asked=(),
+         strict: bool = True) -> list:
     """Each port of `results` that passed its static checks, traced against the source: a difference
-    the header does not name fails it (a "trace" check, severity error, naming each difference).
-    `cluster`, the source's own, gives its allocation's shape (devices and cores per node); `asked`,
-    the options the user gave (ASKED's keys)."""
+    the header does not name fails it (a "trace" check, severity error, naming each difference), or,
+    not `strict`, is a warning that names it. `cluster`, the source's own, gives its allocation's
+    shape (devices and cores per node); `asked`, the options the user gave (ASKED's keys)."""
     from pathlib import Path
 
     from ..skypilot import is_task
@@ -225,7 +226,7 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
         message = ("the port runs the source's program per rank as the source does (traced)" if ok else
                    "the trace of the port differs from the source's, and the header does not say so: "
                    + "; ".join(d.message for d in found))
-        result.checks.append(Check(name="trace", ok=ok, severity="error", message=message))
-        if not ok:
+        result.checks.append(Check(name="trace", ok=ok, severity="error" if strict else "warning", message=message))
+        if not ok and strict:
             result.status = "failed"
     return results
