@@ -192,6 +192,7 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
 
         progress("tracing the source and each port")
         asked = [option for option, value in overrides.items() if value is not None]
-        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked, strict=strict)
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked, strict=strict,
+                       gpus=intent.gpus_per_node)
     write_results(results, out_dir)
     return intent, results

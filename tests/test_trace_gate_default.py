@@ -70,3 +70,15 @@ def test_by_default_a_difference_is_a_warning_that_names_it_and_strict_fails(tmp
     assert warned.status == "ok" and warned.checks[-1].severity == "warning" and not warned.checks[-1].ok
     assert "1 processes per node" in warned.checks[-1].message
     assert failed.status == "failed" and failed.checks[-1].severity == "error"
+
+
+def test_a_word_the_header_names_from_the_port_s_side_is_named(tmp_path):
+    from maple_ci.trace import trace_script
+    from maple_ci.trace.compare import compare, header_of
+
+    path = _checkout(tmp_path, "#!/bin/bash\n#SBATCH -N 1\nP='echo --profile'\nsrun python train.py $(eval $P)\n")
+    literal = "#!/bin/bash\n# Note: argument '$(eval $P)' is passed as literal text\nsrun python train.py '$(eval $P)'\n"
+    assert compare(trace_script(path), trace_script(path, text=literal), header_of(literal)) == []
+    # a short or numeric word is not taken as named just because the header holds it somewhere
+    number = "#!/bin/bash\n# Note: 1 node\nsrun python train.py 1\n"
+    assert [d.kind for d in compare(trace_script(path), trace_script(path, text=number), header_of(number))] == ["program"]

@@ -98,7 +98,7 @@ def run_request(data: dict, workspace: Path) -> dict:
             path = workspace / source
             try:
                 intent, results = port(str(path), data["clusters"], Path(out))
-                results = gate(path, results, trusted=False, cluster=intent.source_cluster)
+                results = gate(path, results, trusted=False, cluster=intent.source_cluster, gpus=intent.gpus_per_node)
             except MapleError as error:
                 entries += [_entry(source, c, False, f"not traced: {error}") for c in data["clusters"]]
                 continue

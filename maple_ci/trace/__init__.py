@@ -105,7 +105,7 @@ def _rank(event: dict, job_env: dict) -> Rank:
 
 def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int] = None, args: tuple = (),
                  trusted: bool = False, limits: Limits = Limits(), checkout: Optional[Path] = None,
-                 text: Optional[str] = None) -> Trace:
+                 text: Optional[str] = None, gpus: Optional[int] = None) -> Trace:
     """The trace of one script. `trusted` allows running without the namespace sandbox (bubblewrap
     missing) for a user's own script; untrusted content is never traced outside it. `text` (a port)
     is traced in place of the file's own text, from the same folder of the checkout."""
@@ -121,7 +121,7 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
     task = traced_task(text, path.name)  # a SkyPilot task: its run on each of its nodes
     if task:
         text, nodes = task.view, nodes or task.nodes
-    alloc = allocation_for(text, cluster, nodes, task and task.gpus)
+    alloc = allocation_for(text, cluster, nodes, (task and task.gpus) or gpus)
     started = time.monotonic()
     box = Sandbox(root, alloc.as_data(), grammars(), isolated)
     try:

@@ -38,9 +38,10 @@ class Difference:
     kind: str  # program | setup | processes | env | devices | none
     message: str
     keys: tuple  # words whose presence in the header's notes names the difference
+    other_keys: tuple = ()  # or these: the same difference named from the port's side
 
     def named_in(self, header: str) -> bool:
-        return bool(self.keys) and all(key in header for key in self.keys)
+        return any(keys and all(key in header for key in keys) for keys in (self.keys, self.other_keys))
 
 
 def header_of(script: str) -> str:
@@ -92,6 +93,11 @@ def _devices_kept(source: Trace, port: Trace, src: Rank, dst: Rank) -> bool:
     return s_dst == g_dst if s_src == g_src else s_dst >= s_src
 
 
+def _telling(words: list) -> tuple:
+    """Words distinct enough that the header quoting them names them (not `4`, not `-d`)."""
+    return tuple(words) if all(len(w) >= 4 and not w.lstrip("-").isdigit() for w in words) else ()
+
+
 def _program_differences(source: list, port: list) -> list:
     src = [_words(r) for r in source]
     dst = [_words(r) for r in port]
@@ -103,7 +109,7 @@ def _program_differences(source: list, port: list) -> list:
         missing = [w for w in main_src if w not in main_dst]
         extra = [w for w in main_dst if w not in main_src]
         found.append(Difference("program", f"rank 0 runs `{_shown(main_src)}` in the source and `{_shown(main_dst)}` "
-                                f"in the port", tuple(missing or extra)))
+                                f"in the port", tuple(missing or extra), _telling(extra)))
     for words in src[:-1]:
         if words not in dst:
             found.append(Difference("setup", f"rank 0 of the source runs `{_shown(words)}` before the program; "
@@ -189,11 +195,13 @@ ASKED = {"entrypoint": ("program", "processes", "devices"), "script_args": ("pro
 
 
 def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None, asked=(),
-         strict: bool = True) -> list:
+         strict: bool = True, gpus: Optional[int] = None) -> list:
     """Each port of `results` that passed its static checks, traced against the source: a difference
     the header does not name fails it (a "trace" check, severity error, naming each difference), or,
     not `strict`, is a warning that names it. `cluster`, the source's own, gives its allocation's
-    shape (devices and cores per node); `asked`, the options the user gave (ASKED's keys)."""
+    shape (devices and cores per node), or else `gpus`, the devices per node the source used where its
+    directives do not say (a torchrun with --nproc_per_node=3 was on 3-GPU nodes); `asked`, the options
+    the user gave (ASKED's keys)."""
     from pathlib import Path
 
     from ..skypilot import is_task
@@ -204,7 +212,7 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
     args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
     todo = [result for result in results if result.status == "ok"]
     try:
-        source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args)
+        source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args, gpus=gpus)
     except MapleError as error:
         _not_traced(todo, f"the source could not be traced: {error}")
         return results
