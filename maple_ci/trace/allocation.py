@@ -59,6 +59,7 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
     SkyPilot task's accelerators), on `cluster`'s nodes when one is named."""
     unit = schedulers.detect(text)
     d = unit.read(text, strict=False) if unit else schedulers.Directives()
+    unit = unit or schedulers.implied(text, None)  # no directives: the job whose variables it reads ($PBS_NODEFILE)
     gpus, cpus = d.gpus_per_node or gpus or DEFAULT_GPUS, DEFAULT_CPUS
     if cluster:
         from ..profiles import get_profile
