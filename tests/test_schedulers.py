@@ -118,7 +118,7 @@ def test_job_variables_translate_to_every_other_scheduler(source, target):
         for name in set(names) - source.helper_vars:
             theirs = target.job_vars.get(concept)
             on_node = (target.job_vars.get("cpus_on_node") or [None])[0]
-            if concept in {"nodes", "ranks", "ranks_per_node", "gpus"}:
+            if concept in {"nodes", "ranks", "ranks_per_node"}:
                 assert "NNODES" in translate(f"${name}", target.name, 4) or concept == "ranks_per_node"
             elif theirs:
                 assert translate(f"${{{name}}}/x", target.name, 4) == f"${{{theirs[0]}}}/x"

@@ -18,10 +18,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from .directives import count
-from .frameworks import runtime_setup
+from .frameworks import by_program, runtime_setup
 
 if TYPE_CHECKING:
     from ..intent import JobIntent
+    from .directives import Directives
     from .launch import Launch
     from .walk import Shell
 
@@ -72,22 +73,24 @@ def on_ray(launch: "Launch", shell: "Shell") -> bool:
     """Whether the program runs on a Ray cluster: the job starts one, or the program is vLLM told to
     place its workers with Ray."""
     backend = _value(launch.args, ("--distributed-executor-backend",))
-    return bool(ray_starts(shell)) or (launch.entry or "").rsplit("/", 1)[-1] == "vllm" and backend == "ray"
+    return bool(ray_starts(shell)) or by_program(launch.entry) == "vllm" and backend == "ray"
 
 
-def ray_intent(intent: "JobIntent", launch: Optional["Launch"], shell: "Shell", given_nodes: Optional[int]) -> "JobIntent":
+def ray_intent(intent: "JobIntent", launch: Optional["Launch"], shell: "Shell", d: "Directives") -> "JobIntent":
     """The intent of a program on a Ray cluster: launcher ray; a vLLM engine's world is its tensor x
     pipeline size, over the directives' nodes (else pipeline-size nodes, vLLM's layout); any other
-    driver's world is its own choice (its tasks), its GPUs per node those each `ray start` offers."""
+    driver's tasks are its own choice: its GPUs per node are those each `ray start` offers (else the
+    directives', which Ray detects), its world the cluster's GPUs (JobIntent's nodes x GPUs rule)."""
     if launch is None or not on_ray(launch, shell):
         return intent
     sizes = vllm_sizes(launch) if intent.framework == "vllm" else None
+    given_nodes = d.nodes if d.nodes_given else None
     if sizes:
         world = sizes[0] * sizes[1]
         nodes = given_nodes or sizes[1]
         per_node = world // nodes if world % nodes == 0 else None
     else:
-        world, nodes, per_node = None, given_nodes or intent.nodes, _offered_gpus(shell)
+        world, nodes, per_node = None, given_nodes or intent.nodes, _offered_gpus(shell) or d.gpus_per_node
     return replace(intent, launcher="ray", nodes=nodes, gpus_per_node=per_node, world_size=world)
 
 

@@ -139,7 +139,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         wrapper=launch.wrapper if launch else [],
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
-    intent = ray_intent(intent, launch, shell, d.nodes if d.nodes_given else None)
+    intent = ray_intent(intent, launch, shell, d)
     strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
         kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
     if strategy is kind.NEXT:

@@ -38,7 +38,7 @@ def _target_value(concept: str, target, per_node: int) -> Optional[str]:
     """The target's word for `concept`: a variable name, or arithmetic over the port's $NNODES."""
     if concept == "nodes":
         return "NNODES"
-    if concept in ("ranks", "gpus"):  # a port runs one rank per GPU
+    if concept == "ranks":
         return f"(NNODES * {per_node})"
     if concept == "ranks_per_node":
         return str(per_node)

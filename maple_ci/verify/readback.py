@@ -78,7 +78,13 @@ _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 def _as_port_reads(word: str, env: dict[str, str]) -> str:
     """A source word with the variables the port sets put in, as the reader does on the port
     (the source's `$TMPDIR/x` reads `/tmp/x` on a target that exports TMPDIR=/tmp)."""
-    return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+    word = _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+    # inside $(( )) a name is read bare (`$((NNODES * 4))`, a translated job variable)
+    return _ARITHMETIC.sub(lambda m: "$((" + _NAME.sub(lambda n: env.get(n.group(0), n.group(0)), m.group(1)) + "))", word)
+
+
+_ARITHMETIC = re.compile(r"\$\(\((.*)\)\)")
+_NAME = re.compile(r"(?<![$\w])[A-Za-z_]\w*")
 
 
 def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta, want: list[str]) -> Check:
