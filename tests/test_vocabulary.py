@@ -7,25 +7,16 @@ shards handed their rank by Flux, a Horovod/Keras program under a project path, 
 counts read by a program. PBS does not run here: its job variables follow NCI's published table."""
 
 import re
-from pathlib import Path
 
 import pytest
 
 from maple_ci.errors import MapleError
-from maple_ci.extract import extract_script
 from maple_ci.port import port_intent
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import first_rank
+from test_extract_setup import PBS, read
 
 SLURM = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\n"
-PBS = "#!/bin/bash\n#PBS -l select=2:ncpus=64:ngpus=4\n#PBS -l walltime=01:00:00\n"
-
-
-def read(text: str, tmp_path: Path, files: dict = {}):
-    for name, body in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body)
-    return extract_script(text, tmp_path, "job.sh", tmp_path)
 
 
 # -- a program on a Ray cluster: launcher ray, vLLM's sizes, and a port that refuses ------------

@@ -288,8 +288,10 @@ def remote(name: str, argv: list) -> int:
     opts, rest = parse_options(argv, spec(name))
     hosts = [h for w in opts.get("w", []) for h in w.split(",")] or rest[:1]
     command = rest if opts.get("w") else rest[1:]
-    if (GRAMMARS[name]["trace"] or {}).get("node_index_option"):  # pbsdsh: the nodes are the job's own
-        hosts, command = indexed_nodes(GRAMMARS[name]["trace"], opts), rest[rest[:1] == ["--"]:]
+    t = GRAMMARS[name]["trace"] or {}
+    if t.get("node_index_option"):  # pbsdsh: the job's own nodes, or the one holding an index of its list
+        entries = int(ALLOC["cpus_per_node"]) if t.get("index_entries_per_node") == "cpus" else 1
+        hosts, command = ranks.indexed(job_nodes(), last(opts, t["node_index_option"]), entries), rest[rest[:1] == ["--"]:]
     record("launch", [name, *argv], launcher=name, nodes=hosts, command=command)
     status = 0
     for host in hosts[:ranks.MAX_RANKS]:
@@ -297,17 +299,6 @@ def remote(name: str, argv: list) -> int:
         if command:
             status = max(status, run(["bash", "-c", " ".join(command)], env))
     return status
-
-
-def indexed_nodes(t: dict, opts: dict) -> list:
-    """The job's nodes a per-node launcher that names them by index runs on: the one holding the
-    index (entries per node: its CPUs or 1), or every node without one."""
-    nodes = job_nodes()
-    index = ranks.number(last(opts, t["node_index_option"]))
-    if index is None:
-        return nodes
-    per_node = int(ALLOC["cpus_per_node"]) if t.get("index_entries_per_node") == "cpus" else 1
-    return [nodes[min(index // per_node, len(nodes) - 1)]]
 
 
 def skypilot_nodes(argv: list) -> int:
