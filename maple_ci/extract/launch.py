@@ -294,16 +294,7 @@ def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Opt
         if module in _PYTHON_TOOLS:
             return None
         return finish([*stages, ("python", {})], f"-m {module}", rest, shell, ctx)
-    if as_launcher := _python_file_launcher(argv[i]):
-        return _dl_stage(as_launcher, argv[i + 1:], launcher(as_launcher).spec, shell, stages, ctx)
     return finish([*stages, ("python", {})], argv[i], argv[i + 1:], shell, ctx)
-
-
-def _python_file_launcher(word: str) -> Optional[str]:
-    """The per-node launcher a launcher written as a Python file runs as (GPT-NeoX's deepy.py:
-    deepspeed), by the registry's console entry of its file name; None for any other program."""
-    entry = launcher(word.rsplit("/", 1)[-1]) if word.endswith(".py") else None
-    return (entry.trace or {}).get("as") if entry and entry.kind == "console" else None
 
 
 def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
