@@ -169,3 +169,12 @@ def test_deepy_py_runs_its_program_under_deepspeeds_launcher(tmp_path):
     trace = trace_script(tmp_path / "job.sh", checkout=tmp_path, trusted=True)
     ranks = first_rank(trace)
     assert ranks and ranks[-1].program[:5] == ["train.py", "-d", "configs", "small.yml", "setup.yml"]
+
+
+def test_nested_arithmetic_is_read_to_its_own_closing_parentheses(tmp_path):
+    # a translated job-wide count nests $(( )) and ( ): the reader must not stop at the first "))"
+    text = ("#!/bin/bash\n#SBATCH -N 2\nNNODES=$SLURM_JOB_NUM_NODES\nA=$(( (2 + 3) * 4 ))\n"
+            'srun python t.py --a "$(($((NNODES)) + 1))" --b $A --c "$(((NNODES * 4) / $((SLURM_CPUS_ON_NODE / 4))))"\n')
+    assert read(text, tmp_path).script_args == [
+        "--a", "$(($(($SLURM_JOB_NUM_NODES)) + 1))", "--b", "20",
+        "--c", "$((($SLURM_JOB_NUM_NODES * 4) / $((SLURM_CPUS_ON_NODE / 4))))"]
