@@ -21,6 +21,7 @@ from .port import port_intent
 from .profiles import get_profile
 from .programs import relabelled
 from .schedulers.jobvars import translate
+from .verify.readback import as_port_reads
 from .verify.record import without_record
 
 FIELDS = ("scheduler", "source_cluster", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
@@ -71,7 +72,7 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     problems = []
     if back.entrypoint != entrypoint:
         problems.append(f"{cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
-    if back.script_args != arguments:
+    if back.script_args not in (arguments, [as_port_reads(arg, back.env) for arg in arguments]):  # as the gate reads them
         problems.append(f"{cluster}: arguments {back.script_args} != {arguments}")
     return problems
 

@@ -23,12 +23,15 @@ TEMPLATE_FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightn
 # Programs with a runtime of their own: a center's PyTorch set-up is no help to them. The others
 # (Horovod, vLLM, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
 OWN_RUNTIME = frozenset({"jax", "tensorflow"})
+# How the program parallelises (docs/port.md): dp is torch.nn.DataParallel in one process, pp pipeline
+# stages (DeepSpeed's, torch.distributed.pipelining's, vLLM's -pp), tp+pp vLLM's both; None when unknown.
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single",
-                   "mirrored", "multi_worker_mirrored"]
+                   "mirrored", "multi_worker_mirrored", "dp", "pp", "tp+pp"]
 # TensorFlow's tf.distribute strategies launch as the PyTorch template of the same process model: one
 # MirroredStrategy process drives its node's GPUs (a one-process template), a MultiWorkerMirroredStrategy
 # job runs one worker per rank the launcher starts (https://www.tensorflow.org/guide/distributed_training, read 2026-11-29)
-TEMPLATE_STRATEGIES = {"mirrored": "single", "multi_worker_mirrored": "ddp"}
+# torch.nn.DataParallel (dp) is one process on its node's GPUs too (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html, read 2026-11-29)
+TEMPLATE_STRATEGIES = {"mirrored": "single", "multi_worker_mirrored": "ddp", "dp": "single"}
 
 # Launchers (JobIntent.launcher values) that start one process per device themselves (every MPI-kind
 # launcher of the registry: srun, mpiexec, ..., flux run); the others (torchrun, accelerate,

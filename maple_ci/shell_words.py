@@ -14,9 +14,10 @@ _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 # quoting rules inside double quotes (no $, backtick, backslash, quote or brace). Not $((...)):
 # bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
-# Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS): the
-# port sets NNODES to a number, so bash computes it at run time and runs nothing else.
-_SIZE_ARITHMETIC = re.compile(r"\$\(\((?=[^)]*\bNNODES\b)(?:[\d\s+*/%()-]|\bNNODES\b)+\)\)")
+# Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS), and the
+# count Slurm sets for a node's CPUs (a translated job-wide CPU count): the port sets NNODES to a number,
+# slurmd sets SLURM_CPUS_ON_NODE to one, so bash computes it (nested too) at run time and runs nothing else.
+_SIZE_ARITHMETIC = re.compile(r"\$\(\((?=[^)]*\bNNODES\b)(?:[\d\s+*/%()-]|\$\(\(|\bNNODES\b|\bSLURM_CPUS_ON_NODE\b)+\)\)")
 
 
 

@@ -90,6 +90,12 @@ def require_port_facts(intent: JobIntent, source_name: str = "<text>") -> None:
         hint = next((f". {note}" for note in intent.notes if note.startswith("the program is not in the script (")), "")
         raise MapleError(f"{source_name}: cannot port without {', '.join(missing)} (not found in the script); "
                          f"give {given}{hint}")
+    if intent.launcher == "ray":  # a Ray cluster's driver: the templates start ranks, not Ray's runtime per node
+        size = f" ({intent.world_size} GPU workers on {intent.nodes} nodes)" if intent.world_size and intent.nodes else ""
+        raise MapleError(f"{source_name}: the program runs on a Ray cluster{size} that `ray start --head` on one node and "
+                         "`ray start --address` on each other node make; maple's launch templates start ranks, not Ray's "
+                         "runtime, and the driver alone would run on 1 node: write the target's Ray start per node "
+                         "(Ray's 'Deploying on Slurm' guide) around the program, then run it there")
 
 
 def _allocation_size(intent: JobIntent, profile: ClusterProfile) -> tuple[int, Queue, str]:

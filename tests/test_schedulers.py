@@ -13,7 +13,8 @@ from maple_ci.schedulers.jobvars import translate
 
 UNITS = schedulers.all()
 CONCEPTS = {"submit_dir", "job_id", "job_name", "array_index", "nodes", "ranks", "ranks_per_node", "node_list",
-            "node_file", "rank", "local_rank", "cpus_per_task"}  # cpus_per_task: the trace's job (Slurm's -c)
+            "node_file", "rank", "local_rank", "cpus_per_task",  # cpus_per_task: the trace's job (Slurm's -c)
+            "cpus", "gpus", "cpus_on_node", "node_cpus"}  # the job's CPUs and GPUs in all, a node's CPUs (NCI Gadi's names)
 ids = [unit.name for unit in UNITS]
 
 
@@ -116,10 +117,15 @@ def test_job_variables_translate_to_every_other_scheduler(source, target):
     for concept, names in source.job_vars.items():
         for name in set(names) - source.helper_vars:
             theirs = target.job_vars.get(concept)
+            on_node = (target.job_vars.get("cpus_on_node") or [None])[0]
             if concept in {"nodes", "ranks", "ranks_per_node"}:
                 assert "NNODES" in translate(f"${name}", target.name, 4) or concept == "ranks_per_node"
             elif theirs:
                 assert translate(f"${{{name}}}/x", target.name, 4) == f"${{{theirs[0]}}}/x"
+            elif concept == "cpus" and on_node:  # the job's CPUs: a node's over the port's nodes
+                assert translate(f"${name}", target.name, 4) == f"$(({on_node} * NNODES))"
+            elif concept == "node_cpus" and on_node:
+                assert translate(f"${{{name}}}/x", target.name, 4) == f"${{{on_node}}}/x"
             else:
                 with pytest.raises(MapleError, match=name):
                     translate(f"${name}", target.name, 4)

@@ -185,8 +185,7 @@ class Expander:
             end = len(raw) if end < 0 else end + 1
             value = self._substitution(raw[i + 1:end - 1])
         elif raw.startswith("$((", i):
-            end = raw.find("))", i)
-            end = len(raw) if end < 0 else end + 2
+            end = closing(raw, i + 1)  # past the "))" that closes it: nested $(( )) and ( ) inside too
             value = self._arithmetic(raw[i + 3:end - 2])
         elif raw.startswith("$(", i):
             end = closing(raw, i + 1)

@@ -94,7 +94,18 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     else:
         module = _console_module(entry, shell)
         candidates = [f"{module}.py", f"{module}/__init__.py"] if module else []
-    return next((text for text in map(shell.read, candidates) if text), "")
+    return next((text for text in map(shell.read, [*candidates, *_checkout_tails(entry)]) if text), "")
+
+
+def _checkout_tails(path: str) -> list[str]:
+    """A program at a site path (`$HOME/examples/keras_mnist/mnist.py`, `/work/me/repo/train.py`):
+    its trailing folder/file parts, longest first, down to its folder and file, which the checkout may
+    hold (the repository cloned there on the site)."""
+    parts = path.split("/")
+    if len(parts) < 3 or not path.endswith(".py"):
+        return []
+    tails = ["/".join(parts[-k:]) for k in range(len(parts) - 1, 1, -1)]
+    return [tail for tail in tails if "$" not in tail and not tail.startswith("/")]
 
 
 def _console_module(word: str, shell: "Shell") -> Optional[str]:

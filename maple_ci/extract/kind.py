@@ -13,9 +13,10 @@ import yaml
 
 from .directives import count
 from .frameworks import LIGHTNING_CONSOLES, other_framework, program_source, tensorflow_strategy
-from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
+from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, RANK_VARIABLES
 from .launch import Launch
 from .options import last
+from .ray_cluster import vllm_strategy
 from .walk import Shell
 
 
@@ -90,6 +91,20 @@ def _parallel_sizes(args: list[str], resolve) -> list[Optional[int]]:
 _CONFIG_DEGREE = {kind: re.compile(rf"(?m)(?:^|[{{,])[ \t]*([\"']?)(?:{short}(?:_size|_degree)?|{long}(?:_model)?_parallel_(?:size|degree))"
                                    rf"\1\s*[:=]\s*(\d+)\b")
                   for kind, short, long in (("tp", "tp", "tensor"), ("pp", "pp", "pipeline"))}
+# One process that splits each batch over its node's GPUs: torch.nn.DataParallel(model), which
+# DistributedDataParallel does not match (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html, read 2026-11-29)
+_DATA_PARALLEL = re.compile(r"\bDataParallel\s*\(")
+# A Python config in InternEvo's (and ColossalAI's legacy) own words for the parallel layout,
+# `parallel = dict(zero1=..., tensor=..., pipeline=...)` (https://github.com/InternLM/InternEvo,
+# doc/en/parallel.md, read 2026-11-29): the framework decides, in a vocabulary maple does not map
+_OWN_LAYOUT = re.compile(r"(?m)^parallel\s*=\s*dict\(")
+# What forms a process group in a program's source: PyTorch's, or a framework that forms one for it
+_PROCESS_GROUP = re.compile(r"init_process_group|torch\.distributed|DistributedDataParallel|deepspeed|accelerate|"
+                            r"Accelerator|horovod|lightning|jax\.distributed|mpi4py|colossalai|composer")
+# A program built as pipeline stages: DeepSpeed's deepspeed.pipe.PipelineModule
+# (https://www.deepspeed.ai/tutorials/pipeline/) or torch.distributed.pipelining's PipelineStage
+# (https://pytorch.org/docs/stable/distributed.pipelining.html), both read 2026-11-29
+_PIPELINE = re.compile(r"\b(?:PipelineModule|PipelineStage)\b")
 # A program that shards its layers over the ranks with PyTorch's tensor-parallel API
 _TP_API = re.compile(r"\b(?:ColwiseParallel|RowwiseParallel)\b|\bparallelize_module\(")
 
@@ -143,17 +158,20 @@ def deepspeed_config(launch: Launch) -> Optional[str]:
 
 def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[str],
               ds_cfg: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], program: str) -> Optional[str]:
-    """The first of these that decides: model-parallel sizes, accelerate's options or config, the
-    program's arguments, the DeepSpeed config, FSDP in the program; else data parallel by size."""
+    """The first of these that decides: model-parallel sizes, pipeline stages in the program,
+    accelerate's options or config, the program's arguments, the DeepSpeed config, FSDP in the
+    program; else data parallel by size (one process: DataParallel's dp or single)."""
     if launch is None:
         return None
     resolve, args = launch.shell.resolve, launch.args
     acc = next((o for n, o in launch.stages if n == "accelerate"), None)
     steps = (lambda: _model_parallel(args, resolve, program),
+             lambda: "pp" if _PIPELINE.search(program) else NEXT,
              lambda: _accelerate_strategy(acc, acc_path, acc_cfg, resolve),
              lambda: _argument_strategy(args, resolve),
              lambda: _deepspeed_strategy(ds_path, ds_cfg),
              lambda: "fsdp" if _FSDP.search(program) else NEXT,
+             lambda: None if _OWN_LAYOUT.search(program) or _shards(launch, program) else NEXT,
              lambda: _accelerate_default(acc, acc_path))
     for step in steps:
         found = step()
@@ -161,7 +179,9 @@ def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[s
             return found
     if world is None:  # a size chosen at run time: data parallel when the launch is parallel at all
         return "ddp" if launch.names() & (MPI_LAUNCHERS | DL_LAUNCHERS) else None
-    return "single" if world == 1 else "ddp"
+    if world == 1:
+        return "dp" if _DATA_PARALLEL.search(program) else "single"
+    return "ddp"
 
 
 NEXT = object()  # a step of `strategy` that does not decide
@@ -187,9 +207,22 @@ def own_strategy(framework: str, launch: Optional[Launch], program: str, world: 
         named = tensorflow_strategy(program)
     elif framework == "llamafactory" and launch is not None:
         named = _llamafactory_strategy(launch)
+    elif framework == "vllm" and launch is not None:
+        named = vllm_strategy(launch)
     if named or (framework in REPLICAS and not (world == 1 and (gpus_per_node or 1) > 1)):
         return named or NEXT
     return "single" if world == 1 and gpus_per_node == 1 else None
+
+
+def _shards(launch: Launch, program: str) -> bool:
+    """Whether each process is handed its own rank as a positional argument (`gen.py 8
+    $OMPI_COMM_WORLD_RANK`: a shard of independent work) by a program whose source, in the checkout,
+    forms no process group: processes, but no strategy."""
+    ranks = {f"${name}" for name in RANK_VARIABLES} | {f"${{{name}}}" for name in RANK_VARIABLES}
+    args = launch.args
+    positional = [arg for i, arg in enumerate(args) if not (i and args[i - 1].startswith("-"))]
+    return (bool(ranks & set(positional)) and bool(program_source(launch.entry, launch.shell))
+            and not _PROCESS_GROUP.search(program))
 
 
 def _llamafactory_strategy(launch: Launch) -> Optional[str]:

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from ..data_cache import load_yaml
 from .options import Spec, count_ranks, last, option_name, parse_options
 
-__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
+__all__ = ["DL_LAUNCHERS", "MPI_LAUNCHERS", "RANK_VARIABLES", "Launcher", "Spec", "grammar", "last", "launcher", "names", "option_name",
            "parse_options"]
 
 
@@ -92,3 +92,5 @@ def grammar(name: str) -> Spec:
 
 MPI_LAUNCHERS = frozenset(name for name, entry in _registry().items() if entry.kind == "mpi")
 DL_LAUNCHERS = frozenset(name for name, entry in _registry().items() if entry.kind == "dl")
+# The variables a launcher sets to each process's global rank (its `trace: env: rank:` list)
+RANK_VARIABLES = frozenset(name for entry in _registry().values() for name in ((entry.trace or {}).get("env") or {}).get("rank", ()))

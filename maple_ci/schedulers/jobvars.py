@@ -43,7 +43,16 @@ def _target_value(concept: str, target, per_node: int) -> Optional[str]:
     if concept == "ranks_per_node":
         return str(per_node)
     names = target.job_vars.get(concept)
-    return names[0] if names else None
+    if names:
+        return names[0]
+    derived = _DERIVED.get(concept)
+    on_node = target.job_vars.get(derived[0]) if derived else None
+    return derived[1].format(on_node[0]) if on_node else None
+
+
+# The job's CPUs the target names no variable for, from its per-node count over the port's $NNODES
+# (its nodes are alike); one node's CPUs under a site's name (Gadi's) as the target's own
+_DERIVED = {"cpus": ("cpus_on_node", "({} * NNODES)"), "node_cpus": ("cpus_on_node", "{}")}
 
 
 def _written(value: str, braced: bool, bare: bool) -> str:

@@ -123,6 +123,11 @@ class Pbs(Scheduler):
         "ranks": ("PBS_NP",),
         "ranks_per_node": ("PBS_NUM_PPN",),
         "node_file": ("PBS_NODEFILE",),
+        # NCI Gadi's: the job's CPUs and GPUs in all, and the CPUs of one node of its queue (NCI, "PBS
+        # Environment Variables", https://opus.nci.org.au, read 2026-11-29; other PBS sites set none of them)
+        "cpus": ("PBS_NCPUS",),
+        "gpus": ("PBS_NGPUS",),
+        "node_cpus": ("PBS_NCI_NCPUS_PER_NODE",),
     }
     # PBS Professional User's Guide, "Environment Variables"
     # (https://help.altair.com/2022.1.0/PBS%20Professional/PBSUserGuide2022.1.pdf, read 2026-11-25), and NCI

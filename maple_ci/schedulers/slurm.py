@@ -94,6 +94,9 @@ class Slurm(Scheduler):
         "rank": ("SLURM_PROCID",),
         "local_rank": ("SLURM_LOCALID",),
         "cpus_per_task": ("SLURM_CPUS_PER_TASK",),
+        # the CPUs the job holds on the node the batch script runs on (sbatch(1), OUTPUT ENVIRONMENT
+        # VARIABLES, https://slurm.schedmd.com/sbatch.html, read 2026-11-29)
+        "cpus_on_node": ("SLURM_CPUS_ON_NODE",),
     }
     # sbatch(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/sbatch.html, read 2026-11-25
     job_environment = frozenset({"SLURMD_NODENAME", *(f"SLURM_{name}" for name in (

@@ -48,7 +48,9 @@ class Allocation:
         values = {"submit_dir": submit_dir, "job_id": "424242", "job_name": job_name,
                   "nodes": str(len(self.nodes)), "node_list": ",".join(self.nodes), "node_file": f"{home}/nodefile",
                   "ranks": self.ntasks and str(self.ntasks), "ranks_per_node": self.ntasks_per_node and str(self.ntasks_per_node),
-                  "array_index": "0" if self.array else None, "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task)}
+                  "array_index": "0" if self.array else None, "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task),
+                  "cpus": str(self.cpus_per_node * len(self.nodes)), "gpus": str(self.gpus_per_node * len(self.nodes)),
+                  "cpus_on_node": str(self.cpus_per_node), "node_cpus": str(self.cpus_per_node)}
         env = {name: values[concept] for concept, names in unit.job_vars.items()
                for name in names if values.get(concept)}
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}

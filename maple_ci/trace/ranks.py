@@ -19,6 +19,13 @@ def number(value) -> int | None:
         return None
 
 
+def indexed(nodes: list, index, entries_per_node: int) -> list:
+    """The node holding entry `index` of a list with `entries_per_node` entries per node (pbsdsh -n);
+    every node without an index."""
+    i = number(index)
+    return nodes if i is None else [nodes[min(i // entries_per_node, len(nodes) - 1)]]
+
+
 def traced(world: int, per_node: int) -> list:
     """Which ranks run: every rank of the first two nodes and the last rank, MAX_RANKS at most."""
     chosen = [r for r in range(min(world, 2 * per_node))] + [world - 1]

@@ -253,6 +253,9 @@ def python(name: str, argv: list) -> int:
         return dispatch(MODULE_LAUNCHERS[rest[1]], rest[2:])
     if rest[:1] == ["-c"]:
         return python_code(name, rest)
+    file = os.path.basename(rest[0]) if rest else ""
+    if file.endswith(".py") and GRAMMARS.get(file, {}).get("kind") == "console":  # a launcher written in Python (deepy.py)
+        return dispatch(file, rest[1:])
     record("program", [name, *argv], env=dict(os.environ))
     return 0
 
@@ -285,6 +288,10 @@ def remote(name: str, argv: list) -> int:
     opts, rest = parse_options(argv, spec(name))
     hosts = [h for w in opts.get("w", []) for h in w.split(",")] or rest[:1]
     command = rest if opts.get("w") else rest[1:]
+    t = GRAMMARS[name]["trace"] or {}
+    if t.get("node_index_option"):  # pbsdsh: the job's own nodes, or the one holding an index of its list
+        entries = int(ALLOC["cpus_per_node"]) if t.get("index_entries_per_node") == "cpus" else 1
+        hosts, command = ranks.indexed(job_nodes(), last(opts, t["node_index_option"]), entries), rest[rest[:1] == ["--"]:]
     record("launch", [name, *argv], launcher=name, nodes=hosts, command=command)
     status = 0
     for host in hosts[:ranks.MAX_RANKS]:

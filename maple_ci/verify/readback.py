@@ -75,10 +75,16 @@ def _program(back: JobIntent, intent: JobIntent) -> Check:
 _VARIABLE = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
 
 
-def _as_port_reads(word: str, env: dict[str, str]) -> str:
+def as_port_reads(word: str, env: dict[str, str]) -> str:
     """A source word with the variables the port sets put in, as the reader does on the port
     (the source's `$TMPDIR/x` reads `/tmp/x` on a target that exports TMPDIR=/tmp)."""
-    return _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+    word = _VARIABLE.sub(lambda m: env.get(m.group(1) or m.group(2), m.group(0)), word)
+    # inside $(( )) a name is read bare (`$((NNODES * 4))`, a translated job variable)
+    return _ARITHMETIC.sub(lambda m: "$((" + _NAME.sub(lambda n: env.get(n.group(0), n.group(0)), m.group(1)) + "))", word)
+
+
+_ARITHMETIC = re.compile(r"\$\(\((.*)\)\)")
+_NAME = re.compile(r"(?<![$\w])[A-Za-z_]\w*")
 
 
 def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta, want: list[str]) -> Check:
@@ -89,7 +95,7 @@ def _arguments(back: JobIntent, intent: JobIntent, template: TemplateMeta, want:
     if deepspeed_notes(intent, template) and got[len(want):len(want) + 1] == ["--deepspeed_config"]:
         got = got[:len(want)] + got[len(want) + 2:]
     problem = None
-    if got != want and [_as_port_reads(carried(word), back.env) for word in want] != got:
+    if got != want and [as_port_reads(carried(word), back.env) for word in want] != got:
         index = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
         source = repr(want[index]) if index < len(want) else "nothing"
         port = repr(got[index]) if index < len(got) else "nothing"
