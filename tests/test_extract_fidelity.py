@@ -172,3 +172,17 @@ def test_the_submit_line_shows_the_job_s_arguments_where_the_scheduler_passes_th
 ])
 def test_a_request_that_corrects_itself_means_the_value_said_last(text, nodes):
     assert extract(text).nodes == nodes
+
+
+def test_a_script_named_relative_to_the_working_directory_reads_its_program(tmp_path, monkeypatch):
+    """`maple extract job.sh` from the script's own folder, below the checkout's root, reads the
+    program's file as from anywhere else (its imports say TensorFlow)."""
+    from maple_ci.extract import extract
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "job.sh").write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\nsrun python train.py\n")
+    (tmp_path / "sub" / "train.py").write_text("import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n")
+    monkeypatch.chdir(tmp_path / "sub")
+    intent = extract(Path("job.sh").read_text(), "job.sh")
+    assert (intent.framework, intent.strategy) == ("tensorflow", "mirrored")

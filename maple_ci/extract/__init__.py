@@ -92,9 +92,11 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
     if _SCRIPT_HINT.search(text) or (_LAUNCH_LINE.search(text) and not one_line_prose):
         if base_dir is None and name != "<text>" and Path(name).is_file():
             base_dir = Path(name).parent
+        # absolute, so that the walk's paths relative to the root hold from any working directory
+        base_dir = Path(base_dir).resolve() if base_dir is not None else None
         if root is None and base_dir is not None:
-            root = checkout_root(Path(base_dir) / "script")
-        return extract_script(text, base_dir, name, root)
+            root = checkout_root(base_dir / "script")
+        return extract_script(text, base_dir, name, Path(root).resolve() if root is not None else None)
     return extract_request(text)
 
 
