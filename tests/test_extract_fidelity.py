@@ -177,6 +177,8 @@ def test_a_request_that_corrects_itself_means_the_value_said_last(text, nodes):
 def test_a_script_named_relative_to_the_working_directory_reads_its_program(tmp_path, monkeypatch):
     """`maple extract job.sh` from the script's own folder, below the checkout's root, reads the
     program's file as from anywhere else (its imports say TensorFlow)."""
+    from pathlib import Path
+
     from maple_ci.extract import extract
 
     (tmp_path / ".git").mkdir()
