@@ -145,6 +145,7 @@ def default_per_node(g: dict) -> int:
 
 def mpi_launch(name: str, argv: list) -> int:
     opts, command = parse_options(argv, spec(name))
+    opts = inherited(GRAMMARS[name], opts)
     if not command:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
@@ -155,9 +156,22 @@ def mpi_launch(name: str, argv: list) -> int:
     for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
         env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
-               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **ranks.bound_devices(opts, rank % per_node)}
+               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name),
+               **ranks.bound_devices(GRAMMARS[name], opts, rank % per_node, len(nodes))}
         status = max(status, run(command, env))
     return status
+
+
+def inherited(g: dict, opts: dict) -> dict:
+    """The job's variables a launcher reads as its options (the trace block's `env_options`: srun's
+    SLURM_NTASKS is -n), where its command line gives no option of that kind (tasks, or devices)."""
+    devices = g["trace"].get("devices") or {}
+    device_options = {devices.get("per_task"), devices.get("total"), *devices.get("per_node", ())}
+    read = g["trace"].get("env_options", {})
+    kinds = (device_options, set(read.values()) - device_options)
+    blocked = set().union(*(kind for kind in kinds if kind & set(opts)))
+    found = {option: [os.environ[var]] for var, option in read.items() if os.environ.get(var) and option not in blocked}
+    return {**found, **opts}
 
 
 def in_working_directory(g: dict, command: list) -> list:
@@ -189,6 +203,7 @@ def dl_launch(name: str, argv: list) -> int:
     master = settings.get("master_addr") or ranks.rendezvous_host(settings) or ALLOC["nodes"][0]
     variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
     extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
+    extra_env.update(ranks.listed_devices(g, settings))
     status = 0
     for local in range(min(per_node, ranks.MAX_RANKS)):
         rank = node_rank * per_node + local
