@@ -125,6 +125,17 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
             "it must be changed for that, or ported with its own launcher line (--entrypoint)")
 
 
+def device_notes(intent: JobIntent, template: TemplateMeta, devices: int, node_devices: int) -> list[str]:
+    """One process that sees fewer than its node's devices (a single-device port on a node it shares):
+    said in the header, since a program that uses every device it sees (JAX, DataParallel) gets only
+    those; the trace gate reads "devices"."""
+    if template.strategy != "single" or devices >= node_devices:
+        return []
+    given = f"{intent.gpus_per_node} GPU(s)" if intent.gpus_per_node else "no device count"
+    return [f"the program runs as one process that sees {devices} of the node's {node_devices} devices: the source "
+            f"asks for {given} for it; a program that uses every device it sees uses {devices} here"]
+
+
 def _separate_nodes(intent: JobIntent, nodes: Optional[int]) -> Optional[str]:
     """A per-node launcher told its node's rank from outside the job (`qsub -v NODE_RANK=1`, ssh per
     node, by hand): the source is one node of a rendezvous whose other nodes start separately."""

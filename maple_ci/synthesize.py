@@ -39,7 +39,7 @@ from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
-from .process_model import model_notes, start_notes
+from .process_model import device_notes, model_notes, start_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
 
@@ -361,6 +361,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
+    job.notes += device_notes(intent, template, job.devices, profile.devices_per_node)
     job.notes += deepspeed_notes(intent, template)
     carried = carry(intent, template)
     job.notes += carried.notes

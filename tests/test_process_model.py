@@ -129,3 +129,20 @@ def test_a_source_one_per_device_keeps_its_model_with_no_process_note(tmp_path):
     (tmp_path / "train.py").write_text("import torch\n")
     [result] = port_intent(extract_script(text), ["perlmutter"], "job.sh", tmp_path / "out", source_text=text)
     assert "process(es) per node" not in header_of(result.script)
+
+
+def test_one_process_given_fewer_than_its_nodes_devices_says_so_and_the_gate_agrees(tmp_path):
+    """A bare machine's single process sees every device of it; the single-device port gives it one
+    of a shared node's, a deliberate change the header names."""
+    text = "#!/bin/sh\nset -e\nexec python3 -u infer.py --batch 8\n"
+    (tmp_path / "infer.py").write_text("import torch\n")
+    (tmp_path / "run.sh").write_text(text)
+    source = trace_script(tmp_path / "run.sh", checkout=tmp_path)
+    [result] = port_intent(extract_script(text, base_dir=tmp_path), ["perlmutter"], "run.sh", tmp_path / "out",
+                           source_text=text)
+    header = header_of(result.script)
+    assert "one process that sees 1 of the node's 4 devices" in header
+    port = trace_script(tmp_path / "run.sh", cluster="perlmutter", nodes=len(source.allocation.nodes), checkout=tmp_path,
+                        text=result.script)
+    assert [d.kind for d in compare(source, port, "")] == ["devices"]
+    assert compare(source, port, header) == []
