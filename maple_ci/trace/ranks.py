@@ -30,6 +30,18 @@ def rank_env(g: dict, rank: int, local: int, per_node: int, world: int, node_ind
     return {var: str(values[concept]) for concept, names in g["trace"].get("env", {}).items() for var in names}
 
 
+def inherited(g: dict, opts: dict, env) -> dict:
+    """The job's variables a launcher reads as its options (the trace block's `env_options`: srun's
+    SLURM_NTASKS is -n), where its command line gives no option of that kind (tasks, or devices)."""
+    devices = g["trace"].get("devices") or {}
+    device_options = {devices.get("per_task"), devices.get("total"), *devices.get("per_node", ())}
+    read = g["trace"].get("env_options", {})
+    kinds = (device_options, set(read.values()) - device_options)
+    blocked = set().union(*(kind for kind in kinds if kind & set(opts)))
+    found = {option: [env[var]] for var, option in read.items() if env.get(var) and option not in blocked}
+    return {**found, **opts}
+
+
 def bound_devices(g: dict, opts: dict, local: int, nodes: int) -> dict:
     """The devices a task sees where the launch asks for GPUs (the trace block's `devices`): its own N
     with a per-task count (srun --gpus-per-task=N), else the step's per node, shared by the node's tasks

@@ -145,7 +145,7 @@ def default_per_node(g: dict) -> int:
 
 def mpi_launch(name: str, argv: list) -> int:
     opts, command = parse_options(argv, spec(name))
-    opts = inherited(GRAMMARS[name], opts)
+    opts = ranks.inherited(GRAMMARS[name], opts, os.environ)
     if not command:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
@@ -160,18 +160,6 @@ def mpi_launch(name: str, argv: list) -> int:
                **ranks.bound_devices(GRAMMARS[name], opts, rank % per_node, len(nodes))}
         status = max(status, run(command, env))
     return status
-
-
-def inherited(g: dict, opts: dict) -> dict:
-    """The job's variables a launcher reads as its options (the trace block's `env_options`: srun's
-    SLURM_NTASKS is -n), where its command line gives no option of that kind (tasks, or devices)."""
-    devices = g["trace"].get("devices") or {}
-    device_options = {devices.get("per_task"), devices.get("total"), *devices.get("per_node", ())}
-    read = g["trace"].get("env_options", {})
-    kinds = (device_options, set(read.values()) - device_options)
-    blocked = set().union(*(kind for kind in kinds if kind & set(opts)))
-    found = {option: [os.environ[var]] for var, option in read.items() if os.environ.get(var) and option not in blocked}
-    return {**found, **opts}
 
 
 def in_working_directory(g: dict, command: list) -> list:
@@ -202,8 +190,8 @@ def dl_launch(name: str, argv: list) -> int:
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
     master = settings.get("master_addr") or ranks.rendezvous_host(settings) or ALLOC["nodes"][0]
     variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
-    extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
-    extra_env.update(ranks.listed_devices(g, settings))
+    extra_env = {**{var: str(settings[option]) for option, var in variables.items() if option in settings},
+                 **ranks.listed_devices(g, settings)}
     status = 0
     for local in range(min(per_node, ranks.MAX_RANKS)):
         rank = node_rank * per_node + local
