@@ -125,6 +125,14 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
             "it must be changed for that, or ported with its own launcher line (--entrypoint)")
 
 
+def drives_its_machine(intent: JobIntent) -> bool:
+    """One process on a machine of its own (no scheduler, no launcher) written with a framework that
+    uses every device it sees (JAX's local devices; a MirroredStrategy's visible GPUs,
+    https://www.tensorflow.org/guide/distributed_training, read 2026-11-29): it had the whole machine."""
+    return intent.scheduler == "none" and intent.launcher == "python" and \
+        (intent.framework == "jax" or intent.strategy == "mirrored")
+
+
 def device_notes(intent: JobIntent, template: TemplateMeta, devices: int, node_devices: int) -> list[str]:
     """One process that sees fewer than its node's devices (a single-device port on a node it shares):
     said in the header, since a program that uses every device it sees (JAX, DataParallel) gets only
@@ -132,8 +140,9 @@ def device_notes(intent: JobIntent, template: TemplateMeta, devices: int, node_d
     if template.strategy != "single" or devices >= node_devices:
         return []
     given = f"{intent.gpus_per_node} GPU(s)" if intent.gpus_per_node else "no device count"
-    return [f"the program runs as one process that sees {devices} of the node's {node_devices} devices: the source "
-            f"asks for {given} for it; a program that uses every device it sees uses {devices} here"]
+    return [f"the program runs as one process that sees {devices} of the node's {node_devices} devices (the source "
+            f"read as one process with {given}); a program that uses every device it sees (JAX, DataParallel) uses "
+            f"{devices} here, not the whole node"]
 
 
 def _separate_nodes(intent: JobIntent, nodes: Optional[int]) -> Optional[str]:

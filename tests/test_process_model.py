@@ -146,3 +146,17 @@ def test_one_process_given_fewer_than_its_nodes_devices_says_so_and_the_gate_agr
                         text=result.script)
     assert [d.kind for d in compare(source, port, "")] == ["devices"]
     assert compare(source, port, header) == []
+
+
+def test_a_jax_process_with_a_machine_of_its_own_keeps_the_whole_node(tmp_path):
+    """A one-process program that uses every device it sees (JAX) keeps seeing all of its node's."""
+    text = "#!/usr/bin/env bash\ncd \"$(dirname \"$0\")\"\npython3 fit.py --epochs 3\n"
+    (tmp_path / "fit.py").write_text("import jax\nprint(jax.devices())\n")
+    (tmp_path / "go.sh").write_text(text)
+    source = trace_script(tmp_path / "go.sh", checkout=tmp_path)
+    [result] = port_intent(extract_script(text, base_dir=tmp_path), ["perlmutter"], "go.sh", tmp_path / "out",
+                           python_envs={"default": "/site/work/envs/jax"}, source_text=text)
+    port = trace_script(tmp_path / "go.sh", cluster="perlmutter", nodes=len(source.allocation.nodes), checkout=tmp_path,
+                        text=result.script)
+    assert source.ranks[-1].devices == "all" and port.ranks[-1].devices == "0,1,2,3"
+    assert compare(source, port, "") == []

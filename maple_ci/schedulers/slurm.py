@@ -178,7 +178,9 @@ class Slurm(Scheduler):
         """The batch step's GPUs on its first node (https://slurm.schedmd.com/gres.html "GPU Management", read
         2026-11-29: set "for the sbatch command" too) and counts (sbatch(1) OUTPUT ENVIRONMENT VARIABLES:
         SLURM_GPUS_PER_TASK only with --gpus-per-task). The test cluster's Slurm 22.05 gives `--gres=gpu:1`
-        CUDA_VISIBLE_DEVICES=0 and a job that asks for no GPUs none of these (tests/test_process_model.py)."""
+        CUDA_VISIBLE_DEVICES=0 and a job that asks for no GPUs none of these (tests/test_process_model.py).
+        Real Slurm sets SLURM_GPUS_PER_NODE for --gpus-per-node only; the directives' reading does not tell it
+        from --gres, so the trace sets it for both."""
         ids = ",".join(str(i) for i in range(gpus)) if gpus else None
         counts = {"SLURM_GPUS_ON_NODE": gpus, "SLURM_GPUS_PER_NODE": gpus, "SLURM_GPUS_PER_TASK": gpus and per_task}
         return {**dict.fromkeys(launcher("srun").trace["devices"]["env"], ids), "SLURM_JOB_GPUS": ids,
