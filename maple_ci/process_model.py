@@ -141,7 +141,7 @@ def device_notes(intent: JobIntent, template: TemplateMeta, devices: int, node_d
         return []
     given = f"{intent.gpus_per_node} GPU(s)" if intent.gpus_per_node else "no device count"
     return [f"the program runs as one process that sees {devices} of the node's {node_devices} devices (the source "
-            f"read as one process with {given}); a program that uses every device it sees (JAX, DataParallel) uses "
+            f"is read as giving it {given}); a program that uses every device it sees (JAX, DataParallel) uses "
             f"{devices} here, not the whole node"]
 
 
