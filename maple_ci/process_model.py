@@ -97,24 +97,52 @@ _NODE_COUNT = ("nnodes", "num_nodes", "num_machines")
 
 def start_notes(intent: JobIntent, template: TemplateMeta, ranks_per_node: int, nodes: Optional[int]) -> list[str]:
     """The header's word on how the source starts its processes where the port starts them
-    otherwise: fewer processes than devices per node, a node that joins a rendezvous of separately
+    otherwise: another count of processes per node, a node that joins a rendezvous of separately
     started nodes, and DeepSpeed's --local_rank argument."""
-    return [note for note in (_fewer_than_devices(intent, ranks_per_node), _separate_nodes(intent, nodes),
+    return [note for note in (_processes_per_node(intent, ranks_per_node), _separate_nodes(intent, nodes),
                               _local_rank_argument(intent, template)) if note]
 
 
-def _fewer_than_devices(intent: JobIntent, ranks_per_node: int) -> Optional[str]:
-    """One process per node (or a few) on nodes of several GPUs: each drives several devices itself."""
+def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]:
+    """The process model's rule (docs/trace-gate.md): the port starts one process per device; where the
+    source starts another count per node, the header says so (the trace gate reads "process(es) per
+    node"), and why it matters: fewer than the node's GPUs (each drives several, or leaves some idle),
+    or a count the program may fix itself (a shard count, InternEvo's GPU_NUMS)."""
     nodes, world, devices = intent.nodes, intent.world_size, intent.gpus_per_node
-    if not (nodes and world and devices) or world % nodes or world // nodes >= devices or intent.launcher == "python":
+    if not (nodes and world) or world % nodes or intent.launcher == "python" or world // nodes == ranks_per_node:
         return None
     started = world // nodes
     why = (" (torchrun's default: the source gives no --nproc_per_node)"
            if intent.launcher == "torchrun" and "nproc_per_node" not in intent.launcher_options else "")
-    return (f"the source starts {started} process(es) per node{why} on nodes of {devices} GPUs, so each drives "
-            f"several devices (or leaves some idle); the port starts one per device, {ranks_per_node} per node: a "
-            "program that uses several GPUs per process (DataParallel, device_map, its own workers) must be changed "
-            "for that, or ported with its own launcher line (--entrypoint)")
+    if devices and started < devices:
+        return (f"the source starts {started} process(es) per node{why} on nodes of {devices} GPUs, so each drives "
+                f"several devices (or leaves some idle); the port starts one per device, {ranks_per_node} per node: a "
+                "program that uses several GPUs per process (DataParallel, device_map, its own workers) must be "
+                "changed for that, or ported with its own launcher line (--entrypoint)")
+    return (f"the source starts {started} process(es) per node{why} ({intent.launcher}: {world} on {nodes} node(s)); "
+            f"the port starts one per device of the target's nodes, {ranks_per_node} per node: a program that fixes "
+            "its process count (a shard count, GPUs per node in its config or environment) or sizes its work by "
+            "it must be changed for that, or ported with its own launcher line (--entrypoint)")
+
+
+def drives_its_machine(intent: JobIntent) -> bool:
+    """One process on a machine of its own (no scheduler, no launcher) written with a framework that
+    uses every device it sees (JAX's local devices; a MirroredStrategy's visible GPUs,
+    https://www.tensorflow.org/guide/distributed_training, read 2026-11-29): it had the whole machine."""
+    return intent.scheduler == "none" and intent.launcher == "python" and \
+        (intent.framework == "jax" or intent.strategy == "mirrored")
+
+
+def device_notes(intent: JobIntent, template: TemplateMeta, devices: int, node_devices: int) -> list[str]:
+    """One process that sees fewer than its node's devices (a single-device port on a node it shares):
+    said in the header, since a program that uses every device it sees (JAX, DataParallel) gets only
+    those; the trace gate reads "devices"."""
+    if template.strategy != "single" or devices >= node_devices:
+        return []
+    given = f"{intent.gpus_per_node} GPU(s)" if intent.gpus_per_node else "no device count"
+    return [f"the program runs as one process that sees {devices} of the node's {node_devices} devices (the source "
+            f"is read as giving it {given}); a program that uses every device it sees (JAX, DataParallel) uses "
+            f"{devices} here, not the whole node"]
 
 
 def _separate_nodes(intent: JobIntent, nodes: Optional[int]) -> Optional[str]:

@@ -39,7 +39,7 @@ from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
-from .process_model import model_notes, start_notes
+from .process_model import device_notes, drives_its_machine, model_notes, start_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
 
@@ -161,6 +161,10 @@ def _process_devices(intent: JobIntent, profile: ClusterProfile, notes: list[str
     sees every device of its node, a MirroredStrategy or DataParallel one the GPUs it is given), at
     most the target node's."""
     given = intent.gpus_per_node or 1
+    if intent.world_size in (None, 1) and given == 1 and drives_its_machine(intent):
+        notes.append(f"one process with the node's {profile.devices_per_node} devices: the source runs it on a machine of "
+                     f"its own, and a {intent.framework} process uses every device it sees")
+        return profile.devices_per_node
     if intent.world_size not in (None, 1) or given == 1:
         return 1
     devices = min(given, profile.devices_per_node)
@@ -367,6 +371,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
+    job.notes += device_notes(intent, template, job.devices, profile.devices_per_node)
     job.notes += deepspeed_notes(intent, template)
     carried = carry(intent, template)
     job.notes += carried.notes

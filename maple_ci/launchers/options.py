@@ -118,3 +118,13 @@ def count_ranks(alternatives, value) -> Optional[int]:
                 product *= v
             return product
     return None
+
+
+def gres_gpus(value: str) -> Optional[int]:
+    """GPUs per node in a Slurm --gres=gpu[:type][:count][,other...] (a plain `gpu` is one): sbatch's
+    directive and srun's option, read by the Slurm unit and the trace's srun stand-in alike."""
+    for item in value.split(","):
+        parts = item.split("(")[0].split(":")
+        if parts[0] == "gpu":
+            return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+    return None

@@ -176,6 +176,11 @@ class Scheduler:
     def __repr__(self) -> str:
         return f"<scheduler {self.name}>"
 
+    def device_env(self, gpus: Optional[int], per_task: Optional[int]) -> dict:
+        """The GPU variables of a batch job holding `gpus` per node (None: it asked for none), as
+        `maple trace` emulates them: name -> value, None for one the job does not have."""
+        return {}
+
     # --- reading --------------------------------------------------------------------------------
 
     def after_prefix(self, stripped: str) -> Optional[str]:

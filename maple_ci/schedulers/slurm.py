@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ..launchers import grammar
+from ..launchers import grammar, launcher
+from ..launchers.options import gres_gpus
 from . import register
 from .base import (Directives, Option, Scheduler, as_written, gpu_count, per_node, positive, real,
                    seconds_to_walltime)
@@ -48,12 +49,7 @@ def _nodes(value: str, d: Directives) -> Optional[int]:
 
 
 def _gres_gpus(value: str, d: Directives) -> Optional[int]:
-    """GPUs per node in --gres=gpu[:type][:count][,other...]; plain `gpu` means one."""
-    for item in value.split(","):
-        parts = item.split("(")[0].split(":")
-        if parts[0] == "gpu":
-            return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
-    return None
+    return gres_gpus(value)
 
 
 def _time(value: str, d: Directives) -> Optional[str]:
@@ -70,8 +66,11 @@ def _gpus_per_node(d: Directives) -> None:
     """GPUs per node from a job-wide count or per task, where no per-node count is given."""
     if d.gpus_per_node is None and d.gpus:  # without -N and without -n, Slurm allocates one node
         d.set("gpus_per_node", per_node(d.gpus, d.nodes or (None if d.spreads else 1)), d.lines["gpus"])
-    if d.gpus_per_node is None and d.gpus_per_task and d.ntasks_per_node:
-        d.set("gpus_per_node", d.gpus_per_task * d.ntasks_per_node, d.lines["gpus_per_task"])
+    # --ntasks over --nodes, as flux.py reads its slots: an even split (the test cluster's Slurm 22.05 gives
+    # `-N 2 -n 8 --gpus-per-task=1` 4 tasks per node; an uneven count is the select plugin's to lay out)
+    tasks = d.ntasks_per_node or per_node(d.ntasks, d.nodes or (None if d.spreads else 1))
+    if d.gpus_per_node is None and d.gpus_per_task and tasks:
+        d.set("gpus_per_node", d.gpus_per_task * tasks, d.lines["gpus_per_task"])
 
 
 class Slurm(Scheduler):
@@ -177,6 +176,18 @@ class Slurm(Scheduler):
 
     def walltime(self, value: str) -> Optional[str]:
         return slurm_walltime(value)
+
+    def device_env(self, gpus: Optional[int], per_task: Optional[int]) -> dict:
+        """The batch step's GPUs on its first node (https://slurm.schedmd.com/gres.html "GPU Management", read
+        2026-11-29: set "for the sbatch command" too) and counts (sbatch(1) OUTPUT ENVIRONMENT VARIABLES:
+        SLURM_GPUS_PER_TASK only with --gpus-per-task). The test cluster's Slurm 22.05 gives `--gres=gpu:1`
+        CUDA_VISIBLE_DEVICES=0 and a job that asks for no GPUs none of these (tests/test_process_model.py).
+        Real Slurm sets SLURM_GPUS_PER_NODE for --gpus-per-node only; the directives' reading does not tell it
+        from --gres, so the trace sets it for both."""
+        ids = ",".join(str(i) for i in range(gpus)) if gpus else None
+        counts = {"SLURM_GPUS_ON_NODE": gpus, "SLURM_GPUS_PER_NODE": gpus, "SLURM_GPUS_PER_TASK": gpus and per_task}
+        return {**dict.fromkeys(launcher("srun").trace["devices"]["env"], ids), "SLURM_JOB_GPUS": ids,
+                **{name: value and str(value) for name, value in counts.items()}}
 
     def finish(self, last: dict[str, Option], d: Directives) -> None:
         d.spreads = not d.nodes_given and bool(d.ntasks or d.gpus)

@@ -35,6 +35,8 @@ class Allocation:
     node_file_var: Optional[str] = None
     tasks_per_node_var: Optional[str] = None
     array: bool = False
+    job_gpus: Optional[int] = None  # the GPUs per node the job asks for (None: none asked; a site may give all)
+    gpus_per_task: Optional[int] = None
 
     def as_data(self) -> dict:
         return {**asdict(self), "addresses": {n: f"192.0.2.{i + 1}" for i, n in enumerate(self.nodes)}}
@@ -53,6 +55,8 @@ class Allocation:
                   "cpus_on_node": str(self.cpus_per_node), "node_cpus": str(self.cpus_per_node)}
         env = {name: values[concept] for concept, names in unit.job_vars.items()
                for name in names if values.get(concept)}
+        env.update(unit.device_env(self.job_gpus, self.gpus_per_task))
+        env = {name: value for name, value in env.items() if value is not None}
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
 
 
@@ -79,7 +83,8 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
                       ntasks=tasks, ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
-                      array="array" in str(d.dropped))
+                      array="array" in str(d.dropped), job_gpus=d.gpus_per_node and min(d.gpus_per_node, gpus),
+                      gpus_per_task=d.gpus_per_task)
 
 
 @lru_cache(maxsize=1)

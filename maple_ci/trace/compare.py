@@ -136,7 +136,8 @@ def _env_differences(source: Rank, port: Rank) -> list:
 def launcher_vars() -> frozenset:
     """Every variable a launcher sets for its workers (grammars.yaml's trace blocks): compared
     through the process model, not one by one."""
-    return frozenset(name for g in grammars().values() for names in (g["trace"] or {}).get("env", {}).values()
+    trace = [g["trace"] or {} for g in grammars().values()]
+    return frozenset(name for t in trace for names in [*t.get("env", {}).values(), (t.get("devices") or {}).get("env", ())]
                      for name in names) | {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                                             "ZE_AFFINITY_MASK"} | NODE_VARS  # SkyPilot's node rank, as srun's
 

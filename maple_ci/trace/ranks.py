@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from launch_options import last  # bound in from maple_ci/launchers/options.py
+from launch_options import gres_gpus, last  # bound in from maple_ci/launchers/options.py
 
 MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
 
@@ -37,12 +37,41 @@ def rank_env(g: dict, rank: int, local: int, per_node: int, world: int, node_ind
     return {var: str(values[concept]) for concept, names in g["trace"].get("env", {}).items() for var in names}
 
 
-def bound_devices(opts: dict, local: int) -> dict:
-    """srun --gpus-per-task=N: Slurm gives each task its own N devices (CUDA_VISIBLE_DEVICES)."""
-    each = number(last(opts, "gpus_per_task"))
-    if not each:
+def inherited(g: dict, opts: dict, env) -> dict:
+    """The job's variables a launcher reads as its options (the trace block's `env_options`: srun's
+    SLURM_NTASKS is -n), where its command line gives no option of that kind (tasks, or devices)."""
+    devices = g["trace"].get("devices") or {}
+    device_options = {devices.get("per_task"), devices.get("total"), *devices.get("per_node", ())}
+    read = g["trace"].get("env_options", {})
+    kinds = (device_options, set(read.values()) - device_options)
+    blocked = set().union(*(kind for kind in kinds if kind & set(opts)))
+    found = {option: [env[var]] for var, option in read.items() if env.get(var) and option not in blocked}
+    return {**found, **opts}
+
+
+def bound_devices(g: dict, opts: dict, local: int, nodes: int) -> dict:
+    """The devices a task sees where the launch asks for GPUs (the trace block's `devices`): its own N
+    with a per-task count (srun --gpus-per-task=N), else the step's per node, shared by the node's tasks
+    (--gpus-per-node, --gres=gpu:N, --gpus over the nodes). Nothing asked: the job's, inherited."""
+    devices = (g["trace"] or {}).get("devices")
+    if not devices:
         return {}
-    return {"CUDA_VISIBLE_DEVICES": ",".join(str(local * each + i) for i in range(each))}
+    each = number(last(opts, devices["per_task"]))
+    first = local * each if each else 0
+    shared = next(((gres_gpus if name == "gres" else number)(last(opts, name)) for name in devices["per_node"]
+                   if last(opts, name)), None)
+    total = number(last(opts, devices["total"]))
+    count = each or shared or (total and -(-total // max(nodes, 1)))
+    if not count:
+        return {}
+    return dict.fromkeys(devices["env"], ",".join(str(first + i) for i in range(count)))
+
+
+def listed_devices(g: dict, settings: dict) -> dict:
+    """A per-node launcher's device list option (accelerate --gpu_ids 1,2; `all` keeps every device)."""
+    devices = (g["trace"] or {}).get("devices") or {}
+    listed = settings.get(devices.get("list", ""))
+    return dict.fromkeys(devices["env"], str(listed)) if listed and str(listed) != "all" else {}
 
 
 def worker_command(name: str, opts: dict, command: list) -> list:

@@ -145,6 +145,7 @@ def default_per_node(g: dict) -> int:
 
 def mpi_launch(name: str, argv: list) -> int:
     opts, command = parse_options(argv, spec(name))
+    opts = ranks.inherited(GRAMMARS[name], opts, os.environ)
     if not command:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
@@ -155,7 +156,8 @@ def mpi_launch(name: str, argv: list) -> int:
     for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
         env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
-               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **ranks.bound_devices(opts, rank % per_node)}
+               "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name),
+               **ranks.bound_devices(GRAMMARS[name], opts, rank % per_node, len(nodes))}
         status = max(status, run(command, env))
     return status
 
@@ -188,7 +190,8 @@ def dl_launch(name: str, argv: list) -> int:
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=[node()], command=command)
     master = settings.get("master_addr") or ranks.rendezvous_host(settings) or ALLOC["nodes"][0]
     variables = {**g["behaviour"], **g["trace"].get("mode_env", {})}
-    extra_env = {var: str(settings[option]) for option, var in variables.items() if option in settings}
+    extra_env = {**{var: str(settings[option]) for option, var in variables.items() if option in settings},
+                 **ranks.listed_devices(g, settings)}
     status = 0
     for local in range(min(per_node, ranks.MAX_RANKS)):
         rank = node_rank * per_node + local
