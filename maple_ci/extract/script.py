@@ -283,11 +283,22 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     setup, named = setup_notes(shell, launch, line, [x for x in d.dropped if _ARRAY.search(x)])
     notes += _not_carried(d, shell, launch, named) + setup
     notes += [note for note in shell.notes if note not in notes]
-    if launch and PASS_THROUGH in launch.args:
-        notes.append('the program takes the job\'s own arguments ("$@"), as the source does: give them after the '
-                     "script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a job "
-                     "script: there, write them into the launch line")
+    taken = _job_arguments(launch)
+    if taken:
+        notes.append(f"the program takes the job's own arguments ({', '.join(taken)}), as the source does: give them "
+                     "after the script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a "
+                     "job script: there, write them into the launch line")
     return notes
+
+
+# The job script's own arguments as a launch word reads them: "$@", $1, ${10}
+_POSITIONAL = re.compile(re.escape(PASS_THROUGH) + r"|\$[1-9]|\$\{[1-9][0-9]*\}")
+
+
+def _job_arguments(launch: Optional[Launch]) -> list[str]:
+    """The job's own arguments the launch passes on (kept as shell words by the port: shell_word)."""
+    words = [launch.entry or "", *launch.args] if launch else []
+    return sorted({found for word in words for found in _POSITIONAL.findall(word)})
 
 
 # Commands that report, plus the set-up commands the port replaces with its own (module, conda, pip, python)
