@@ -42,6 +42,7 @@ from .programs import describe, model_parallel, nodes_that_fit, port_arguments, 
 from .process_model import model_notes, start_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
+from .schedulers.arrays import directive_value
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -65,6 +66,7 @@ class Job:
     port: int
     gpu_request: Optional[str]
     notes: list[str] = field(default_factory=list)
+    array: Optional[str] = None  # the job array directive's value in the target's form (schedulers/arrays.py)
 
 
 def _stem(source_name: str) -> str:
@@ -352,6 +354,9 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += _literal_argument_notes(intent.script_args)
+    if intent.array:  # port.py refuses a target with no array form before rendering
+        job.array, array_notes = directive_value(intent.array, profile.scheduler)
+        job.notes += array_notes
     module, program = split_entrypoint(intent.entrypoint)
     container = port_container(intent, profile, template.launcher)
     per_device = template.launcher in PER_DEVICE_LAUNCHERS

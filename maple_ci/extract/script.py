@@ -14,6 +14,7 @@ from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, TEMPLATE_FRAMEWORKS, JobIntent
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from ..profile_files import cluster_data
+from ..schedulers.arrays import from_dropped, parse as parse_array
 from . import kind
 from .. import schedulers
 from .candidates import from_arguments, program_hint
@@ -136,6 +137,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         config_options=config_options(cfg.accelerate),
         container=_container(launch, d),
         wrapper=launch.wrapper if launch else [],
+        array=from_dropped(d.dropped),
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
     strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
@@ -280,7 +282,8 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     if launch:
         notes += [note for note in launch.notes if note not in notes]
     line = next((n for n, _, found in shell.commands if found is launch), None) if launch else None
-    setup, named = setup_notes(shell, launch, line, [x for x in d.dropped if _ARRAY.search(x)])
+    array = [x for x in d.dropped if _ARRAY.search(x)]
+    setup, named = setup_notes(shell, launch, line, None if from_dropped(array) else array)
     notes += _not_carried(d, shell, launch, named) + setup
     notes += [note for note in shell.notes if note not in notes]
     taken = _job_arguments(launch)
@@ -312,8 +315,9 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
     its commands besides the set-up and the launch (a port runs only its own; the user's may be
     needed: data staging, a requeue trap, a `cd`)."""
     notes = []
-    if d.dropped:
-        notes.append(f"directives not carried over: {', '.join(d.dropped)}")
+    dropped = [x for x in d.dropped if not parse_array(x)]  # an array is carried (schedulers/arrays.py)
+    if dropped:
+        notes.append(f"directives not carried over: {', '.join(dropped)}")
     kept, logging = [], {}
     for line, words, found in shell.commands:
         if found is launch or line in named:  # the launch, or set-up a note of its own names (extract/setup.py)

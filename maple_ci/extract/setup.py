@@ -29,9 +29,11 @@ _INSTALL = re.compile(r"(?:\S*/)?(?:(?:python[\d.]*\s+-m\s+)?pip\d?|uv\s+pip|con
 _BINDING = ("cpu_bind", "hint", "distribution", "bind_to", "map_by", "depth", "cpus_per_proc")
 
 
-def setup_notes(shell: "Shell", launch: Optional["Launch"], line: Optional[int], array: list[str]) -> tuple[list[str], set]:
+def setup_notes(shell: "Shell", launch: Optional["Launch"], line: Optional[int],
+                array: Optional[list[str]]) -> tuple[list[str], set]:
     """(notes naming the set-up the port does not carry, the top-level lines they name). `line` is
-    the launch's line; `array` the job array directives the port drops."""
+    the launch's line; `array` the job array directives the port drops (None: the port carries the
+    array in the target's form, schedulers/arrays.py)."""
     if launch is None:
         return [], set()
     found = [_inner_commands(shell, launch), _installs(shell), _written(shell, launch),
@@ -88,15 +90,24 @@ def _array_variables() -> set[str]:
     return {name for unit in map(schedulers.get, schedulers.names()) for name in unit.job_vars.get("array_index", ())}
 
 
-def _array(shell: "Shell", launch: "Launch", array: list[str]) -> tuple[Optional[str], set]:
-    """A job array whose program reads the array index: the port submits one job."""
+def _array(shell: "Shell", launch: "Launch", array: Optional[list[str]]) -> tuple[Optional[str], set]:
+    """A job array whose program reads the array index: the port is one job when it does not carry
+    the array; when it does, the script's words are translated (jobvars.py) but not the program's own
+    reads of its environment."""
     texts = {"its arguments": " ".join([launch.entry or "", *launch.args]),
              "the script's variables": " ".join(v for v in shell.vars.values() if isinstance(v, str)),
              launch.entry or "the program": program_source(launch.entry, shell)}
+    if array is None:
+        texts = {where: text for where, text in texts.items() if where == (launch.entry or "the program")}
     reads = sorted({(name, where) for name in _array_variables() for where, text in texts.items()
                     if re.search(rf"\b{name}\b", text)})
     if not reads:
         return None, set()
+    if array is None:
+        shown = ", ".join(name for name, _ in reads)
+        return (f"the program reads the job array's index itself ({shown} in {reads[0][1]}); the port carries the "
+                "array, but a target of another scheduler sets its own index variable: export it under this "
+                "name before the launch there"), set()
     given = f" ({', '.join(array)})" if array else ""
     shown = ", ".join(f"{name} in {where}" for name, where in reads)
     return (f"the job reads the job array's index ({shown}); the port is one job, not an array{given}: "

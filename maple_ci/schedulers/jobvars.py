@@ -19,6 +19,7 @@ from typing import Optional
 
 from ..errors import MapleError
 from . import all as units, get
+from .arrays import constants
 
 
 @lru_cache(maxsize=1)
@@ -34,8 +35,9 @@ def _concept_of(name: str) -> Optional[str]:
     return next((concept for unit in units() for concept, names in unit.job_vars.items() if name in names), None)
 
 
-def _target_value(concept: str, target, per_node: int) -> Optional[str]:
-    """The target's word for `concept`: a variable name, or arithmetic over the port's $NNODES."""
+def _target_value(concept: str, target, per_node: int, array: Optional[str] = None) -> Optional[str]:
+    """The target's word for `concept`: a variable name, arithmetic over the port's $NNODES, or the
+    constant the job array's index set fixes (its count, first and last index: arrays.py)."""
     if concept == "nodes":
         return "NNODES"
     if concept == "ranks":
@@ -43,7 +45,7 @@ def _target_value(concept: str, target, per_node: int) -> Optional[str]:
     if concept == "ranks_per_node":
         return str(per_node)
     names = target.job_vars.get(concept)
-    return names[0] if names else None
+    return names[0] if names else constants(array).get(concept)
 
 
 def _written(value: str, braced: bool, bare: bool) -> str:
@@ -54,7 +56,7 @@ def _written(value: str, braced: bool, bare: bool) -> str:
     return value if value.isdigit() else f"${{{value}}}" if braced else f"${value}"
 
 
-def translate(word: str, target: str, per_node: int) -> str:
+def translate(word: str, target: str, per_node: int, array: Optional[str] = None) -> str:
     """`word` with every job variable of another scheduler replaced by the target's equivalent;
     MapleError naming those that have none."""
     unit, missing = get(target), []
@@ -65,7 +67,7 @@ def translate(word: str, target: str, per_node: int) -> str:
         if unit.owns_variable(name) and name not in unit.helper_vars:
             return match.group(0)
         concept = _concept_of(name)
-        value = _target_value(concept, unit, per_node) if concept else None
+        value = _target_value(concept, unit, per_node, array) if concept else None
         if value is None:
             missing.append(name)
             return match.group(0)
@@ -80,5 +82,7 @@ def translate(word: str, target: str, per_node: int) -> str:
 
 def on_scheduler(intent, target: str, per_node: int):
     """`intent` with its program path and arguments read on `target`'s job (see `translate`)."""
-    entrypoint = translate(intent.entrypoint, target, per_node) if intent.entrypoint else intent.entrypoint
-    return replace(intent, entrypoint=entrypoint, script_args=[translate(arg, target, per_node) for arg in intent.script_args])
+    array = intent.array
+    entrypoint = translate(intent.entrypoint, target, per_node, array) if intent.entrypoint else intent.entrypoint
+    return replace(intent, entrypoint=entrypoint,
+                   script_args=[translate(arg, target, per_node, array) for arg in intent.script_args])

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Optional
 
 from .. import schedulers
+from ..schedulers import arrays
 from ..launchers import grammar as _grammar
 from ..launchers import launcher as _launcher
 from ..launchers import names as launcher_names
@@ -34,7 +35,7 @@ class Allocation:
     cpus_per_task: Optional[int] = None
     node_file_var: Optional[str] = None
     tasks_per_node_var: Optional[str] = None
-    array: bool = False
+    array: Optional[str] = None  # the job array's index set (Slurm's form): the trace is of its first task
 
     def as_data(self) -> dict:
         return {**asdict(self), "addresses": {n: f"192.0.2.{i + 1}" for i, n in enumerate(self.nodes)}}
@@ -48,10 +49,15 @@ class Allocation:
         values = {"submit_dir": submit_dir, "job_id": "424242", "job_name": job_name,
                   "nodes": str(len(self.nodes)), "node_list": ",".join(self.nodes), "node_file": f"{home}/nodefile",
                   "ranks": self.ntasks and str(self.ntasks), "ranks_per_node": self.ntasks_per_node and str(self.ntasks_per_node),
-                  "array_index": "0" if self.array else None, "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task)}
+                  "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task), **self._array_values()}
         env = {name: values[concept] for concept, names in unit.job_vars.items()
                for name in names if values.get(concept)}
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
+
+    def _array_values(self) -> dict:
+        """The first task of the array: its index, and the set's count, first and last index."""
+        fixed = arrays.constants(self.array)
+        return {**fixed, "array_index": fixed["array_min"]} if fixed else {}
 
 
 def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus: Optional[int] = None) -> Allocation:
@@ -76,7 +82,7 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
                       ntasks=tasks, ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
-                      array="array" in str(d.dropped))
+                      array=arrays.from_dropped(d.dropped))
 
 
 @lru_cache(maxsize=1)
