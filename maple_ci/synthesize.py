@@ -42,6 +42,7 @@ from .programs import describe, model_parallel, nodes_that_fit, port_arguments, 
 from .process_model import model_notes, start_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
+from .python_env import program_check
 from .schedulers.arrays import directive_value
 
 DEFAULT_WALLTIME = "01:00:00"
@@ -360,13 +361,16 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     module, program = split_entrypoint(intent.entrypoint)
     container = port_container(intent, profile, template.launcher)
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
+    executable = not module and not program.endswith(".py")
+    check, check_notes = program_check(program if executable else None, intent.python_env, profile,
+                                       bool(container.words or container.srun_options))
     wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
     job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
     job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name, intent.entrypoint)
     job.notes += _source_setup_notes(intent, profile, template.framework)
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
-    job.notes += deepspeed_notes(intent, template)
+    job.notes += deepspeed_notes(intent, template) + check_notes
     carried = carry(intent, template)
     job.notes += carried.notes
     job.notes += [template.reason] if template.reason else []
@@ -381,7 +385,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         job=job,
         module=module,
         entrypoint=program,
-        executable=not module and not program.endswith(".py"),
+        executable=executable,
+        program_check=check,
         args=args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
