@@ -36,7 +36,7 @@ def setup_notes(shell: "Shell", launch: Optional["Launch"], line: Optional[int],
     array in the target's form, schedulers/arrays.py)."""
     if launch is None:
         return [], set()
-    found = [_inner_commands(shell, launch), _installs(shell), _written(shell, launch),
+    found = [_inner_commands(shell, launch), _installs(shell), _wrapper_installs(shell, launch), _written(shell, launch),
              _array(shell, launch, array), _binding(launch, line), _runtime(shell)]
     notes = [note for note, _ in found if note]
     return notes, {n for _, lines in found for n in lines}
@@ -72,6 +72,22 @@ def _installs(shell: "Shell") -> tuple[Optional[str], set]:
     shown = "; ".join(f"`{_words(words)}` (line {line})" for line, words in found[:4])
     return (f"the source installs packages in the job ({shown}); the port does not: install them once in your "
             "environment on the target and give it with --python-env"), {line for line, _ in found}
+
+
+def _wrapper_installs(shell: "Shell", launch: "Launch") -> tuple[Optional[str], set]:
+    """Packages a per-rank wrapper script of the checkout installs before it runs the program
+    (`srun install.sh python t.py`, install.sh: `pip install -r requirements.txt; exec "$@"`): a port
+    keeps such a wrapper only when it can find it there (values.port_wrapper), so its set-up is named."""
+    words = launch.wrapper
+    script = words[1] if words[:1] in (["bash"], ["sh"]) and len(words) > 1 else words[0] if words else ""
+    text = shell.read(script.removeprefix("./")) if script else ""
+    found = [(line, row.strip()) for line, row in enumerate((text or "").splitlines(), 1)
+             if _INSTALL.fullmatch(row.strip())]
+    if not found:
+        return None, set()
+    shown = "; ".join(f"`{command[:80]}` ({script} line {line})" for line, command in found[:4])
+    return (f"the per-rank wrapper {script} installs packages before the program ({shown}); where the port does not "
+            "keep the wrapper, install them once in your environment on the target and give it with --python-env"), set()
 
 
 def _written(shell: "Shell", launch: "Launch") -> tuple[Optional[str], set]:
