@@ -86,6 +86,9 @@ class JobIntent:
     # A job array's index set in Slurm's form ("0-11", "1-9:2%4"), carried in the target's form
     # (schedulers/arrays.py); None for a single job.
     array: Optional[str] = None
+    # Variables the source's submitter set per submission (`sbatch --export=ALL,A=$i` in a loop): the
+    # port stops at once without them (python_env.given_checks), never runs with them empty.
+    given_env: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what extraction assumed or dropped, for the port's header
     missing: list[str] = field(default_factory=list)
 

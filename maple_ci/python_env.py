@@ -147,3 +147,11 @@ def program_check(program: Optional[str], source_env: Optional[str], profile: Cl
     line = f"command -v {shell_word(program)} >/dev/null || {{ echo {shell_word(message)} >&2; exit 1; }}"
     return line, [f"the program {program} is a command of its own (a console script of an environment): the job "
                   "checks it is on PATH after the set-up and stops, saying so, when it is not"]
+
+
+def given_checks(names: list[str]) -> list[str]:
+    """The lines that stop the job when a variable the source's submitter set per submission is not
+    given (bash's ${NAME:?word}: the message names it; the word holds no expansion)."""
+    return [f': "${{{name}:?maple-ci: {name} is not set: the source set it per submission on its submit line '
+            f'(an export of a loop value); give {name} when you submit this job, as the source did}}"'
+            for name in names]

@@ -42,7 +42,7 @@ from .programs import describe, model_parallel, nodes_that_fit, port_arguments, 
 from .process_model import model_notes, start_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
-from .python_env import program_check
+from .python_env import given_checks, program_check
 from .schedulers.arrays import directive_value
 
 DEFAULT_WALLTIME = "01:00:00"
@@ -386,7 +386,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         module=module,
         entrypoint=program,
         executable=executable,
-        program_check=check,
+        checks=[*given_checks(intent.given_env), *([check] if check else [])],
         args=args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,

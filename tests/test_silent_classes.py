@@ -7,6 +7,8 @@ port must stop itself saying why. PBS is not installed here: its ports are trace
 allocation (a stand-in for qsub's job, built from the PBS unit's variables), as the other tests do.
 """
 
+import subprocess
+
 import pytest
 
 from maple_ci.extract import extract
@@ -123,3 +125,26 @@ def test_a_console_script_the_target_lacks_stops_the_port_naming_it(tmp_path):
         assert "the program simtrain is a command of its own" in header_of(result.script)
         assert stops_itself(port), (result.cluster, port.stderr)
         assert "maple-ci: simtrain is not a command on" in port.stderr and "--python-env" in port.stderr
+
+
+SUBMITTER = """#!/bin/bash
+for seed in 11 22 33; do
+  sbatch --export=ALL,SEED=$seed,MODE=fast -t 01:00:00 --gres=gpu:1 one_seed.sh
+done
+"""
+ONE_SEED = "#!/bin/bash\npython fit.py --seed $SEED --mode $MODE\n"
+
+
+def test_a_variable_the_submitter_sets_per_submission_must_be_given(tmp_path):
+    """sbatch --export=ALL,SEED=$seed in a loop: the port is one job; without SEED it stops naming
+    it (bash's ${SEED:?}), with it the guard lets the job on (real bash)."""
+    source, found = ported(tmp_path, "sweep_submit.sh", SUBMITTER, {"one_seed.sh": ONE_SEED, "fit.py": "print(1)\n"})
+    assert source.ranks[-1].program[-4:] == ["--seed", "33", "--mode", "fast"]
+    for result, port, diff in found:
+        given = [line for line in header_of(result.script).splitlines() if "per submission" in line]
+        assert len(given) == 1 and "sets SEED per submission" in given[0] and "MODE" not in given[0]
+        assert stops_itself(port) and "maple-ci: SEED is not set" in port.stderr, (result.cluster, port.stderr)
+        guard = next(line for line in result.script.splitlines() if line.startswith(': "${SEED:?'))
+        ran = subprocess.run(["bash", "-c", f"set -e; {guard}; echo on"], env={"SEED": "22", "PATH": "/usr/bin:/bin"},
+                             capture_output=True, text=True)
+        assert ran.stdout == "on\n"

@@ -184,7 +184,10 @@ def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> Jo
     intent = _extract_script(job.text, base_dir, root)
     note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
             "submit line's options and arguments written in; submit the port in place of both")
-    return replace(intent, notes=[note, *intent.notes])
+    given = [f"the submit line sets {', '.join(job.given)} per submission, to a value its own shell expands "
+             "(a loop's): give it when you submit the port, as the source did; without it the job stops at once"
+             ] if job.given else []
+    return replace(intent, notes=[note, *given, *intent.notes], given_env=job.given or [])
 
 
 def _scheduler(text: str, d: Directives, launch: Optional[Launch]) -> str:
