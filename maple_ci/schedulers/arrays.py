@@ -8,9 +8,10 @@ The forms (each scheduler's manual, read 2026-11-29):
 - Slurm sbatch --array=<indexes> (https://slurm.schedmd.com/job_array.html): ranges `0-31`, lists
   `1,3,5,7`, a step `1-7:2`, and `%N` for at most N tasks at once; SLURM_ARRAY_TASK_ID, _COUNT,
   _MIN and _MAX are set in each task.
-- PBS Professional / OpenPBS qsub -J X-Y[:Z] (qsub(1B), the PBS Professional User's Guide "Job
-  Arrays"): one range with an optional step, PBS_ARRAY_INDEX in each subjob; no list form. A
-  running-at-once limit (`%N`) is not carried there (unconfirmed for the site's PBS version).
+- PBS Professional qsub -J X-Y[:Z][%max_subjobs] (PBS Professional Reference Guide, qsub: X the
+  first index, Y the upper bound, Z the step, indices >= 0; %max_subjobs the subjobs running at
+  once): one range, PBS_ARRAY_INDEX in each subjob (https://docs.it4i.cz/general/job-arrays/); no
+  list form.
 - LSF bsub -J "name[start-end[:step],...]%N" (IBM LSF 10.1 bsub -J; LSB_JOBINDEX).
 - Grid Engine qsub -t n[-m[:s]] (sge qsub(1); SGE_TASK_ID).
 - Flux: flux batch has none (flux-core flux-submit(1): --cc=IDSET, with FLUX_JOB_CC, is an option
@@ -45,7 +46,7 @@ class IndexSet:
         if len(self.ranges) != 1:
             return None
         first, last, step = self.ranges[0]
-        return f"{first}-{last}" + (f":{step}" if step != 1 else "")
+        return f"{first}-{last}" + (f":{step}" if step != 1 else "") + (f"%{self.limit}" if self.limit else "")
 
 
 def parse(directive: str) -> Optional[IndexSet]:
@@ -81,11 +82,7 @@ def directive_value(array: str, scheduler: str) -> tuple[Optional[str], list[str
         return found.slurm(), []
     if scheduler == "pbs":
         value = found.pbs()
-        if value is None:
-            return None, [f"PBS's -J takes one range X-Y[:Z], not the index list {array}"]
-        notes = [f"the source ran at most {found.limit} array tasks at once (%{found.limit}); PBS's -J here "
-                 "runs as many as the queue allows"] if found.limit else []
-        return value, notes
+        return (value, []) if value else (None, [f"PBS's -J takes one range X-Y[:Z], not the index list {array}"])
     return None, [f"{scheduler} jobs have no job array form maple writes (flux batch has none: --cc is "
                   "flux submit's)"]
 
