@@ -58,6 +58,7 @@ def test_a_job_array_is_carried_in_the_targets_form_with_its_index(tmp_path):
     assert not [line for line in header_of(slurm.script).splitlines() if "not carried" in line and "array" in line]
     # PBS: one range with a step; the count and the first index are the constants the index set fixes
     assert "#PBS -J 3-9:3%2" in pbs.script and '"$PBS_ARRAY_INDEX"' in pbs.script and "--of 3 --first=3" in pbs.script
+    assert "are written as 3, 3 and 9" in header_of(pbs.script)  # the constants are a named translation
     assert slurm_diff == [] and pbs_diff == [] and pbs_trace.ranks[-1].program[-5:] == ["--shard", "3", "--of", "3", "--first=3"]
 
 

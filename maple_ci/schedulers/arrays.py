@@ -82,7 +82,12 @@ def directive_value(array: str, scheduler: str) -> tuple[Optional[str], list[str
         return found.slurm(), []
     if scheduler == "pbs":
         value = found.pbs()
-        return (value, []) if value else (None, [f"PBS's -J takes one range X-Y[:Z], not the index list {array}"])
+        if value is None:
+            return None, [f"PBS's -J takes one range X-Y[:Z], not the index list {array}"]
+        fixed = constants(array)
+        return value, [f"the job array is carried as -J {value}, each subjob's index in PBS_ARRAY_INDEX; Slurm's "
+                       "SLURM_ARRAY_TASK_COUNT, _MIN and _MAX, which PBS does not set, are written as "
+                       f"{fixed['array_count']}, {fixed['array_min']} and {fixed['array_max']} where the script read them"]
     return None, [f"{scheduler} jobs have no job array form maple writes (flux batch has none: --cc is "
                   "flux submit's)"]
 
