@@ -8,9 +8,9 @@ The forms (each scheduler's manual, read 2026-11-29):
 - Slurm sbatch --array=<indexes> (https://slurm.schedmd.com/job_array.html): ranges `0-31`, lists
   `1,3,5,7`, a step `1-7:2`, and `%N` for at most N tasks at once; SLURM_ARRAY_TASK_ID, _COUNT,
   _MIN and _MAX are set in each task.
-- PBS Professional qsub -J X-Y[:Z][%max_subjobs] (PBS Professional Reference Guide, qsub: X the
-  first index, Y the upper bound, Z the step, indices >= 0; %max_subjobs the subjobs running at
-  once): one range, PBS_ARRAY_INDEX in each subjob (https://docs.it4i.cz/general/job-arrays/); no
+- PBS Professional qsub -J X-Y[:Z][%max_subjobs] (PBS Professional Reference Guide, qsub, read in a
+  copy of its option table; Altair's own page unconfirmed: X the first index, Y the upper bound, Z
+  the step, indices >= 0; %max_subjobs the subjobs running at once): one range, PBS_ARRAY_INDEX in each subjob (https://docs.it4i.cz/general/job-arrays/); no
   list form.
 - LSF bsub -J "name[start-end[:step],...]%N" (IBM LSF 10.1 bsub -J; LSB_JOBINDEX).
 - Grid Engine qsub -t n[-m[:s]] (sge qsub(1); SGE_TASK_ID).
