@@ -66,8 +66,9 @@ def _result_problems(result, expect: dict) -> list[str]:
 def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     # the source scheduler's job variables read as the target's job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR)
     scheduler, per_node = get_profile(cluster).scheduler, back.gpus_per_node or 1
-    entrypoint = translate(expect["entrypoint"], scheduler, per_node)
-    arguments = [translate(arg, scheduler, per_node) for arg in expect["script_args"]]
+    # a job array's count and bounds are the constants of the port's own array directive (schedulers/arrays.py)
+    entrypoint = translate(expect["entrypoint"], scheduler, per_node, back.array)
+    arguments = [translate(arg, scheduler, per_node, back.array) for arg in expect["script_args"]]
     arguments = relabelled(arguments, expect, back)
     problems = []
     if back.entrypoint != entrypoint:

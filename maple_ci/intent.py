@@ -86,6 +86,12 @@ class JobIntent:
     # A per-rank wrapper kept in front of the program (`srun ./wrap.sh python train.py`, `nsys
     # profile -o x`), words as written; known site affinity wrappers are not kept (the target binds).
     wrapper: list[str] = field(default_factory=list)
+    # A job array's index set in Slurm's form ("0-11", "1-9:2%4"), carried in the target's form
+    # (schedulers/arrays.py); None for a single job.
+    array: Optional[str] = None
+    # Variables the source's submitter set per submission (`sbatch --export=ALL,A=$i` in a loop): the
+    # port stops at once without them (python_env.given_checks), never runs with them empty.
+    given_env: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what extraction assumed or dropped, for the port's header
     missing: list[str] = field(default_factory=list)
 

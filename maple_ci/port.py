@@ -22,6 +22,7 @@ from .intent import JobIntent
 from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, framework_env, with_python_env
 from .retrieve import best_template
+from .schedulers.arrays import refusal as array_refusal
 from .schedulers.jobvars import on_scheduler
 from .synthesize import output_path, render, require_port_facts, resolve_job
 from .vendors import vendor_note
@@ -122,6 +123,10 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
             continue
         # the source scheduler's job variables in the program's path and arguments, as the target's
         # job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR), for the script and for its checks
+        refused = array_refusal(target_intent.array, profile.scheduler, profile.display_name)
+        if refused:  # a job array the target's scheduler has no form for: never an empty index
+            results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=refused))
+            continue
         job = resolve_job(target_intent, profile, template, source_name)
         target_intent = on_scheduler(target_intent, profile.scheduler, job.gpus_per_node)
         target_intent = with_estimates(target_intent, profile, job, base_dir)  # header: memory fit, walltime

@@ -129,3 +129,29 @@ def _framework_stop_line(profile: ClusterProfile, framework: str, own: bool) -> 
                "this job again with --python-env PATH naming your environment with it there. Stopping before the "
                "program runs under the site's PyTorch alone.")
     return f"echo {shell_word(message)} >&2; exit 1"
+
+
+def program_check(program: Optional[str], source_env: Optional[str], profile: ClusterProfile,
+                  contained: bool) -> tuple[Optional[str], list[str]]:
+    """(the line that stops the job before the launch when its program is not a command there, the
+    header note). A program that is a command of its own (a console script: `pythpc`,
+    `anemoi-training`) comes from an environment, not from the launch: where the target's set-up does
+    not put it on PATH, bash would end every rank with 127 and no word on why. Not for a .py file or a
+    module (`program` None) nor in a container (the image brings its commands)."""
+    if not program or contained:
+        return None, []
+    where = f" (the source environment had it: {source_env})" if source_env else ""
+    message = (f"maple-ci: {program} is not a command on {profile.display_name} after the set-up of the job{where}; "
+               "install it in your environment there (a console script of the checkout: pip install -e .) and "
+               "port again with --python-env PATH. Stopping before the launch.")
+    line = f"command -v {shell_word(program)} >/dev/null || {{ echo {shell_word(message)} >&2; exit 1; }}"
+    return line, [f"the program {program} is a command of its own (a console script of an environment): the job "
+                  "checks it is on PATH after the set-up and stops, saying so, when it is not"]
+
+
+def given_checks(names: list[str]) -> list[str]:
+    """The lines that stop the job when a variable the source's submitter set per submission is not
+    given (bash's ${NAME:?word}: the message names it; the word holds no expansion)."""
+    return [f': "${{{name}:?maple-ci: {name} is not set: the source set it per submission on its submit line '
+            f'(an export of a loop value); give {name} when you submit this job, as the source did}}"'
+            for name in names]

@@ -11,9 +11,10 @@ from .programs import carried
 
 _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 # A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
-# quoting rules inside double quotes (no $, backtick, backslash, quote or brace). Not $((...)):
+# quoting rules inside double quotes (no $, backtick, backslash, quote or brace), or a positional
+# parameter ($1, ${10}): the job's own argument, which the port takes as the source did. Not $((...)):
 # bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
-_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\})")
+_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\}|[1-9]|\{[1-9][0-9]*\})")
 # Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS), and the
 # count Slurm sets for a node's CPUs (a translated job-wide CPU count): the port sets NNODES to a number,
 # slurmd sets SLURM_CPUS_ON_NODE to one, so bash computes it (nested too) at run time and runs nothing else.

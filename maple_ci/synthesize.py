@@ -42,6 +42,8 @@ from .programs import describe, model_parallel, nodes_that_fit, port_arguments, 
 from .process_model import device_notes, drives_its_machine, model_notes, start_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
+from .python_env import given_checks, program_check
+from .schedulers.arrays import directive_value
 
 DEFAULT_WALLTIME = "01:00:00"
 ACCOUNT_PLACEHOLDER = "<ACCOUNT>"
@@ -65,6 +67,7 @@ class Job:
     port: int
     gpu_request: Optional[str]
     notes: list[str] = field(default_factory=list)
+    array: Optional[str] = None  # the job array directive's value in the target's form (schedulers/arrays.py)
 
 
 def _stem(source_name: str) -> str:
@@ -362,9 +365,15 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
     job.notes += _literal_argument_notes(intent.script_args)
+    if intent.array:  # port.py refuses a target with no array form before rendering
+        job.array, array_notes = directive_value(intent.array, profile.scheduler)
+        job.notes += array_notes
     module, program = split_entrypoint(intent.entrypoint)
     container = port_container(intent, profile, template.launcher)
     per_device = template.launcher in PER_DEVICE_LAUNCHERS
+    executable = not module and not program.endswith(".py")
+    check, check_notes = program_check(program if executable else None, intent.python_env, profile,
+                                       bool(container.words or container.srun_options))
     wrapper, dropped = port_wrapper(intent.wrapper, profile.name)
     job.notes += container.notes + dropped + wrapper_notes(wrapper, per_device, profile, template.launcher)
     job.notes += path_notes(intent.script_args, profile.name, intent.source_cluster == profile.name, intent.entrypoint)
@@ -372,7 +381,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
     job.notes += device_notes(intent, template, job.devices, profile.devices_per_node)
-    job.notes += deepspeed_notes(intent, template)
+    job.notes += deepspeed_notes(intent, template) + check_notes
     carried = carry(intent, template)
     job.notes += carried.notes
     job.notes += [template.reason] if template.reason else []
@@ -387,7 +396,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         job=job,
         module=module,
         entrypoint=program,
-        executable=not module and not program.endswith(".py"),
+        executable=executable,
+        checks=[*given_checks(intent.given_env), *([check] if check else [])],
         args=args,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,

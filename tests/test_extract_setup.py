@@ -110,15 +110,26 @@ def test_a_config_the_job_writes_and_the_launch_reads_is_named(tmp_path):
 
 
 def test_a_job_array_index_the_program_reads_is_named(tmp_path):
+    """The array is carried (intent.array); the program's own read of the source's variable is not
+    translated, so the note names it."""
     text = "#!/bin/bash\n#SBATCH --array=0-15\n#SBATCH --gres=gpu:1\npython sweep.py --grid grid.yaml\n"
     intent = read(text, tmp_path, {"sweep.py": "import os\ntrial = int(os.environ['SLURM_ARRAY_TASK_ID'])\n"})
     found = note(intent, r"array's index")
-    assert "SLURM_ARRAY_TASK_ID in sweep.py" in found and "--array=0-15" in found
+    assert "SLURM_ARRAY_TASK_ID in sweep.py" in found and "export it under this name" in found
+    assert intent.array == "0-15" and not [n for n in intent.notes if "not carried" in n and "array" in n]
 
 
-def test_a_pbs_array_index_in_the_arguments_is_named(tmp_path):
+def test_a_pbs_array_index_in_the_arguments_is_carried(tmp_path):
     text = "#!/bin/bash\n#PBS -J 1-8\n#PBS -l select=1:ngpus=1\npython fold.py --fold $PBS_ARRAY_INDEX\n"
-    assert "PBS_ARRAY_INDEX in its arguments" in note(read(text, tmp_path), r"array's index")
+    intent = read(text, tmp_path)
+    assert intent.array == "1-8" and not [n for n in intent.notes if "array" in n]
+
+
+def test_an_array_index_without_an_array_directive_is_named(tmp_path):
+    """Submitted as an array from the command line (sbatch --array=0-3 job.sh): the port is one job."""
+    text = "#!/bin/bash\n#SBATCH --gres=gpu:1\npython fold.py --fold $SLURM_ARRAY_TASK_ID\n"
+    intent = read(text, tmp_path)
+    assert intent.array is None and "submit it as an array" in note(intent, r"array's index")
 
 
 def test_a_pyxis_named_container_keeps_the_image_that_made_it(tmp_path):

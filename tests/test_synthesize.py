@@ -166,7 +166,8 @@ def test_plain_expansions_still_expand_on_the_target(template_id, stub_env, tmp_
     ("it's $HOME", '"it\'s $HOME"'),
     ("~/data", "~/data"),
     ("plain", "plain"),
-    ("$1", "'$1'"),  # positional parameters are the source script's, filled in by extract or not at all
+    ("$1", '"$1"'),  # the job's own argument, taken as the source took it (the header says so: extract)
+    ("--cfg=${10}", '"--cfg=${10}"'),
     ("$HOME$(id)", "'$HOME$(id)'"),
     ("${HOME:-`id`}", "'${HOME:-`id`}'"),
     ("${HOME#/}", "'${HOME#/}'"),

@@ -256,7 +256,7 @@ def _through_wrapper(argv: list[str], text: Optional[str], shell: "Shell", stage
         ctx.notes.append(f"{program} only binds each rank to its device; the target binds ranks itself")
     else:
         ctx.wrapper = [*ctx.wrapper, program]
-        ctx.notes.append(f"per-rank wrapper {program} is kept in front of the program; check it works on the target")
+        # whether a port keeps it is the port's to say, per target (values.port_wrapper, containers.wrapper_notes)
     return chain(argv[1:], shell, stages, ctx)
 
 

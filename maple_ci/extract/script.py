@@ -14,6 +14,7 @@ from ..errors import MapleError
 from ..intent import REQUIRED_FOR_PORT, TEMPLATE_FRAMEWORKS, JobIntent
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from ..profile_files import cluster_data
+from ..schedulers.arrays import from_dropped, parse as parse_array
 from . import kind
 from .. import schedulers
 from .candidates import from_arguments, program_hint
@@ -137,6 +138,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         config_options=config_options(cfg.accelerate),
         container=_container(launch, d),
         wrapper=launch.wrapper if launch else [],
+        array=from_dropped(d.dropped),
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
     intent = ray_intent(intent, launch, shell, d)
@@ -184,7 +186,10 @@ def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> Jo
     intent = _extract_script(job.text, base_dir, root)
     note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
             "submit line's options and arguments written in; submit the port in place of both")
-    return replace(intent, notes=[note, *intent.notes])
+    given = [f"the submit line sets {', '.join(job.given)} per submission, to a value its own shell expands "
+             "(a loop's): give it when you submit the port, as the source did; without it the job stops at once"
+             ] if job.given else []
+    return replace(intent, notes=[note, *given, *intent.notes], given_env=job.given or [])
 
 
 def _scheduler(text: str, d: Directives, launch: Optional[Launch]) -> str:
@@ -282,14 +287,26 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     if launch:
         notes += [note for note in launch.notes if note not in notes]
     line = next((n for n, _, found in shell.commands if found is launch), None) if launch else None
-    setup, named = setup_notes(shell, launch, line, [x for x in d.dropped if _ARRAY.search(x)])
+    array = [x for x in d.dropped if _ARRAY.search(x)]
+    setup, named = setup_notes(shell, launch, line, None if from_dropped(array) else array)
     notes += _not_carried(d, shell, launch, named) + setup
     notes += [note for note in shell.notes if note not in notes]
-    if launch and PASS_THROUGH in launch.args:
-        notes.append('the program takes the job\'s own arguments ("$@"), as the source does: give them after the '
-                     "script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a job "
-                     "script: there, write them into the launch line")
+    taken = _job_arguments(launch)
+    if taken:
+        notes.append(f"the program takes the job's own arguments ({', '.join(taken)}), as the source does: give them "
+                     "after the script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a "
+                     "job script: there, write them into the launch line")
     return notes
+
+
+# The job script's own arguments as a launch word reads them: "$@", $1, ${10}
+_POSITIONAL = re.compile(re.escape(PASS_THROUGH) + r"|\$[1-9]|\$\{[1-9][0-9]*\}")
+
+
+def _job_arguments(launch: Optional[Launch]) -> list[str]:
+    """The job's own arguments the launch passes on (kept as shell words by the port: shell_word)."""
+    words = [launch.entry or "", *launch.args] if launch else []
+    return sorted({found for word in words for found in _POSITIONAL.findall(word)})
 
 
 # Commands that report, plus the set-up commands the port replaces with its own (module, conda, pip, python)
@@ -303,8 +320,9 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
     its commands besides the set-up and the launch (a port runs only its own; the user's may be
     needed: data staging, a requeue trap, a `cd`)."""
     notes = []
-    if d.dropped:
-        notes.append(f"directives not carried over: {', '.join(d.dropped)}")
+    dropped = [x for x in d.dropped if not parse_array(x)]  # an array is carried (schedulers/arrays.py)
+    if dropped:
+        notes.append(f"directives not carried over: {', '.join(dropped)}")
     kept, logging = [], {}
     for line, words, found in shell.commands:
         if found is launch or line in named:  # the launch, or set-up a note of its own names (extract/setup.py)

@@ -29,12 +29,14 @@ _INSTALL = re.compile(r"(?:\S*/)?(?:(?:python[\d.]*\s+-m\s+)?pip\d?|uv\s+pip|con
 _BINDING = ("cpu_bind", "hint", "distribution", "bind_to", "map_by", "depth", "cpus_per_proc")
 
 
-def setup_notes(shell: "Shell", launch: Optional["Launch"], line: Optional[int], array: list[str]) -> tuple[list[str], set]:
+def setup_notes(shell: "Shell", launch: Optional["Launch"], line: Optional[int],
+                array: Optional[list[str]]) -> tuple[list[str], set]:
     """(notes naming the set-up the port does not carry, the top-level lines they name). `line` is
-    the launch's line; `array` the job array directives the port drops."""
+    the launch's line; `array` the job array directives the port drops (None: the port carries the
+    array in the target's form, schedulers/arrays.py)."""
     if launch is None:
         return [], set()
-    found = [_inner_commands(shell, launch), _installs(shell), _written(shell, launch),
+    found = [_inner_commands(shell, launch), _installs(shell), _wrapper_installs(shell, launch), _written(shell, launch),
              _array(shell, launch, array), _binding(launch, line), _runtime(shell)]
     notes = [note for note, _ in found if note]
     return notes, {n for _, lines in found for n in lines}
@@ -72,6 +74,22 @@ def _installs(shell: "Shell") -> tuple[Optional[str], set]:
             "environment on the target and give it with --python-env"), {line for line, _ in found}
 
 
+def _wrapper_installs(shell: "Shell", launch: "Launch") -> tuple[Optional[str], set]:
+    """Packages a per-rank wrapper script of the checkout installs before it runs the program
+    (`srun install.sh python t.py`, install.sh: `pip install -r requirements.txt; exec "$@"`): a port
+    keeps such a wrapper only when it can find it there (values.port_wrapper), so its set-up is named."""
+    words = launch.wrapper
+    script = words[1] if words[:1] in (["bash"], ["sh"]) and len(words) > 1 else words[0] if words else ""
+    text = shell.read(script.removeprefix("./")) if script else ""
+    found = [(line, row.strip()) for line, row in enumerate((text or "").splitlines(), 1)
+             if _INSTALL.fullmatch(row.strip())]
+    if not found:
+        return None, set()
+    shown = "; ".join(f"`{command[:80]}` ({script} line {line})" for line, command in found[:4])
+    return (f"the per-rank wrapper {script} installs packages before the program ({shown}); where the port does not "
+            "keep the wrapper, install them once in your environment on the target and give it with --python-env"), set()
+
+
 def _written(shell: "Shell", launch: "Launch") -> tuple[Optional[str], set]:
     """A file the job writes and the launch reads (a config it names): the port does not write it."""
     read = {launch.entry, *launch.args, *(v for _, opts in launch.stages for values in opts.values() for v in values)}
@@ -88,15 +106,24 @@ def _array_variables() -> set[str]:
     return {name for unit in map(schedulers.get, schedulers.names()) for name in unit.job_vars.get("array_index", ())}
 
 
-def _array(shell: "Shell", launch: "Launch", array: list[str]) -> tuple[Optional[str], set]:
-    """A job array whose program reads the array index: the port submits one job."""
+def _array(shell: "Shell", launch: "Launch", array: Optional[list[str]]) -> tuple[Optional[str], set]:
+    """A job array whose program reads the array index: the port is one job when it does not carry
+    the array; when it does, the script's words are translated (jobvars.py) but not the program's own
+    reads of its environment."""
     texts = {"its arguments": " ".join([launch.entry or "", *launch.args]),
              "the script's variables": " ".join(v for v in shell.vars.values() if isinstance(v, str)),
              launch.entry or "the program": program_source(launch.entry, shell)}
+    if array is None:
+        texts = {where: text for where, text in texts.items() if where == (launch.entry or "the program")}
     reads = sorted({(name, where) for name in _array_variables() for where, text in texts.items()
                     if re.search(rf"\b{name}\b", text)})
     if not reads:
         return None, set()
+    if array is None:
+        shown = ", ".join(name for name, _ in reads)
+        return (f"the program reads the job array's index itself ({shown} in {reads[0][1]}); the port carries the "
+                "array, but a target of another scheduler sets its own index variable: export it under this "
+                "name before the launch there"), set()
     given = f" ({', '.join(array)})" if array else ""
     shown = ", ".join(f"{name} in {where}" for name, where in reads)
     return (f"the job reads the job array's index ({shown}); the port is one job, not an array{given}: "

@@ -26,6 +26,7 @@ class Submitted:
     path: str  # the submitted script, as the submit line names it
     text: str  # its text with the submit line written in
     line: str  # the submit line, for the note
+    given: list = None  # variables it exports with a value its own shell expands per submission (A=$i)
 
 
 def is_submit(argv: list[str]) -> bool:
@@ -47,10 +48,11 @@ def submitted(submits: list[list[str]], read: Callable[[str], Optional[str]]) ->
         return None
     path, (argv, unit, options, arguments, text) = next(iter(found.items()))
     directives, env = _directives(unit, options)
-    setup = [f"export {name}={shlex.quote(value)}" for name, value in env]
+    setup = [f"export {name}={shlex.quote(value)}" for name, value in env if not _expanded(value)]
     if arguments and unit.passes_arguments:  # qsub passes none to the job script
         setup.append(f"set -- {shlex.join(arguments)}")
-    return Submitted(path, _written_in(text, directives, setup), shlex.join(argv))
+    given = sorted({name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)})
+    return Submitted(path, _written_in(text, directives, setup), shlex.join(argv), given)
 
 
 def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
@@ -59,7 +61,7 @@ def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
     for name, values in options.items():
         for value in values:
             if name == unit.export_option:  # a value the submitter's shell expands ($i of its loop) is not known here
-                env += [tuple(item.split("=", 1)) for item in value.split(",") if "=" in item and not _expanded(item)]
+                env += [tuple(item.split("=", 1)) for item in value.split(",") if "=" in item]
             else:
                 lines.append(unit.directive_line(unit.format_option(name, value or None)))
     return lines, env

@@ -19,6 +19,7 @@ from typing import Optional
 
 from ..errors import MapleError
 from . import all as units, get
+from .arrays import constants
 
 
 @lru_cache(maxsize=1)
@@ -34,8 +35,9 @@ def _concept_of(name: str) -> Optional[str]:
     return next((concept for unit in units() for concept, names in unit.job_vars.items() if name in names), None)
 
 
-def _target_value(concept: str, target, per_node: int) -> Optional[str]:
-    """The target's word for `concept`: a variable name, or arithmetic over the port's $NNODES."""
+def _target_value(concept: str, target, per_node: int, array: Optional[str] = None) -> Optional[str]:
+    """The target's word for `concept`: a variable name, arithmetic over the port's $NNODES, or the
+    constant the job array's index set fixes (its count, first and last index: arrays.py)."""
     if concept == "nodes":
         return "NNODES"
     if concept == "ranks":
@@ -47,7 +49,7 @@ def _target_value(concept: str, target, per_node: int) -> Optional[str]:
         return names[0]
     derived = _DERIVED.get(concept)
     on_node = target.job_vars.get(derived[0]) if derived else None
-    return derived[1].format(on_node[0]) if on_node else None
+    return derived[1].format(on_node[0]) if on_node else constants(array).get(concept)
 
 
 # The job's CPUs the target names no variable for, from its per-node count over the port's $NNODES
@@ -63,7 +65,7 @@ def _written(value: str, braced: bool, bare: bool) -> str:
     return value if value.isdigit() else f"${{{value}}}" if braced else f"${value}"
 
 
-def translate(word: str, target: str, per_node: int) -> str:
+def translate(word: str, target: str, per_node: int, array: Optional[str] = None) -> str:
     """`word` with every job variable of another scheduler replaced by the target's equivalent;
     MapleError naming those that have none."""
     unit, missing = get(target), []
@@ -74,7 +76,7 @@ def translate(word: str, target: str, per_node: int) -> str:
         if unit.owns_variable(name) and name not in unit.helper_vars:
             return match.group(0)
         concept = _concept_of(name)
-        value = _target_value(concept, unit, per_node) if concept else None
+        value = _target_value(concept, unit, per_node, array) if concept else None
         if value is None:
             missing.append(name)
             return match.group(0)
@@ -89,5 +91,7 @@ def translate(word: str, target: str, per_node: int) -> str:
 
 def on_scheduler(intent, target: str, per_node: int):
     """`intent` with its program path and arguments read on `target`'s job (see `translate`)."""
-    entrypoint = translate(intent.entrypoint, target, per_node) if intent.entrypoint else intent.entrypoint
-    return replace(intent, entrypoint=entrypoint, script_args=[translate(arg, target, per_node) for arg in intent.script_args])
+    array = intent.array
+    entrypoint = translate(intent.entrypoint, target, per_node, array) if intent.entrypoint else intent.entrypoint
+    return replace(intent, entrypoint=entrypoint,
+                   script_args=[translate(arg, target, per_node, array) for arg in intent.script_args])

@@ -86,6 +86,10 @@ class Slurm(Scheduler):
         "job_id": ("SLURM_JOB_ID", "SLURM_JOBID"),
         "job_name": ("SLURM_JOB_NAME",),
         "array_index": ("SLURM_ARRAY_TASK_ID",),
+        # https://slurm.schedmd.com/job_array.html (read 2026-11-29): set in each array task
+        "array_count": ("SLURM_ARRAY_TASK_COUNT",),
+        "array_min": ("SLURM_ARRAY_TASK_MIN",),
+        "array_max": ("SLURM_ARRAY_TASK_MAX",),
         "nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
         "ranks": ("SLURM_NTASKS", "SLURM_NPROCS"),
         "ranks_per_node": ("SLURM_NTASKS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_GPUS_PER_NODE"),

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Optional
 
 from .. import schedulers
+from ..schedulers import arrays
 from ..launchers import grammar as _grammar
 from ..launchers import launcher as _launcher
 from ..launchers import names as launcher_names
@@ -34,7 +35,7 @@ class Allocation:
     cpus_per_task: Optional[int] = None
     node_file_var: Optional[str] = None
     tasks_per_node_var: Optional[str] = None
-    array: bool = False
+    array: Optional[str] = None  # the job array's index set (Slurm's form): the trace is of its first task
     job_gpus: Optional[int] = None  # the GPUs per node the job asks for (None: none asked; a site may give all)
     gpus_per_task: Optional[int] = None
 
@@ -50,14 +51,19 @@ class Allocation:
         values = {"submit_dir": submit_dir, "job_id": "424242", "job_name": job_name,
                   "nodes": str(len(self.nodes)), "node_list": ",".join(self.nodes), "node_file": f"{home}/nodefile",
                   "ranks": self.ntasks and str(self.ntasks), "ranks_per_node": self.ntasks_per_node and str(self.ntasks_per_node),
-                  "array_index": "0" if self.array else None, "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task),
+                  "cpus_per_task": self.cpus_per_task and str(self.cpus_per_task),
                   "cpus": str(self.cpus_per_node * len(self.nodes)), "gpus": str(self.gpus_per_node * len(self.nodes)),
-                  "cpus_on_node": str(self.cpus_per_node), "node_cpus": str(self.cpus_per_node)}
+                  "cpus_on_node": str(self.cpus_per_node), "node_cpus": str(self.cpus_per_node), **self._array_values()}
         env = {name: values[concept] for concept, names in unit.job_vars.items()
                for name in names if values.get(concept)}
         env.update(unit.device_env(self.job_gpus, self.gpus_per_task))
         env = {name: value for name, value in env.items() if value is not None}
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
+
+    def _array_values(self) -> dict:
+        """The first task of the array: its index, and the set's count, first and last index."""
+        fixed = arrays.constants(self.array)
+        return {**fixed, "array_index": fixed["array_min"]} if fixed else {}
 
 
 def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus: Optional[int] = None) -> Allocation:
@@ -83,7 +89,7 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
                       ntasks=tasks, ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
-                      array="array" in str(d.dropped), job_gpus=d.gpus_per_node and min(d.gpus_per_node, gpus),
+                      array=arrays.from_dropped(d.dropped), job_gpus=d.gpus_per_node and min(d.gpus_per_node, gpus),
                       gpus_per_task=d.gpus_per_task)
 
 
