@@ -16,6 +16,7 @@ from typing import Optional
 from .intent import JobIntent
 from .library import TemplateMeta, load_templates
 from .paths import templates_dir
+from .profiles import ClusterProfile
 
 ONE_PROCESS, PER_NODE, PER_DEVICE = "one process", "one launcher per node", "one rank per device"
 # The launchers that run once per node and fork the per-device workers (DESIGN.md, JobIntent's
@@ -168,3 +169,31 @@ def _local_rank_argument(intent: JobIntent, template: TemplateMeta) -> Optional[
     return (f"the source's deepspeed launcher passes each worker --local_rank=N; the port's {template.launcher} "
             "ranks get LOCAL_RANK in their environment only: a program whose argument parser requires "
             "--local_rank must read LOCAL_RANK instead (deepspeed.init_distributed and HF Trainer do)")
+
+
+def world_change_notes(intent: JobIntent, profile: ClusterProfile, shape: tuple[int, int]) -> list[str]:
+    """Say when ranks per node or the world size change with the target's node shape."""
+    nodes, gpus = shape
+    unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
+    note = _per_node_change(intent, nodes, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
+    return [note] if note else []
+
+
+def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
+    """A size chosen at submit time: the ranks per node change, or a world size the source fixed
+    (`#SBATCH -n 2`) does, with the default node count."""
+    if intent.world_size and intent.world_size != nodes * gpus:
+        return (f"world size changes from {intent.world_size} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
+                f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
+    if not intent.gpus_per_node or intent.gpus_per_node == gpus:
+        return None
+    return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
+            "node shape, one rank per device); check batch size and learning rate")
+
+
+def _world_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
+    source_world = intent.world_size or (intent.gpus_per_node and intent.nodes * intent.gpus_per_node)
+    if not source_world or source_world == nodes * gpus:
+        return None
+    return (f"world size changes from {source_world} to {nodes * gpus} ({nodes} nodes x {gpus} {unit}: "
+            f"the target's node shape, one rank per device); check batch size and learning rate")

@@ -39,7 +39,7 @@ from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
-from .process_model import device_notes, drives_its_machine, model_notes, start_notes
+from .process_model import device_notes, drives_its_machine, model_notes, start_notes, world_change_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
 from .python_env import given_checks, program_check
@@ -205,34 +205,6 @@ def _walltime(intent: JobIntent, profile: ClusterProfile, nodes: int, queue: Que
     return queue, walltime
 
 
-def _note_world_change(intent: JobIntent, profile: ClusterProfile, shape: tuple[int, int], notes: list[str]) -> None:
-    """Say when ranks per node or the world size change with the target's node shape."""
-    nodes, gpus = shape
-    unit = "devices" if gpus != profile.gpus_per_node else "GPUs"
-    note = _per_node_change(intent, nodes, gpus, unit) if intent.nodes is None else _world_change(intent, nodes, gpus, unit)
-    notes += [note] if note else []
-
-
-def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
-    """A size chosen at submit time: the ranks per node change, or a world size the source fixed
-    (`#SBATCH -n 2`) does, with the default node count."""
-    if intent.world_size and intent.world_size != nodes * gpus:
-        return (f"world size changes from {intent.world_size} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
-                f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
-    if not intent.gpus_per_node or intent.gpus_per_node == gpus:
-        return None
-    return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
-            "node shape, one rank per device); check batch size and learning rate")
-
-
-def _world_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
-    source_world = intent.world_size or (intent.gpus_per_node and intent.nodes * intent.gpus_per_node)
-    if not source_world or source_world == nodes * gpus:
-        return None
-    return (f"world size changes from {source_world} to {nodes * gpus} ({nodes} nodes x {gpus} {unit}: "
-            f"the target's node shape, one rank per device); check batch size and learning rate")
-
-
 def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, source_name: str = "<text>") -> Job:
     """Apply the port rule (module docstring) and pick queue, walltime and account for the target."""
     require_port_facts(intent, source_name)
@@ -245,7 +217,7 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     gpus = 1 if template.strategy == "single" else profile.devices_per_node
     devices = _process_devices(intent, profile, notes) if template.strategy == "single" else 1
     world_size = nodes * gpus
-    _note_world_change(intent, profile, (nodes, gpus), notes)
+    notes += world_change_notes(intent, profile, (nodes, gpus))
     account = _account(intent, profile, notes)
     tasks = gpus if template.launcher in PER_DEVICE_LAUNCHERS else 1
     return Job(
