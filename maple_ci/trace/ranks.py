@@ -38,6 +38,16 @@ def bound_devices(opts: dict, local: int) -> dict:
     return {"CUDA_VISIBLE_DEVICES": ",".join(str(local * each + i) for i in range(each))}
 
 
+def set_devices(g: dict, opts: dict, local: int) -> dict:
+    """jsrun -g N: the tasks of one resource set (-a per set) share its N devices, the node's sets in turn."""
+    rs = (g["trace"] or {}).get("resource_set")
+    each = number(last(opts, rs["gpus"])) if rs else None
+    if not each:
+        return {}
+    first = local // (number(last(opts, rs["tasks"])) or 1) * each
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(first + i) for i in range(each))}
+
+
 def worker_command(name: str, opts: dict, command: list) -> list:
     if "no_python" in opts:
         return command

@@ -64,29 +64,33 @@ def run(argv: list, env: dict) -> int:
             return subprocess.run(["bash", *argv], env=env).returncode
     except OSError:
         pass
-    # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path)
-    return launched_program(argv[0], argv[1:])
+    # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path), with
+    # the variables its launcher gave this rank
+    return launched_program(argv[0], argv[1:], env)
 
 
 def shell_script(path: str) -> bool:
+    """A file whose #! line names a shell, with or without arguments (`#!/bin/bash -l`, `#!/usr/bin/env bash`)."""
     try:
         with open(path, "rb") as f:
             first = f.readline(200)
     except OSError:
         return False
-    return first.startswith(b"#!") and first.rstrip().endswith((b"sh", b"bash"))
+    words = first[2:].split()
+    return first.startswith(b"#!") and any(os.path.basename(w) in (b"sh", b"bash") for w in words[:2])
 
 
-def launched_program(name: str, argv: list) -> int:
+def launched_program(name: str, argv: list, env: dict | None = None) -> int:
     """A command the sandbox has no program for, inside a launch. When it hands an interpreter or a
     Python file on (a site's affinity wrapper: `task_affinity python3 train.py`), that is the
     program and the wrapper is recorded; otherwise the command itself is the program."""
+    env = dict(os.environ) if env is None else env
     start = next((i for i, word in enumerate(argv) if os.path.basename(word).startswith("python") or word.endswith(".py")), None)
     if start is None or os.path.basename(name).startswith("python"):
-        record("program", [name, *argv], env=dict(os.environ))
+        record("program", [name, *argv], env=env)
         return 0
     record("wrapper", [name, *argv[:start]])
-    return run(argv[start:] if not argv[start].endswith(".py") else ["python", *argv[start:]], dict(os.environ))
+    return run(argv[start:] if not argv[start].endswith(".py") else ["python", *argv[start:]], env)
 
 
 # --- the allocation ------------------------------------------------------------------------------
@@ -117,6 +121,8 @@ def placement(name: str, opts: dict) -> tuple:
     count = value("nodes") or (len(nodes) if nodes else int(os.environ.get("MAPLE_TRACE_NNODES", len(ALLOC["nodes"]))))
     nodes = (nodes or job_nodes())[:count] or [node()]
     world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
+    if world is None and per_node is None and g["trace"].get("default_per_node") == "slots" and not hostfile:
+        world = job_slots(len(nodes))
     if per_node is None:
         per_node = -(-world // len(nodes)) if world else default_per_node(g)
     if world is None:
@@ -133,11 +139,19 @@ def count_of(g: dict, which: str, value) -> int | None:
     return count_ranks(g["ranks"].get(which, ()), value)
 
 
+def job_slots(nodes: int) -> int:
+    """The allocation's process slots on `nodes` nodes: its task count (Slurm's --ntasks, or
+    --ntasks-per-node times the nodes; PBS's mpiprocs per chunk; LSF's -n slots), else one a node."""
+    return int(ALLOC["ntasks"]) if ALLOC.get("ntasks") else nodes
+
+
 def default_per_node(g: dict) -> int:
     """What a launcher starts per node when no option says: its documented default (grammars.yaml)."""
     default = g["trace"].get("default_per_node", 1)
     if default == "gpus":
         return gpus()
+    if default == "slots":  # a host file's line is one slot
+        return 1
     if default == "tasks":
         return ranks.number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
     return int(default)
@@ -150,12 +164,17 @@ def mpi_launch(name: str, argv: list) -> int:
         return 0
     nodes, per_node, world = placement(name, opts)
     command = in_working_directory(GRAMMARS[name], command)
-    record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command)
+    # the devices the node's ranks are bound to: a node holds at least those (jsrun -r 6 -g 1: six)
+    last_bound = ranks.set_devices(GRAMMARS[name], opts, per_node - 1).get("CUDA_VISIBLE_DEVICES")
+    needed = int(last_bound.split(",")[-1]) + 1 if last_bound else None
+    record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command,
+           gpus_per_node=needed)
     status = 0
     for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
         env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
                "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name), **ranks.bound_devices(opts, rank % per_node)}
+        env.update(ranks.set_devices(GRAMMARS[name], opts, rank % per_node))
         status = max(status, run(command, env))
     return status
 
