@@ -102,3 +102,13 @@ def test_nvidia_smi_answers_with_the_nodes_devices_as_documented(tmp_path):
     trace = traced(tmp_path, text)
     assert trace.ranks[-1].program == ["show.py", "3", "4", "3"]  # csv: the header line and one a device
 
+
+
+def test_accelerate_without_a_config_or_count_starts_one_process_per_device(tmp_path):
+    """accelerate's launcher with no config file: num_processes = the visible device count; a config
+    file's count wins."""
+    text = "#!/bin/bash\n#PBS -l select=1:ngpus=3\naccelerate launch show.py --epochs 2\n"
+    assert [r.rank for r in traced(tmp_path, text).ranks] == [0, 1, 2]
+    config = "distributed_type: MULTI_GPU\nnum_processes: 2\n"
+    text = "#!/bin/bash\n#PBS -l select=1:ngpus=3\naccelerate launch --config_file acc.yaml show.py\n"
+    assert len(traced(tmp_path, text, **{"acc.yaml": config}).ranks) == 2
