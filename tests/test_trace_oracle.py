@@ -112,3 +112,13 @@ def test_accelerate_without_a_config_or_count_starts_one_process_per_device(tmp_
     config = "distributed_type: MULTI_GPU\nnum_processes: 2\n"
     text = "#!/bin/bash\n#PBS -l select=1:ngpus=3\naccelerate launch --config_file acc.yaml show.py\n"
     assert len(traced(tmp_path, text, **{"acc.yaml": config}).ranks) == 2
+
+
+@pytest.mark.parametrize("totals,nodes", [("-l ngpus=2\n#PBS -l ncpus=24", 1), ("-l ncpus=96\n#PBS -l ngpus=8", 2)])
+def test_job_wide_pbs_totals_take_the_nodes_they_fill(totals, nodes, tmp_path):
+    """NCI Gadi's `-l ngpus -l ncpus` with no select (the PBS unit's on_nodes, 4 GPUs and 48 cores a
+    gpuvolta node): the emulated job has that many nodes, not the trace's default for a size left open."""
+    (tmp_path / "job.sh").write_text(f"#!/bin/bash\n#PBS {totals}\n#PBS -l walltime=1:00:00\npython show.py\n")
+    (tmp_path / "show.py").write_text(SHOW)
+    trace = trace_script(tmp_path / "job.sh", cluster="gadi", checkout=tmp_path)
+    assert len(trace.allocation.nodes) == nodes

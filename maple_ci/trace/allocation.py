@@ -68,6 +68,7 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
         profile = get_profile(cluster)
         gpus, cpus = profile.devices_per_node, profile.cpus_per_node
         unit = unit or schedulers.find(profile.scheduler)
+    d = d.on_nodes_of(cpus, gpus)  # job-wide totals on nodes of this shape, as the scheduler places them (Gadi's ngpus)
     count = nodes or d.nodes or (d.spreads and nodes_filled(d, cpus, gpus)) or DEFAULT_NODES
     names = [f"n{i + 1:03d}" for i in range(count)]
     # sbatch(1), OUTPUT ENVIRONMENT VARIABLES (read 2026-11-29): SLURM_NTASKS is set from --ntasks, or
