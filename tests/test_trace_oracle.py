@@ -122,3 +122,15 @@ def test_job_wide_pbs_totals_take_the_nodes_they_fill(totals, nodes, tmp_path):
     (tmp_path / "show.py").write_text(SHOW)
     trace = trace_script(tmp_path / "job.sh", cluster="gadi", checkout=tmp_path)
     assert len(trace.allocation.nodes) == nodes
+
+
+def test_launchers_that_count_devices_count_the_visible_ones(tmp_path):
+    """torch.cuda.device_count() sees only CUDA_VISIBLE_DEVICES's devices (CUDA's guide): deepspeed's,
+    accelerate's and torchrun's `gpu` defaults count those, and nvidia-smi (NVML) still lists the node's."""
+    text = ("#!/bin/bash\n#PBS -l select=1:ngpus=4\nexport CUDA_VISIBLE_DEVICES=1,3\n"
+            "N=$(python -c 'import torch; print(torch.cuda.device_count())')\nS=$(nvidia-smi -L | wc -l)\n"
+            "deepspeed show.py --n $N --s $S\n")
+    trace = traced(tmp_path, text)
+    assert [r.rank for r in trace.ranks] == [0, 1] and trace.ranks[0].program[:5] == ["show.py", "--n", "2", "--s", "4"]
+    text = "#!/bin/bash\n#PBS -l select=1:ngpus=4\nCUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node=gpu show.py\n"
+    assert len(traced(tmp_path, text).ranks) == 3

@@ -107,6 +107,18 @@ def gpus() -> int:
     return int(ALLOC["gpus_per_node"])
 
 
+# CUDA C Programming Guide, "CUDA Environment Variables" (https://docs.nvidia.com/cuda/cuda-c-programming-guide/,
+# read 2026-11-29): only the devices CUDA_VISIBLE_DEVICES lists are visible to a CUDA application; HIP's and
+# ROCr's variables alike (ROCm docs, unconfirmed). NVML (nvidia-smi) does not read it.
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def visible_gpus() -> int:
+    """torch.cuda.device_count() here: the listed devices where a visibility variable is set, else the node's."""
+    listed = next((os.environ[name] for name in VISIBLE_VARS if name in os.environ), None)
+    return gpus() if listed is None else len([d for d in listed.split(",") if d.strip()])
+
+
 # --- launchers -----------------------------------------------------------------------------------
 
 def placement(name: str, opts: dict) -> tuple:
@@ -149,7 +161,7 @@ def default_per_node(g: dict) -> int:
     """What a launcher starts per node when no option says: its documented default (grammars.yaml)."""
     default = g["trace"].get("default_per_node", 1)
     if default == "gpus":
-        return gpus()
+        return max(1, visible_gpus())
     if default == "slots":  # a host file's line is one slot
         return 1
     if default == "tasks":
@@ -247,7 +259,7 @@ def dl_shape(g: dict, settings: dict) -> tuple:
     total = ranks.number(settings.get(t.get("total_option", "")))
     per_node = ranks.number(settings.get(t.get("per_node_option", "")))
     if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
-        per_node = gpus()
+        per_node = max(1, visible_gpus())
     if per_node is None:
         per_node = -(-total // nodes) if total else default_per_node(g)
     node_rank = ranks.number(settings.get(t.get("node_rank_option", "")))
@@ -280,7 +292,7 @@ def python_code(name: str, rest: list) -> int:
     """`python -c CODE`: the device-count idioms answer from the allocation; other code is not run."""
     code = rest[1] if len(rest) > 1 else ""
     if "device_count" in code:
-        print(gpus())
+        print(visible_gpus())
     else:
         record("not_run", [name, *rest], reason="python -c code is not run by the trace")
     return 0
