@@ -18,8 +18,9 @@ import pytest
 
 from maple_ci.trace import trace_script
 
-# Prints who a process is on the real cluster (Hydra's PMI_RANK); the trace records it without running it.
-SHOW = "import os, socket\nprint('proc', os.environ.get('PMI_RANK', '0'), socket.gethostname())\n"
+# Writes where a process ran on the real cluster, one file a rank (Hydra's PMI_RANK; the processes'
+# printed lines would interleave); the trace records it without running it.
+SHOW = "import os, socket\nopen('proc-' + os.environ.get('PMI_RANK', '0'), 'w').write(socket.gethostname())\n"
 
 # Directive spellings of this file's own; a launcher with no count, so the allocation decides.
 SLOTS = {
@@ -56,7 +57,7 @@ def ran(tmp_path: Path, text: str, cluster) -> list:
     done = subprocess.run(["sbatch", "--wait", "-o", str(out), "--chdir", str(tmp_path), str(tmp_path / "job.sh")],
                           capture_output=True, text=True, timeout=180, env=cluster.job_env)
     assert done.returncode == 0, done.stderr + (out.read_text() if out.exists() else "")
-    hosts = [line.split()[2] for line in sorted(out.read_text().splitlines()) if line.startswith("proc ")]
+    hosts = [path.read_text() for path in sorted(tmp_path.glob("proc-*"))]
     return sorted((hosts.count(h) for h in dict.fromkeys(hosts)), reverse=True)
 
 
