@@ -35,7 +35,7 @@ class Allocation:
     node_file_var: Optional[str] = None
     tasks_per_node_var: Optional[str] = None
     array: bool = False
-    gpus_assumed: bool = False  # no directive, task or cluster gave the devices per node: a launch's binding may
+    gpus_assumed: bool = False  # nothing gave the devices per node: a launch that binds more (jsrun -r 6 -g 1) says
 
     def as_data(self) -> dict:
         return {**asdict(self), "addresses": {n: f"192.0.2.{i + 1}" for i, n in enumerate(self.nodes)}}
