@@ -48,6 +48,24 @@ def set_devices(g: dict, opts: dict, local: int) -> dict:
     return {"CUDA_VISIBLE_DEVICES": ",".join(str(first + i) for i in range(each))}
 
 
+def set_devices_per_node(g: dict, opts: dict, per_node: int) -> int | None:
+    """The devices a node's resource sets are bound to: a node holds at least those (jsrun -r 6 -g 1: six)."""
+    last_bound = set_devices(g, opts, per_node - 1).get("CUDA_VISIBLE_DEVICES")
+    return int(last_bound.split(",")[-1]) + 1 if last_bound else None
+
+
+# CUDA C Programming Guide, "CUDA Environment Variables" (https://docs.nvidia.com/cuda/cuda-c-programming-guide/,
+# read 2026-11-29): only the devices CUDA_VISIBLE_DEVICES lists are visible to a CUDA application; HIP's and
+# ROCr's variables alike (ROCm docs, unconfirmed). NVML (nvidia-smi) does not read it.
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def visible_devices(env, node_devices: int) -> int:
+    """torch.cuda.device_count() in `env`: the listed devices where a visibility variable is set, else the node's."""
+    listed = next((env[name] for name in VISIBLE_VARS if name in env), None)
+    return node_devices if listed is None else len([d for d in listed.split(",") if d.strip()])
+
+
 def worker_command(name: str, opts: dict, command: list) -> list:
     if "no_python" in opts:
         return command

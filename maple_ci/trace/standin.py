@@ -60,24 +60,13 @@ def run(argv: list, env: dict) -> int:
     try:
         return subprocess.run(argv, env=env).returncode
     except PermissionError:
-        if shell_script(argv[0]):  # a checkout's wrapper that lost its execute bit: bash reads it as the job would
+        if runners.shell_script(argv[0]):  # a checkout's wrapper that lost its execute bit: bash reads it as the job would
             return subprocess.run(["bash", *argv], env=env).returncode
     except OSError:
         pass
     # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path), with
     # the variables its launcher gave this rank
     return launched_program(argv[0], argv[1:], env)
-
-
-def shell_script(path: str) -> bool:
-    """A file whose #! line names a shell, with or without arguments (`#!/bin/bash -l`, `#!/usr/bin/env bash`)."""
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(200)
-    except OSError:
-        return False
-    words = first[2:].split()
-    return first.startswith(b"#!") and any(os.path.basename(w) in (b"sh", b"bash") for w in words[:2])
 
 
 def launched_program(name: str, argv: list, env: dict | None = None) -> int:
@@ -107,18 +96,6 @@ def gpus() -> int:
     return int(ALLOC["gpus_per_node"])
 
 
-# CUDA C Programming Guide, "CUDA Environment Variables" (https://docs.nvidia.com/cuda/cuda-c-programming-guide/,
-# read 2026-11-29): only the devices CUDA_VISIBLE_DEVICES lists are visible to a CUDA application; HIP's and
-# ROCr's variables alike (ROCm docs, unconfirmed). NVML (nvidia-smi) does not read it.
-VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-
-
-def visible_gpus() -> int:
-    """torch.cuda.device_count() here: the listed devices where a visibility variable is set, else the node's."""
-    listed = next((os.environ[name] for name in VISIBLE_VARS if name in os.environ), None)
-    return gpus() if listed is None else len([d for d in listed.split(",") if d.strip()])
-
-
 # --- launchers -----------------------------------------------------------------------------------
 
 def placement(name: str, opts: dict) -> tuple:
@@ -134,7 +111,8 @@ def placement(name: str, opts: dict) -> tuple:
     nodes = (nodes or job_nodes())[:count] or [node()]
     world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
     if world is None and per_node is None and g["trace"].get("default_per_node") == "slots" and not hostfile:
-        world = job_slots(len(nodes))
+        # the allocation's slots: its task count (--ntasks, --ntasks-per-node x nodes, mpiprocs, LSF -n), else one a node
+        world = int(ALLOC["ntasks"]) if ALLOC.get("ntasks") else len(nodes)
     if per_node is None:
         per_node = -(-world // len(nodes)) if world else default_per_node(g)
     if world is None:
@@ -151,17 +129,11 @@ def count_of(g: dict, which: str, value) -> int | None:
     return count_ranks(g["ranks"].get(which, ()), value)
 
 
-def job_slots(nodes: int) -> int:
-    """The allocation's process slots on `nodes` nodes: its task count (Slurm's --ntasks, or
-    --ntasks-per-node times the nodes; PBS's mpiprocs per chunk; LSF's -n slots), else one a node."""
-    return int(ALLOC["ntasks"]) if ALLOC.get("ntasks") else nodes
-
-
 def default_per_node(g: dict) -> int:
     """What a launcher starts per node when no option says: its documented default (grammars.yaml)."""
     default = g["trace"].get("default_per_node", 1)
     if default == "gpus":
-        return max(1, visible_gpus())
+        return max(1, ranks.visible_devices(os.environ, gpus()))
     if default == "slots":  # a host file's line is one slot
         return 1
     if default == "tasks":
@@ -176,11 +148,8 @@ def mpi_launch(name: str, argv: list) -> int:
         return 0
     nodes, per_node, world = placement(name, opts)
     command = in_working_directory(GRAMMARS[name], command)
-    # the devices the node's ranks are bound to: a node holds at least those (jsrun -r 6 -g 1: six)
-    last_bound = ranks.set_devices(GRAMMARS[name], opts, per_node - 1).get("CUDA_VISIBLE_DEVICES")
-    needed = int(last_bound.split(",")[-1]) + 1 if last_bound else None
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command,
-           gpus_per_node=needed)
+           gpus_per_node=ranks.set_devices_per_node(GRAMMARS[name], opts, per_node))
     status = 0
     for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
@@ -259,7 +228,7 @@ def dl_shape(g: dict, settings: dict) -> tuple:
     total = ranks.number(settings.get(t.get("total_option", "")))
     per_node = ranks.number(settings.get(t.get("per_node_option", "")))
     if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
-        per_node = max(1, visible_gpus())
+        per_node = max(1, ranks.visible_devices(os.environ, gpus()))
     if per_node is None:
         per_node = -(-total // nodes) if total else default_per_node(g)
     node_rank = ranks.number(settings.get(t.get("node_rank_option", "")))
@@ -292,7 +261,7 @@ def python_code(name: str, rest: list) -> int:
     """`python -c CODE`: the device-count idioms answer from the allocation; other code is not run."""
     code = rest[1] if len(rest) > 1 else ""
     if "device_count" in code:
-        print(visible_gpus())
+        print(ranks.visible_devices(os.environ, gpus()))
     else:
         record("not_run", [name, *rest], reason="python -c code is not run by the trace")
     return 0
