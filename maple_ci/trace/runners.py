@@ -1,7 +1,8 @@
 """Where the command starts in a command that runs one: a wrapper (numactl, taskset, nsys, ncu), a
 container (apptainer/singularity exec|run IMAGE), a runner (`uv run`, `conda run -n ENV`, `shifter
 --image=X`, `podman-hpc run IMAGE`, `enroot start IMAGE`, `stdbuf -oL`, `nohup`), and whether a file
-is a shell script bash reads. Stdlib only: the trace's stand-in (standin.py) imports it inside the sandbox, and runs what it finds there.
+is a shell script bash reads. Stdlib only: the trace's stand-in (standin.py) imports it inside the
+sandbox, and runs what it finds there.
 """
 
 from __future__ import annotations
