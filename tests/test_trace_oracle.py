@@ -135,3 +135,18 @@ def test_launchers_that_count_devices_count_the_visible_ones(tmp_path):
     assert [r.rank for r in trace.ranks] == [0, 1] and trace.ranks[0].program[:5] == ["show.py", "--n", "2", "--s", "4"]
     text = "#!/bin/bash\n#PBS -l select=1:ngpus=4\nCUDA_VISIBLE_DEVICES=0,1,2 torchrun --nproc_per_node=gpu show.py\n"
     assert len(traced(tmp_path, text).ranks) == 3
+
+
+def test_a_port_that_drops_a_one_device_binding_differs_from_its_source(tmp_path):
+    """The source binds each rank to its own device (jsrun -g 1); a port whose ranks all see the node's
+    devices differs (a program on cuda:0 would put every rank on one device), one that binds does not."""
+    from maple_ci.trace.compare import compare
+
+    source = traced(tmp_path, "#!/bin/bash\n#BSUB -nnodes 2\njsrun -n 8 -r 4 -a 1 -g 1 python show.py\n")
+    slurm = "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4\nsrun {} python show.py\n"
+    (tmp_path / "port.sh").write_text(slurm.format(""))
+    loose = trace_script(tmp_path / "port.sh", checkout=tmp_path)
+    assert [d.kind for d in compare(source, loose, "")] == ["devices"]
+    assert compare(source, loose, "# each rank sees all devices of its node") == []  # named in the header
+    (tmp_path / "port.sh").write_text(slurm.format("--gpus-per-task=1"))
+    assert compare(source, trace_script(tmp_path / "port.sh", checkout=tmp_path), "") == []
