@@ -150,3 +150,11 @@ def test_a_port_that_drops_a_one_device_binding_differs_from_its_source(tmp_path
     assert compare(source, loose, "# each rank sees all devices of its node") == []  # named in the header
     (tmp_path / "port.sh").write_text(slurm.format("--gpus-per-task=1"))
     assert compare(source, trace_script(tmp_path / "port.sh", checkout=tmp_path), "") == []
+
+
+def test_srun_relative_starts_the_step_at_that_node_of_the_job(tmp_path):
+    """srun(1) -r/--relative N: the step runs from node N of the allocation (a loop of one-node steps; on
+    the local test cluster `srun -N1 -n1 -r 1 hostname` in `sbatch -N 2` prints its second node)."""
+    text = ("#!/bin/bash\n#SBATCH -N 3 --gpus-per-node=4\n"
+            "for i in 0 1 2; do srun -N1 -n1 -r $i python show.py & done\nwait\n")
+    assert sorted(r.node for r in traced(tmp_path, text).ranks) == ["n001", "n002", "n003"]

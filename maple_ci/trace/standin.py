@@ -108,7 +108,9 @@ def placement(name: str, opts: dict) -> tuple:
     hostfile = last(opts, "hostfile")
     nodes = hosts_of(hostfile) if hostfile else []
     count = value("nodes") or (len(nodes) if nodes else int(os.environ.get("MAPLE_TRACE_NNODES", len(ALLOC["nodes"]))))
-    nodes = (nodes or job_nodes())[:count] or [node()]
+    # srun(1) -r N (https://slurm.schedmd.com/srun.html, read 2026-11-29; the local cluster): from node N of the job's
+    offset = ranks.number(last(opts, "relative")) or 0
+    nodes = (nodes or job_nodes())[offset:offset + count] or [node()]
     world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
     if world is None and per_node is None and g["trace"].get("default_per_node") == "slots" and not hostfile:
         # the allocation's slots: its task count (--ntasks, --ntasks-per-node x nodes, mpiprocs, LSF -n), else one a node
