@@ -8,7 +8,10 @@ Facts and where they come from (grammars.yaml and the trace modules cite each):
 - a Slurm task count with no node count takes as few nodes as hold it (sbatch(1) -N; the local cluster);
 - jsrun gives each task the GPUs of its resource set (OLCF's jsrun quick start), and a node holds
   -r sets of -g GPUs. LSF does not run here: that part is against the published guide.
-- nvidia-smi's list and csv queries answer with the node's devices, csv with its header line.
+- nvidia-smi's list and csv queries answer with the node's devices, csv with its header line;
+  torch's device count and the launchers that count devices see CUDA_VISIBLE_DEVICES's list;
+- accelerate with no config starts one process per device; srun -r N starts at node N; PBS job-wide
+  totals fill nodes (the PBS unit's rule); a port must keep a one-device binding or name it.
 """
 
 import subprocess
