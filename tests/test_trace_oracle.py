@@ -161,3 +161,10 @@ def test_srun_relative_starts_the_step_at_that_node_of_the_job(tmp_path):
     text = ("#!/bin/bash\n#SBATCH -N 3 --gpus-per-node=4\n"
             "for i in 0 1 2; do srun -N1 -n1 -r $i python show.py & done\nwait\n")
     assert sorted(r.node for r in traced(tmp_path, text).ranks) == ["n001", "n002", "n003"]
+
+
+@pytest.mark.parametrize("lines,expected", [("n001 slots=3\nn002 slots=3\n", [3, 3]), ("n001:2\nn002:2\n", [2, 2]),
+                                            ("n001\nn001\nn002\nn002\n", [2, 2])])
+def test_mpirun_without_n_fills_the_slots_of_its_host_file(lines, expected, tmp_path):
+    text = "#!/bin/bash\n#SBATCH -N 2\nmpirun --hostfile hosts.txt python show.py\n"
+    assert per_node(traced(tmp_path, text, **{"hosts.txt": lines}).ranks) == expected

@@ -66,6 +66,20 @@ def visible_devices(env, node_devices: int) -> int:
     return node_devices if listed is None else len([d for d in listed.split(",") if d.strip()])
 
 
+def hostfile_slots(path: str) -> int | None:
+    """The slots of a host file: `host slots=N` (Open MPI's mpirun(1) "hostfile", read 2026-11-29) or
+    `host:N` (MPICH Hydra's), else one a line (PBS's node file lists a host once per slot)."""
+    try:
+        lines = [line.split("#")[0].split() for line in Path(path).read_text().splitlines()]
+    except OSError:
+        return None
+    total = 0
+    for words in filter(None, lines):
+        given = [w.split("=", 1)[1] for w in words[1:] if w.startswith("slots=")] or words[0].split(":")[1:]
+        total += number(given[0]) or 1 if given else 1
+    return total or None
+
+
 def worker_command(name: str, opts: dict, command: list) -> list:
     if "no_python" in opts:
         return command

@@ -112,9 +112,10 @@ def placement(name: str, opts: dict) -> tuple:
     offset = ranks.number(last(opts, "relative")) or 0
     nodes = (nodes or job_nodes())[offset:offset + count] or [node()]
     world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
-    if world is None and per_node is None and g["trace"].get("default_per_node") == "slots" and not hostfile:
-        # the allocation's slots: its task count (--ntasks, --ntasks-per-node x nodes, mpiprocs, LSF -n), else one a node
-        world = int(ALLOC["ntasks"]) if ALLOC.get("ntasks") else len(nodes)
+    if world is None and per_node is None and g["trace"].get("default_per_node") == "slots":
+        # the host file's slots, else the allocation's: its task count (--ntasks, --ntasks-per-node x nodes,
+        # mpiprocs, LSF -n), else one a node
+        world = (hostfile and ranks.hostfile_slots(hostfile)) or int(ALLOC.get("ntasks") or len(nodes))
     if per_node is None:
         per_node = -(-world // len(nodes)) if world else default_per_node(g)
     if world is None:
