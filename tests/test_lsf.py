@@ -95,3 +95,13 @@ def test_a_summit_script_ports_out_with_the_same_program_arguments_and_size(tmp_
     assert back.entrypoint == "train.py" and back.nodes * back.gpus_per_node >= 2
     assert back.script_args == ["--out", translate("runs/$LSB_JOBID", unit.name, back.gpus_per_node)]
     assert "-alloc_flags gpumps smt4" in result.script  # named in the header as not carried
+
+
+def test_gpu_num_per_task_is_not_a_count_per_host():
+    """bsub(1) -gpu: num=N is per host unless written num=N/task; with span[ptile=P] a host holds P tasks."""
+    from maple_ci.schedulers import find
+
+    d = find("lsf").read('#BSUB -n 8\n#BSUB -R "span[ptile=4]"\n#BSUB -gpu "num=1/task:mode=shared"\n', strict=False)
+    assert (d.gpus_per_task, d.gpus_per_node, d.nodes) == (1, 4, 2)
+    d = find("lsf").read('#BSUB -n 8\n#BSUB -gpu "num=2/task"\n', strict=False)
+    assert (d.gpus_per_task, d.gpus_per_node) == (2, None)  # the hosts are the scheduler's choice

@@ -67,8 +67,13 @@ def _ptile(value: str, d: Directives) -> Optional[int]:
 
 
 def _gpus(value: str, d: Directives) -> Optional[int]:
-    """GPUs per host: -gpu "num=4:mode=exclusive_process"."""
+    """GPUs per host: -gpu "num=4:mode=exclusive_process"; `num=1/task` is per task (bsub(1) -gpu: "By
+    default, the number is per host. You can also specify that the number is per task by specifying
+    /task", https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=o-gpu, read 2026-11-29)."""
     match = _GPU_NUM.search(value)
+    if match and value[match.end():].startswith("/task"):
+        d.gpus_per_task = int(match[1])
+        return None
     return int(match[1]) if match else None
 
 
@@ -156,6 +161,8 @@ class Lsf(Scheduler):
             d.nodes_given = True
             d.set("nodes", per_node(d.ntasks, d.ntasks_per_node), d.lines["ntasks"])
         d.spreads = not d.nodes_given and bool(d.ntasks)
+        if d.gpus_per_node is None and d.gpus_per_task and d.ntasks_per_node:  # num=1/task with span[ptile=4]
+            d.gpus_per_node = d.gpus_per_task * d.ntasks_per_node
         d.account = real(d.account, "account", d)
         d.queue = real(d.queue, "queue", d)
 

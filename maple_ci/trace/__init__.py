@@ -153,6 +153,9 @@ def _collect(events: list, job_env: dict, trace: Trace) -> Trace:
             trace.ranks.append(_rank(event, job_env))
         elif kind == "launch":
             trace.launches.append({k: event.get(k) for k in ("launcher", "ranks", "per_node", "nodes", "command", "argv")})
+            needed = event.get("gpus_per_node")
+            if trace.allocation.gpus_assumed and needed and needed > trace.allocation.gpus_per_node:
+                trace.allocation.gpus_per_node = needed  # Summit's `jsrun -r 6 -g 1`: its nodes have six
         elif kind == "submit":
             trace.submitted.append(event["argv"])
         elif kind in ("not_run", "refused"):

@@ -38,6 +38,7 @@ class Allocation:
     array: Optional[str] = None  # the job array's index set (Slurm's form): the trace is of its first task
     job_gpus: Optional[int] = None  # the GPUs per node the job asks for (None: none asked; a site may give all)
     gpus_per_task: Optional[int] = None
+    gpus_assumed: bool = False  # nothing gave the devices per node: a launch that binds more (jsrun -r 6 -g 1) says
 
     def as_data(self) -> dict:
         return {**asdict(self), "addresses": {n: f"192.0.2.{i + 1}" for i, n in enumerate(self.nodes)}}
@@ -72,6 +73,7 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
     unit = schedulers.detect(text)
     d = unit.read(text, strict=False) if unit else schedulers.Directives()
     unit = unit or schedulers.implied(text, None)  # no directives: the job whose variables it reads ($PBS_NODEFILE)
+    assumed = not (d.gpus_per_node or gpus or cluster)
     gpus, cpus = d.gpus_per_node or gpus or DEFAULT_GPUS, DEFAULT_CPUS
     if cluster:
         from ..profiles import get_profile
@@ -79,7 +81,8 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
         profile = get_profile(cluster)
         gpus, cpus = profile.devices_per_node, profile.cpus_per_node
         unit = unit or schedulers.find(profile.scheduler)
-    count = nodes or d.nodes or DEFAULT_NODES
+    d = d.on_nodes_of(cpus, gpus)  # job-wide totals on nodes of this shape, as the scheduler places them (Gadi's ngpus)
+    count = nodes or d.nodes or (d.spreads and nodes_filled(d, cpus, gpus)) or DEFAULT_NODES
     names = [f"n{i + 1:03d}" for i in range(count)]
     # sbatch(1), OUTPUT ENVIRONMENT VARIABLES (read 2026-11-29): SLURM_NTASKS is set from --ntasks, or
     # from --ntasks-per-node as the job's task count, also when the node count is left to submit time
@@ -90,7 +93,18 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
                       array=arrays.from_dropped(d.dropped), job_gpus=d.gpus_per_node and min(d.gpus_per_node, gpus),
-                      gpus_per_task=d.gpus_per_task)
+                      gpus_per_task=d.gpus_per_task, gpus_assumed=assumed)
+
+
+def nodes_filled(d, cpus: int, gpus: int) -> Optional[int]:
+    """The nodes a task count with no node count takes: "enough nodes to satisfy the requested
+    resources as expressed by ... -n, -c and --gpus" (sbatch(1) -N, https://slurm.schedmd.com/sbatch.html,
+    read 2026-11-29; the local test cluster puts `sbatch -n 4` on 1 node); LSF's -n slots alike (unconfirmed)."""
+    tasks = d.tasks()
+    if not tasks:
+        return None
+    need_gpus = d.gpus or (d.gpus_per_task or 0) * tasks
+    return max(-(-tasks * (d.cpus_per_task or 1) // cpus), -(-need_gpus // gpus) if need_gpus else 1)
 
 
 @lru_cache(maxsize=1)

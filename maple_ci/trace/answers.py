@@ -37,10 +37,29 @@ def hostname(argv: list, here: dict) -> str:
 
 
 def smi(argv: list, here: dict) -> Optional[str]:
+    """The node's devices, one a line: `-L`, `--list-gpus`, `--query-gpu=F1,F2 --format=csv[,noheader]`
+    (nvidia-smi(1), https://man.archlinux.org/man/extra/nvidia-utils/nvidia-smi.1.en, read 2026-11-29: csv
+    prints a first line of column headers unless `noheader`; `count` is the number of GPUs, on every line)."""
     if "-L" in argv or "--list-gpus" in argv:
         return "\n".join(f"GPU {i}: stand-in (UUID: GPU-trace-{i})" for i in range(here["gpus"]))
-    if any(a.startswith("--query-gpu") for a in argv):
-        return "\n".join(str(i) for i in range(here["gpus"]))
+    fields, form = _value(argv, "--query-gpu"), _value(argv, "--format")
+    if fields is None:
+        return None
+    names = [f.strip() for f in fields.split(",") if f.strip()]
+    values = {"index": lambda i: str(i), "count": lambda i: str(here["gpus"]), "name": lambda i: "stand-in GPU",
+              "uuid": lambda i: f"GPU-trace-{i}"}
+    lines = [", ".join(values.get(n, lambda i: "0")(i) for n in names) for i in range(here["gpus"])]
+    header = [] if "noheader" in (form or "") or not form else [", ".join(names)]
+    return "\n".join(header + lines)
+
+
+def _value(argv: list, option: str) -> Optional[str]:
+    """An option's value, as `--option=V` or `--option V`."""
+    for i, word in enumerate(argv):
+        if word.startswith(option + "="):
+            return word.split("=", 1)[1]
+        if word == option and i + 1 < len(argv):
+            return argv[i + 1]
     return None
 
 

@@ -85,9 +85,13 @@ def _same_model(source: Trace, port: Trace, p_src: int, p_dst: int) -> bool:
 
 
 def _devices_kept(source: Trace, port: Trace, src: Rank, dst: Rank) -> bool:
-    """A rank that saw all of its node's devices still does; one that saw several sees as many."""
+    """A rank that saw all of its node's devices still does; one that saw several sees as many; one
+    bound to one device of several (a wrapper, jsrun -g 1) still is: a program that never picks its
+    device (cuda:0) relies on that binding."""
     g_src, g_dst = source.allocation.gpus_per_node, port.allocation.gpus_per_node
     s_src, s_dst = _device_count(src, g_src), _device_count(dst, g_dst)
+    if s_src == 1 and g_src > 1:
+        return s_dst == 1
     if s_src <= 1:
         return True
     return s_dst == g_dst if s_src == g_src else s_dst >= s_src

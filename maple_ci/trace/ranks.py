@@ -74,6 +74,48 @@ def listed_devices(g: dict, settings: dict) -> dict:
     return dict.fromkeys(devices["env"], str(listed)) if listed and str(listed) != "all" else {}
 
 
+def set_devices(g: dict, opts: dict, local: int) -> dict:
+    """jsrun -g N: the tasks of one resource set (-a per set) share its N devices, the node's sets in turn."""
+    rs = (g["trace"] or {}).get("resource_set")
+    each = number(last(opts, rs["gpus"])) if rs else None
+    if not each:
+        return {}
+    first = local // (number(last(opts, rs["tasks"])) or 1) * each
+    return {"CUDA_VISIBLE_DEVICES": ",".join(str(first + i) for i in range(each))}
+
+
+def set_devices_per_node(g: dict, opts: dict, per_node: int) -> int | None:
+    """The devices a node's resource sets are bound to: a node holds at least those (jsrun -r 6 -g 1: six)."""
+    last_bound = set_devices(g, opts, per_node - 1).get("CUDA_VISIBLE_DEVICES")
+    return int(last_bound.split(",")[-1]) + 1 if last_bound else None
+
+
+# CUDA C Programming Guide, "CUDA Environment Variables" (https://docs.nvidia.com/cuda/cuda-c-programming-guide/,
+# read 2026-11-29): only the devices CUDA_VISIBLE_DEVICES lists are visible to a CUDA application; HIP's and
+# ROCr's variables alike (ROCm docs, unconfirmed). NVML (nvidia-smi) does not read it.
+VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+
+
+def visible_devices(env, node_devices: int) -> int:
+    """torch.cuda.device_count() in `env`: the listed devices where a visibility variable is set, else the node's."""
+    listed = next((env[name] for name in VISIBLE_VARS if name in env), None)
+    return node_devices if listed is None else len([d for d in listed.split(",") if d.strip()])
+
+
+def hostfile_slots(path: str) -> int | None:
+    """The slots of a host file: `host slots=N` (Open MPI's mpirun(1) "hostfile", read 2026-11-29) or
+    `host:N` (MPICH Hydra's), else one a line (PBS's node file lists a host once per slot)."""
+    try:
+        lines = [line.split("#")[0].split() for line in Path(path).read_text().splitlines()]
+    except OSError:
+        return None
+    total = 0
+    for words in filter(None, lines):
+        given = [w.split("=", 1)[1] for w in words[1:] if w.startswith("slots=")] or words[0].split(":")[1:]
+        total += number(given[0]) or 1 if given else 1
+    return total or None
+
+
 def worker_command(name: str, opts: dict, command: list) -> list:
     if "no_python" in opts:
         return command

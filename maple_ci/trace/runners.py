@@ -1,11 +1,13 @@
 """Where the command starts in a command that runs one: a wrapper (numactl, taskset, nsys, ncu), a
 container (apptainer/singularity exec|run IMAGE), a runner (`uv run`, `conda run -n ENV`, `shifter
---image=X`, `podman-hpc run IMAGE`, `enroot start IMAGE`, `stdbuf -oL`, `nohup`). Stdlib only: the
-trace's stand-in (standin.py) imports it inside the sandbox, and runs what it finds there.
+--image=X`, `podman-hpc run IMAGE`, `enroot start IMAGE`, `stdbuf -oL`, `nohup`), and whether a file
+is a shell script bash reads. Stdlib only: the trace's stand-in (standin.py) imports it inside the
+sandbox, and runs what it finds there.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 # nsys profile's switches each take a value (`--force-overwrite true`, `-s none`): Nsight Systems
@@ -62,3 +64,14 @@ def run_by(name: str, argv: list) -> Optional[tuple]:
     if name in IMAGE_FIRST and i < len(words):
         image, i = words[i], i + 1
     return image, words[i:]
+
+
+def shell_script(path: str) -> bool:
+    """A file whose #! line names a shell, with or without arguments (`#!/bin/bash -l`, `#!/usr/bin/env bash`)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return False
+    words = first[2:].split()
+    return first.startswith(b"#!") and any(os.path.basename(w) in (b"sh", b"bash") for w in words[:2])

@@ -60,33 +60,26 @@ def run(argv: list, env: dict) -> int:
     try:
         return subprocess.run(argv, env=env).returncode
     except PermissionError:
-        if shell_script(argv[0]):  # a checkout's wrapper that lost its execute bit: bash reads it as the job would
+        if runners.shell_script(argv[0]):  # a checkout's wrapper that lost its execute bit: bash reads it as the job would
             return subprocess.run(["bash", *argv], env=env).returncode
     except OSError:
         pass
-    # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path)
-    return launched_program(argv[0], argv[1:])
+    # a path-named command the sandbox does not have (a site's wrapper, an interpreter by path), with
+    # the variables its launcher gave this rank
+    return launched_program(argv[0], argv[1:], env)
 
 
-def shell_script(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(200)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and first.rstrip().endswith((b"sh", b"bash"))
-
-
-def launched_program(name: str, argv: list) -> int:
+def launched_program(name: str, argv: list, env: dict | None = None) -> int:
     """A command the sandbox has no program for, inside a launch. When it hands an interpreter or a
     Python file on (a site's affinity wrapper: `task_affinity python3 train.py`), that is the
     program and the wrapper is recorded; otherwise the command itself is the program."""
+    env = dict(os.environ) if env is None else env
     start = next((i for i, word in enumerate(argv) if os.path.basename(word).startswith("python") or word.endswith(".py")), None)
     if start is None or os.path.basename(name).startswith("python"):
-        record("program", [name, *argv], env=dict(os.environ))
+        record("program", [name, *argv], env=env)
         return 0
     record("wrapper", [name, *argv[:start]])
-    return run(argv[start:] if not argv[start].endswith(".py") else ["python", *argv[start:]], dict(os.environ))
+    return run(argv[start:] if not argv[start].endswith(".py") else ["python", *argv[start:]], env)
 
 
 # --- the allocation ------------------------------------------------------------------------------
@@ -115,8 +108,14 @@ def placement(name: str, opts: dict) -> tuple:
     hostfile = last(opts, "hostfile")
     nodes = hosts_of(hostfile) if hostfile else []
     count = value("nodes") or (len(nodes) if nodes else int(os.environ.get("MAPLE_TRACE_NNODES", len(ALLOC["nodes"]))))
-    nodes = (nodes or job_nodes())[:count] or [node()]
+    # srun(1) -r N (https://slurm.schedmd.com/srun.html, read 2026-11-29; the local cluster): from node N of the job's
+    offset = ranks.number(last(opts, "relative")) or 0
+    nodes = (nodes or job_nodes())[offset:offset + count] or [node()]
     world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
+    if world is None and per_node is None and g["trace"].get("default_per_node") == "slots":
+        # the host file's slots, else the allocation's: its task count (--ntasks, --ntasks-per-node x nodes,
+        # mpiprocs, LSF -n), else one a node
+        world = (hostfile and ranks.hostfile_slots(hostfile)) or int(ALLOC.get("ntasks") or len(nodes))
     if per_node is None:
         per_node = -(-world // len(nodes)) if world else default_per_node(g)
     if world is None:
@@ -137,7 +136,9 @@ def default_per_node(g: dict) -> int:
     """What a launcher starts per node when no option says: its documented default (grammars.yaml)."""
     default = g["trace"].get("default_per_node", 1)
     if default == "gpus":
-        return gpus()
+        return max(1, ranks.visible_devices(os.environ, gpus()))
+    if default == "slots":  # a host file's line is one slot
+        return 1
     if default == "tasks":
         return ranks.number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
     return int(default)
@@ -151,13 +152,15 @@ def mpi_launch(name: str, argv: list) -> int:
         return 0
     nodes, per_node, world = placement(name, opts)
     command = in_working_directory(GRAMMARS[name], command)
-    record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command)
+    record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command,
+           gpus_per_node=ranks.set_devices_per_node(GRAMMARS[name], opts, per_node))
     status = 0
     for rank in ranks.traced(world, per_node):
         index = min(rank // per_node, len(nodes) - 1)
         env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
                "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name),
                **ranks.bound_devices(GRAMMARS[name], opts, rank % per_node, len(nodes))}
+        env.update(ranks.set_devices(GRAMMARS[name], opts, rank % per_node))
         status = max(status, run(command, env))
     return status
 
@@ -231,7 +234,7 @@ def dl_shape(g: dict, settings: dict) -> tuple:
     total = ranks.number(settings.get(t.get("total_option", "")))
     per_node = ranks.number(settings.get(t.get("per_node_option", "")))
     if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
-        per_node = gpus()
+        per_node = max(1, ranks.visible_devices(os.environ, gpus()))
     if per_node is None:
         per_node = -(-total // nodes) if total else default_per_node(g)
     node_rank = ranks.number(settings.get(t.get("node_rank_option", "")))
@@ -267,7 +270,7 @@ def python_code(name: str, rest: list) -> int:
     """`python -c CODE`: the device-count idioms answer from the allocation; other code is not run."""
     code = rest[1] if len(rest) > 1 else ""
     if "device_count" in code:
-        print(gpus())
+        print(ranks.visible_devices(os.environ, gpus()))
     else:
         record("not_run", [name, *rest], reason="python -c code is not run by the trace")
     return 0
