@@ -128,6 +128,15 @@ class Pbs(Scheduler):
         "cpus": ("PBS_NCPUS",),
         "gpus": ("PBS_NGPUS",),
         "node_cpus": ("PBS_NCI_NCPUS_PER_NODE",),
+        # HPE Cray PALS's mpiexec (ALCF's Polaris, Aurora, Sophia) sets these in each rank: its node's
+        # index in the job and its index on the node (https://docs.alcf.anl.gov/polaris/running-jobs/,
+        # read 2026-11-29); unset in the batch shell and under other launchers (Gadi's Open MPI)
+        "node_index": ("PALS_NODEID",),
+        "local_rank": ("PALS_LOCAL_RANKID",),
+        # TMPDIR: "the job-specific temporary directory for this job", made by PBS on each node of the
+        # job (PBS Professional Reference Guide, "Environment Variables",
+        # https://help.altair.com/2022.1.0/PBS%20Professional/PBSReferenceGuide2022.1.pdf, read 2026-11-29)
+        "node_tmp": ("TMPDIR",),
     }
     # PBS Professional User's Guide, "Environment Variables"
     # (https://help.altair.com/2022.1.0/PBS%20Professional/PBSUserGuide2022.1.pdf, read 2026-11-25), and NCI
