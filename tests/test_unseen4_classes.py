@@ -12,11 +12,14 @@ each tested with small scripts written for this test in styles the corpus does n
    Slurm's node index and a site's node-local scratch folder on a PBS target.
 """
 
+import subprocess
+
 import pytest
 
 from maple_ci.errors import MapleError
 from maple_ci.extract import extract_script
 from maple_ci.schedulers.jobvars import translate
+from maple_ci.trace import trace_script
 
 # Submit-line options win over the text's own directives (sbatch: "options on the command line
 # override the same options in the script", same page).
@@ -113,3 +116,22 @@ def test_tmpdir_of_any_process_is_never_read_as_a_source_job_variable():
 def test_a_target_without_the_concept_still_refuses_naming_it():
     with pytest.raises(MapleError, match="SLURM_TMPDIR"):
         translate("$SLURM_TMPDIR/x", "flux", 4)  # Flux's table names no node-local folder
+
+
+_BATCH_IDS = ("SLURM_NODEID", "SLURM_LOCALID", "SLURM_PROCID")
+
+
+@pytest.mark.cluster
+def test_the_traces_batch_shell_has_the_task_ids_real_slurm_gives_it(tmp_path, slurm_cluster):
+    """The source's batch shell expands `++node_id=$SLURM_NODEID` once: the trace must give it what
+    the real batch step has (the local test cluster's Slurm 22.05), or a port's `${PALS_NODEID:-0}`
+    would read as a change."""
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -N 2 -t 2\n" + "".join(f'echo "{n}=${n}"\n' for n in _BATCH_IDS))
+    out = tmp_path / "out.txt"
+    done = subprocess.run(["sbatch", "--wait", "-o", str(out), "--chdir", str(tmp_path), str(script)],
+                          capture_output=True, text=True, timeout=180, env=slurm_cluster.job_env)
+    assert done.returncode == 0, done.stderr
+    real = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    trace = trace_script(script, checkout=tmp_path)
+    assert {name: trace.job_env.get(name) for name in _BATCH_IDS} == real

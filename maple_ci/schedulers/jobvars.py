@@ -27,7 +27,7 @@ def _reference() -> re.Pattern:
     """$NAME, ${NAME} or a bare NAME (inside $(( ))) of any registered scheduler's variables."""
     prefixes = "|".join(re.escape(unit.var_prefix) for unit in units())
     listed = "|".join(re.escape(name) for unit in units() for names in unit.job_vars.values() for name in names
-                      if name not in _PROCESS_VARS)
+                      if name not in PROCESS_VARS)
     name = rf"(?:(?:{prefixes})[A-Z0-9_]+|(?:{listed})(?![A-Z0-9_]))"  # LSF's LS_SUBCWD has no LSB_ prefix
     return re.compile(rf"\$\{{({name})\}}|\$({name})\b|\b({name})\b")
 
@@ -36,7 +36,7 @@ def _reference() -> re.Pattern:
 # for programs that need a place to create temporary files", XBD 8.3,
 # https://pubs.opengroup.org/onlinepubs/9799919799/basedefs/V1_chap08.html, read 2026-11-29). A target's
 # word for a concept (PBS's job TMPDIR), never read as the source's job variable.
-_PROCESS_VARS = frozenset({"TMPDIR"})
+PROCESS_VARS = frozenset({"TMPDIR"})
 
 # Per-rank values a launcher sets in each rank (a node's index, a rank's on its node) and the batch
 # shell lacks; that shell runs on the job's first node as its first task (srun(1), SLURM_NODEID), so a

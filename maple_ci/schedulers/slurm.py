@@ -108,6 +108,9 @@ class Slurm(Scheduler):
         # (https://docs.alliancecan.ca/wiki/Using_node-local_storage), both read 2026-11-29
         "node_tmp": ("SLURM_TMPDIR",),
     }
+    # The batch script is the batch step's one task, on the job's first node: the test cluster's Slurm
+    # gives it SLURM_NODEID=0, SLURM_LOCALID=0 and SLURM_PROCID=0 (checked 2026-11-29 with sbatch)
+    batch_task = {"SLURM_NODEID": "0", "SLURM_LOCALID": "0", "SLURM_PROCID": "0"}
     # sbatch(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/sbatch.html, read 2026-11-25
     job_environment = frozenset({"SLURMD_NODENAME", *(f"SLURM_{name}" for name in (
         "JOB_ID", "JOBID", "JOB_NAME", "JOB_NODELIST", "NODELIST", "JOB_NUM_NODES", "NNODES", "NTASKS", "NPROCS",
