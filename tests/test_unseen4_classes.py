@@ -135,3 +135,13 @@ def test_the_traces_batch_shell_has_the_task_ids_real_slurm_gives_it(tmp_path, s
     real = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
     trace = trace_script(script, checkout=tmp_path)
     assert {name: trace.job_env.get(name) for name in _BATCH_IDS} == real
+
+
+def test_a_submit_lines_argument_from_the_submitters_loop_is_given_per_submission(tmp_path):
+    """`for s in 1 2; do sbatch job.sh --seed=$s; done`: the submitter's shell expands $s before
+    sbatch passes the job its arguments; the port keeps it a reference the job is given at submit time."""
+    (tmp_path / "job.sh").write_text("#!/bin/bash\n#SBATCH -N 1 --gpus-per-node=1\nsrun python fit.py \"$@\"\n")
+    text = "#!/bin/bash\nfor s in 1 2; do\n  sbatch job.sh --seed=$s --out 'runs/a b'\ndone\n"
+    intent = extract_script(text, tmp_path, "sweep.sh", tmp_path)
+    assert intent.given_env == ["s"]
+    assert intent.script_args == ["--seed=$s", "--out", "runs/a b"]

@@ -56,8 +56,9 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     directives, env = _directives(unit, options)
     setup = [f"export {name}={shlex.quote(value)}" for name, value in env if not _expanded(value)]
     if arguments and unit.passes_arguments:  # qsub passes none to the job script
-        setup.append(f"set -- {shlex.join(arguments)}")
-    given = sorted({name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)})
+        setup.append("set -- " + " ".join(map(_argument, arguments)))
+    given = {name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)}
+    given = sorted(given | {name for word in arguments if unit.passes_arguments for name in _given_names(word)})
     return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given)
 
 
@@ -71,6 +72,26 @@ def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
             else:
                 lines.append(unit.directive_line(unit.format_option(name, value or None)))
     return lines, env
+
+
+# A $NAME left in a submit line's argument: the submitter's shell expands it per submission (its loop's $i)
+_SUBMITTERS = re.compile(r"\$([A-Za-z_]\w*)(?![\w{])|\$\{([A-Za-z_]\w*)\}")
+
+
+def _given_names(word: str) -> list[str]:
+    """The names of `word`'s plain $NAME/${NAME} references; none when it holds another expansion."""
+    if word.count("$") != len(_SUBMITTERS.findall(word)):  # $(...), ${x:-y}: kept as written
+        return []
+    return [plain or braced for plain, braced in _SUBMITTERS.findall(word)]
+
+
+def _argument(word: str) -> str:
+    """A submit-line argument as a `set --` word of the job: the submitter's $NAME stays a reference,
+    resolved from the variable given at submit time (Submitted.given), the rest quoted as it was."""
+    if not _given_names(word):
+        return shlex.quote(word)
+    parts = _SUBMITTERS.sub(lambda m: f"\0{m.group(0)}\0", word).split("\0")  # literal, reference, ...
+    return "".join(f'"{part}"' if i % 2 else shlex.quote(part) for i, part in enumerate(parts) if i % 2 or part)
 
 
 def _expanded(item: str) -> bool:
