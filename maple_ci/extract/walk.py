@@ -270,10 +270,8 @@ class Shell(Builtins, Branches):
             self.launches.append(launch)
 
     def _here_document(self, cmd: Command) -> None:
-        """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`;
-        `read -r -d '' CMD <<EOF`: the variable's value, for a later `bash -c "$CMD"`. Any other
-        command reads it as its input (`sbatch <<EOF`: the job script), as does the one a
-        `cat <<EOF |` pipes into."""
+        """`cat > run.sh <<EOF`: the file's text, for a later `bash run.sh`; `read -r -d '' CMD <<EOF`: the
+        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`)."""
         piped, self.piped = self.piped, None
         text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
         self.stdin = piped if text is None else text
@@ -284,18 +282,13 @@ class Shell(Builtins, Branches):
         elif cmd.words[0] == "cat" and cmd.piped and not _written_files(cmd):
             self.piped = text
         elif cmd.words[0] in ("cat", "tee"):
-            self._write_here_document(cmd, text)
+            for path in map(self.expand.string, _written_files(cmd)):
+                self.files[path] = self.files[path.removeprefix("./")] = text
 
     def _record_writes(self, cmd: Command) -> None:
         for op, target in cmd.redirects:
             if op in (">", ">>", ">|") and not target.startswith("&"):
                 self.written.setdefault(self.expand.string(target).removeprefix("./"), self.at)
-
-    def _write_here_document(self, cmd: Command, text: str) -> None:
-        for target in _written_files(cmd):
-            path = self.expand.string(target)
-            self.files[path] = text
-            self.files[path.removeprefix("./")] = text
 
     def _here_document_text(self, cmd: Command) -> str:
         body, expands = cmd.heredoc
