@@ -9,13 +9,14 @@ import pytest
 from maple_ci import schedulers
 from maple_ci.errors import MapleError
 from maple_ci.extract import extract_script
-from maple_ci.schedulers.jobvars import translate
+from maple_ci.schedulers.jobvars import PROCESS_VARS, translate
 
 UNITS = schedulers.all()
 CONCEPTS = {"submit_dir", "job_id", "job_name", "array_index", "nodes", "ranks", "ranks_per_node", "node_list",
             "node_file", "rank", "local_rank", "cpus_per_task",  # cpus_per_task: the trace's job (Slurm's -c)
             "cpus", "gpus", "cpus_on_node", "node_cpus",  # the job's CPUs and GPUs in all, a node's CPUs (NCI Gadi's names)
-            "array_count", "array_min", "array_max"}  # a job array's constants (schedulers/arrays.py)
+            "array_count", "array_min", "array_max",  # a job array's constants (schedulers/arrays.py)
+            "node_index", "node_tmp"}  # a rank's node's index, a node-local folder per job
 ids = [unit.name for unit in UNITS]
 
 
@@ -119,8 +120,12 @@ def test_job_variables_translate_to_every_other_scheduler(source, target):
         for name in set(names) - source.helper_vars:
             theirs = target.job_vars.get(concept)
             on_node = (target.job_vars.get("cpus_on_node") or [None])[0]
-            if concept in {"nodes", "ranks", "ranks_per_node"}:
+            if name in PROCESS_VARS:  # TMPDIR: any process's, never read as the source job's
+                assert translate(f"${name}/x", target.name, 4) == f"${name}/x"
+            elif concept in {"nodes", "ranks", "ranks_per_node"}:
                 assert "NNODES" in translate(f"${name}", target.name, 4) or concept == "ranks_per_node"
+            elif theirs and concept in {"node_index", "local_rank"}:  # per rank; 0 in the batch shell (its first task)
+                assert translate(f"${{{name}}}/x", target.name, 4) == f"${{{theirs[0]}:-0}}/x"
             elif theirs:
                 assert translate(f"${{{name}}}/x", target.name, 4) == f"${{{theirs[0]}}}/x"
             elif concept == "cpus" and on_node:  # the job's CPUs: a node's over the port's nodes

@@ -189,12 +189,10 @@ def check_fix(ops, unit) -> None:
                              f"{name} may refuse the job (name the one to use instead)")
 
 
-# Values that differ per task: each scheduler's rank and local rank, and Slurm's node index
-# (srun(1), "SLURM_NODEID: the relative node ID of the current node", read 2026-11-29). The batch
+# Values that differ per task: each scheduler's rank, local rank and node index (its job_vars). The batch
 # shell expands them once, to the batch task's value, before srun starts any task.
 _PER_TASK = frozenset(
-    {v for unit in schedulers.all() for key in ("rank", "local_rank") for v in unit.job_vars.get(key, ())}
-    | {"SLURM_NODEID"}
+    v for unit in schedulers.all() for key in ("rank", "local_rank", "node_index") for v in unit.job_vars.get(key, ())
 )
 _PER_TASK_REF = re.compile(r"\\?\$\{?(" + "|".join(sorted(_PER_TASK)) + r")\b")
 

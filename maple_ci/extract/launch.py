@@ -165,7 +165,7 @@ def _command_string(head: str, argv: list[str], flag: int, shell: "Shell", stage
 
 
 def _submit(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
-    shell.submits.append(argv)  # another script submitted: extraction may port that one (extract/submit.py)
+    shell.submits.append((argv, shell.stdin))  # another script submitted: extraction may port that one (extract/submit.py)
     return None
 
 

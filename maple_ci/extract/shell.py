@@ -29,6 +29,7 @@ class Command:
     redirects: list[tuple[str, str]] = field(default_factory=list)  # (operator, target as written)
     heredoc: Optional[tuple[str, bool]] = None  # (body, whether its $-expansions run)
     starts: list[int] = field(default_factory=list)  # where each word begins in the text (the verifier's edits)
+    piped: bool = False  # its output is the next command's input (`cat <<EOF | sbatch`)
 
 
 @dataclass
@@ -97,9 +98,9 @@ class _Block:
     skip_to_separator: bool = False  # inside `for NAME in ...` / `select ...`: not a command
     ended: bool = False
 
-    def flush(self) -> None:
+    def flush(self, piped: bool = False) -> None:
         if self.words or self.redirects:
-            self.nodes.append(Command(self.words, self.line, self.redirects, self.heredoc, self.starts))
+            self.nodes.append(Command(self.words, self.line, self.redirects, self.heredoc, self.starts, piped))
         self.words, self.starts, self.redirects, self.heredoc = [], [], [], None
 
     def ends_at(self, operator: str) -> bool:
@@ -132,7 +133,7 @@ class _Parser:
         elif value == "(" and not block.words:  # a subshell: its commands run like any others
             block.nodes.extend(self.block({")"}))
         else:
-            block.flush()
+            block.flush(piped=value in ("|", "|&"))
             block.skip_to_separator = block.skip_to_separator and value not in ("\n", ";")
 
     def _redirect(self, block: _Block, value: tuple, at: int, offset: int) -> None:

@@ -1,6 +1,6 @@
 """A script that submits another script of the checkout (`sbatch -J x job.sh --config=mp`,
-`qsub -l select=2 -v EPOCHS=30 train.pbs`): what runs is the submitted script, as the submit line
-shapes it. Its text is read with the submit line's options written in as directives (the command
+`qsub -l select=2 -v EPOCHS=30 train.pbs`), or a here-document (`sbatch <<EOF`, `cat <<EOF | qsub`):
+what runs is the submitted script, as the submit line shapes it. Its text is read with the submit line's options written in as directives (the command
 line wins over the file's own, as sbatch and qsub have it), the variables it passes (`--export`,
 `-v`) set at the top, and its arguments as the job's own (`set --`), then extracted as any script.
 """
@@ -34,25 +34,32 @@ def is_submit(argv: list[str]) -> bool:
     return schedulers.by_submit(argv) is not None
 
 
-def submitted(submits: list[list[str]], read: Callable[[str], Optional[str]]) -> Optional[Submitted]:
-    """The one script of the checkout that the submit lines submit; None when there is none, or
-    several different ones (which of them to port is the user's choice)."""
+HERE_DOCUMENT = "the here-document"  # what a submit line with no script file submits: its input
+
+
+def submitted(submits: list[tuple[list[str], Optional[str]]],
+              read: Callable[[str], Optional[str]]) -> Optional[Submitted]:
+    """The one script that the submit lines (argv, the input a here-document gives) submit: a file
+    of the checkout, or with no file named, the here-document (sbatch and qsub read the job script
+    from standard input then); None when there is none, or several different ones (which of them
+    to port is the user's choice)."""
     found = {}
-    for argv in submits:
+    for argv, stdin in submits:
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
-        text = read(rest[0]) if rest else None
+        text = read(rest[0]) if rest else stdin
         if text is not None:
-            found.setdefault(rest[0], (argv, unit, options, rest[1:], text))
+            found.setdefault(rest[0] if rest else f"{HERE_DOCUMENT}\0{text}", (argv, unit, options, rest[1:], text))
     if len(found) != 1:
         return None
     path, (argv, unit, options, arguments, text) = next(iter(found.items()))
     directives, env = _directives(unit, options)
     setup = [f"export {name}={shlex.quote(value)}" for name, value in env if not _expanded(value)]
     if arguments and unit.passes_arguments:  # qsub passes none to the job script
-        setup.append(f"set -- {shlex.join(arguments)}")
-    given = sorted({name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)})
-    return Submitted(path, _written_in(text, directives, setup), shlex.join(argv), given)
+        setup.append("set -- " + " ".join(map(_argument, arguments)))
+    given = {name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)}
+    given = sorted(given | {name for word in arguments if unit.passes_arguments for name in _given_names(word)})
+    return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given)
 
 
 def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
@@ -65,6 +72,26 @@ def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
             else:
                 lines.append(unit.directive_line(unit.format_option(name, value or None)))
     return lines, env
+
+
+# A $NAME left in a submit line's argument: the submitter's shell expands it per submission (its loop's $i)
+_SUBMITTERS = re.compile(r"\$([A-Za-z_]\w*)(?![\w{])|\$\{([A-Za-z_]\w*)\}")
+
+
+def _given_names(word: str) -> list[str]:
+    """The names of `word`'s plain $NAME/${NAME} references; none when it holds another expansion."""
+    if word.count("$") != len(_SUBMITTERS.findall(word)):  # $(...), ${x:-y}: kept as written
+        return []
+    return [plain or braced for plain, braced in _SUBMITTERS.findall(word)]
+
+
+def _argument(word: str) -> str:
+    """A submit-line argument as a `set --` word of the job: the submitter's $NAME stays a reference,
+    resolved from the variable given at submit time (Submitted.given), the rest quoted as it was."""
+    if not _given_names(word):
+        return shlex.quote(word)
+    parts = _SUBMITTERS.sub(lambda m: f"\0{m.group(0)}\0", word).split("\0")  # literal, reference, ...
+    return "".join(f'"{part}"' if i % 2 else shlex.quote(part) for i, part in enumerate(parts) if i % 2 or part)
 
 
 def _expanded(item: str) -> bool:

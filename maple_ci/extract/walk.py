@@ -62,6 +62,8 @@ class Shell(Builtins, Branches):
     at: int = 0  # the line of the top-level command being read
     pyxis: dict = field(default_factory=dict)  # Pyxis containers the job names: --container-name -> image
     own_depth: int = 0  # the depth of this shell's own commands (a child's are its string's or script's)
+    stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
+    piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -268,29 +270,25 @@ class Shell(Builtins, Branches):
             self.launches.append(launch)
 
     def _here_document(self, cmd: Command) -> None:
-        """`cat > run.sh <<EOF ... EOF`: the file's text, for a later `bash run.sh` or `srun ./run.sh`;
-        `read -r -d '' CMD <<EOF`: the variable's value, for a later `bash -c "$CMD"`."""
-        if cmd.heredoc is None or not cmd.words:
+        """`cat > run.sh <<EOF`: the file's text, for a later `bash run.sh`; `read -r -d '' CMD <<EOF`: the
+        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`)."""
+        piped, self.piped = self.piped, None
+        text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
+        self.stdin = piped if text is None else text
+        if text is None:
             return
         if cmd.words[0] == "read":
-            self.vars[cmd.words[-1]] = self._here_document_text(cmd).rstrip("\n")
+            self.vars[cmd.words[-1]] = text.rstrip("\n")
+        elif cmd.words[0] == "cat" and cmd.piped and not _written_files(cmd):
+            self.piped = text
         elif cmd.words[0] in ("cat", "tee"):
-            self._write_here_document(cmd)
+            for path in map(self.expand.string, _written_files(cmd)):
+                self.files[path] = self.files[path.removeprefix("./")] = text
 
     def _record_writes(self, cmd: Command) -> None:
         for op, target in cmd.redirects:
             if op in (">", ">>", ">|") and not target.startswith("&"):
                 self.written.setdefault(self.expand.string(target).removeprefix("./"), self.at)
-
-    def _write_here_document(self, cmd: Command) -> None:
-        targets = _written_files(cmd)
-        if not targets:
-            return
-        text = self._here_document_text(cmd)
-        for target in targets:
-            path = self.expand.string(target)
-            self.files[path] = text
-            self.files[path.removeprefix("./")] = text
 
     def _here_document_text(self, cmd: Command) -> str:
         body, expands = cmd.heredoc

@@ -147,6 +147,7 @@ class Scheduler:
     # The job's own variables a verification job may see (verify/jobenv.py): what the scheduler sets
     # for a batch job, never input variables that make it run a program (SLURM_TASK_PROLOG).
     job_environment: ClassVar[frozenset] = frozenset()
+    batch_task: ClassVar[dict] = {}  # per-task variables the batch shell has as its job's first task (`maple trace`)
     fixed_vars: ClassVar[dict] = {}
     site_options: ClassVar[frozenset] = frozenset()
     gate_kept: ClassVar[frozenset] = frozenset()

@@ -26,9 +26,22 @@ from .arrays import constants
 def _reference() -> re.Pattern:
     """$NAME, ${NAME} or a bare NAME (inside $(( ))) of any registered scheduler's variables."""
     prefixes = "|".join(re.escape(unit.var_prefix) for unit in units())
-    listed = "|".join(re.escape(name) for unit in units() for names in unit.job_vars.values() for name in names)
+    listed = "|".join(re.escape(name) for unit in units() for names in unit.job_vars.values() for name in names
+                      if name not in PROCESS_VARS)
     name = rf"(?:(?:{prefixes})[A-Z0-9_]+|(?:{listed})(?![A-Z0-9_]))"  # LSF's LS_SUBCWD has no LSB_ prefix
     return re.compile(rf"\$\{{({name})\}}|\$({name})\b|\b({name})\b")
+
+
+# Names any process may carry outside a job: POSIX's TMPDIR ("a pathname of a directory made available
+# for programs that need a place to create temporary files", XBD 8.3,
+# https://pubs.opengroup.org/onlinepubs/9799919799/basedefs/V1_chap08.html, read 2026-11-29). A target's
+# word for a concept (PBS's job TMPDIR), never read as the source's job variable.
+PROCESS_VARS = frozenset({"TMPDIR"})
+
+# Per-rank values a launcher sets in each rank (a node's index, a rank's on its node) and the batch
+# shell lacks; that shell runs on the job's first node as its first task (srun(1), SLURM_NODEID), so a
+# word it expands has 0 there, while a rank's own shell (`bash -c '...'`) has the launcher's value.
+_BATCH_SHELL = {"node_index": "0", "local_rank": "0"}
 
 
 def _concept_of(name: str) -> Optional[str]:
@@ -57,9 +70,11 @@ def _target_value(concept: str, target, per_node: int, array: Optional[str] = No
 _DERIVED = {"cpus": ("cpus_on_node", "({} * NNODES)"), "node_cpus": ("cpus_on_node", "{}")}
 
 
-def _written(value: str, braced: bool, bare: bool) -> str:
-    if bare:  # inside $(( )): a name or a number
+def _written(value: str, braced: bool, bare: bool, concept: Optional[str] = None) -> str:
+    if bare:  # inside $(( )): a name or a number (an unset name is 0 there)
         return value
+    if concept in _BATCH_SHELL and value.isidentifier():
+        return f"${{{value}:-{_BATCH_SHELL[concept]}}}"
     if value.startswith("("):
         return f"$({value})"
     return value if value.isdigit() else f"${{{value}}}" if braced else f"${value}"
@@ -80,7 +95,7 @@ def translate(word: str, target: str, per_node: int, array: Optional[str] = None
         if value is None:
             missing.append(name)
             return match.group(0)
-        return _written(value, bool(braced), bool(bare))
+        return _written(value, bool(braced), bool(bare), concept)
 
     translated = _reference().sub(replace, word)
     if missing:

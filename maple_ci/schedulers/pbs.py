@@ -128,6 +128,18 @@ class Pbs(Scheduler):
         "cpus": ("PBS_NCPUS",),
         "gpus": ("PBS_NGPUS",),
         "node_cpus": ("PBS_NCI_NCPUS_PER_NODE",),
+        # HPE Cray PALS's mpiexec (ALCF's Polaris, Aurora, Sophia) sets these in each rank: its node's
+        # index in the job and its index on the node. Read 2026-11-29: HPE's pals.h lists them among the
+        # variables for applications, and flux-coral2's cray_pals plugin (a PALS stand-in,
+        # github.com/flux-framework/flux-coral2) sets PALS_NODEID to the node's index; ALCF's
+        # affinity script reads PALS_LOCAL_RANKID (https://docs.alcf.anl.gov/polaris/running-jobs/).
+        # Unset in the batch shell and under other launchers (Gadi's Open MPI: unconfirmed there).
+        "node_index": ("PALS_NODEID",),
+        "local_rank": ("PALS_LOCAL_RANKID",),
+        # TMPDIR: "the job-specific temporary directory for this job", made by PBS on each node of the
+        # job (PBS Professional Reference Guide, "Environment Variables"; read 2026-11-29 as sites'
+        # job scripts quote that line: the Guide's own page unconfirmed)
+        "node_tmp": ("TMPDIR",),
     }
     # PBS Professional User's Guide, "Environment Variables"
     # (https://help.altair.com/2022.1.0/PBS%20Professional/PBSUserGuide2022.1.pdf, read 2026-11-25), and NCI

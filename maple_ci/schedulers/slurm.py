@@ -100,7 +100,17 @@ class Slurm(Scheduler):
         # the CPUs the job holds on the node the batch script runs on (sbatch(1), OUTPUT ENVIRONMENT
         # VARIABLES, https://slurm.schedmd.com/sbatch.html, read 2026-11-29)
         "cpus_on_node": ("SLURM_CPUS_ON_NODE",),
+        # srun(1): "SLURM_NODEID: the relative node ID of the current node" (https://slurm.schedmd.com/srun.html,
+        # read 2026-11-29); the batch script runs on the job's first node, whose ID is 0
+        "node_index": ("SLURM_NODEID",),
+        # not Slurm's own: a node-local folder per job that some sites' Slurm sets up, Mila's
+        # (https://docs.mila.quebec/Userguide.html) and the Digital Research Alliance of Canada's
+        # (https://docs.alliancecan.ca/wiki/Using_node-local_storage), both read 2026-11-29
+        "node_tmp": ("SLURM_TMPDIR",),
     }
+    # The batch script is the batch step's one task, on the job's first node: the test cluster's Slurm
+    # gives it SLURM_NODEID=0, SLURM_LOCALID=0 and SLURM_PROCID=0 (checked 2026-11-29 with sbatch)
+    batch_task = {"SLURM_NODEID": "0", "SLURM_LOCALID": "0", "SLURM_PROCID": "0"}
     # sbatch(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/sbatch.html, read 2026-11-25
     job_environment = frozenset({"SLURMD_NODENAME", *(f"SLURM_{name}" for name in (
         "JOB_ID", "JOBID", "JOB_NAME", "JOB_NODELIST", "NODELIST", "JOB_NUM_NODES", "NNODES", "NTASKS", "NPROCS",

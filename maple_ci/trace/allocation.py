@@ -57,7 +57,7 @@ class Allocation:
                   "cpus_on_node": str(self.cpus_per_node), "node_cpus": str(self.cpus_per_node), **self._array_values()}
         env = {name: values[concept] for concept, names in unit.job_vars.items()
                for name in names if values.get(concept)}
-        env.update(unit.device_env(self.job_gpus, self.gpus_per_task))
+        env.update(unit.device_env(self.job_gpus, self.gpus_per_task), **unit.batch_task)
         env = {name: value for name, value in env.items() if value is not None}
         return {**site, **env, "MAPLE_TRACE_JOB_NODES": ",".join(self.nodes)}
 
