@@ -8,7 +8,6 @@ process per device; where the source starts another count per node, its header s
 trace gate counts the change as named.
 """
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from maple_ci.extract import extract_script
 from maple_ci.port import port_intent
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import compare, header_of
+from slurm_jobs import run_job
 
 # Prints what a task is and sees, on the real cluster; the trace records it without running it.
 SHOW = "import os\nprint('task', os.environ.get('SLURM_PROCID', '0'), os.environ.get('SLURMD_NODENAME'), " \
@@ -52,13 +52,7 @@ def traced(tmp_path: Path, text: str) -> list:
 
 def ran(tmp_path: Path, text: str, cluster) -> list:
     """The same of the job run by the real Slurm."""
-    (tmp_path / "show.py").write_text(SHOW)
-    (tmp_path / "job.sh").write_text(text)
-    out = tmp_path / "out.txt"
-    done = subprocess.run(["sbatch", "--wait", "-o", str(out), "--chdir", str(tmp_path), str(tmp_path / "job.sh")],
-                          capture_output=True, text=True, timeout=180, env=cluster.job_env)
-    assert done.returncode == 0, done.stderr + (out.read_text() if out.exists() else "")
-    rows = [line.split()[1:] for line in out.read_text().splitlines() if line.startswith("task ")]
+    rows = [line.split()[1:] for line in run_job(tmp_path, text, SHOW, cluster).splitlines() if line.startswith("task ")]
     nodes = sorted({node for _, node, _ in rows})
     return sorted((int(rank), nodes.index(node), _devices(devices)) for rank, node, devices in rows)
 

@@ -14,12 +14,12 @@ Facts and where they come from (grammars.yaml and the trace modules cite each):
   totals fill nodes (the PBS unit's rule); a port must keep a one-device binding or name it.
 """
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from maple_ci.trace import trace_script
+from slurm_jobs import run_job
 
 # Writes where a process ran on the real cluster, one file a rank (Hydra's PMI_RANK; the processes'
 # printed lines would interleave); the trace records it without running it.
@@ -54,12 +54,7 @@ def test_mpirun_without_n_starts_one_process_per_slot_of_the_allocation(case, tm
 
 
 def ran(tmp_path: Path, text: str, cluster) -> list:
-    (tmp_path / "show.py").write_text(SHOW)
-    (tmp_path / "job.sh").write_text(text)
-    out = tmp_path / "out.txt"
-    done = subprocess.run(["sbatch", "--wait", "-o", str(out), "--chdir", str(tmp_path), str(tmp_path / "job.sh")],
-                          capture_output=True, text=True, timeout=180, env=cluster.job_env)
-    assert done.returncode == 0, done.stderr + (out.read_text() if out.exists() else "")
+    run_job(tmp_path, text, SHOW, cluster)
     hosts = [path.read_text() for path in sorted(tmp_path.glob("proc-*"))]
     return sorted((hosts.count(h) for h in dict.fromkeys(hosts)), reverse=True)
 
