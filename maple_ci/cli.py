@@ -83,7 +83,7 @@ def port(args) -> int:
                                entrypoint=entrypoint, script_args=program_args, gpus_per_node=args.gpus_per_node,
                                account=args.account,
                                queue=args.queue, walltime=walltime, python_envs=parse_python_envs(args.python_env),
-                               trace=_trace_gate(args.trace, args.json_output), strict=bool(args.trace))
+                               trace=_trace_gate(args.trace, args.json_output))
     _print_port(intent, results, args.json_output)
     return 1 if any(r.status != "ok" for r in results) else 0
 
@@ -337,10 +337,10 @@ def _parser() -> argparse.ArgumentParser:
                          help="Your conda env or venv on targets whose center provides no PyTorch (Frontier, "
                               "Lonestar6, Stampede3, Anvil, Bridges-2); CLUSTER=PATH for one target. Repeatable.")
     command.add_argument("--trace", action=argparse.BooleanOptionalAction, default=None,
-                         help="Check each port by tracing it and the source (`maple trace`). By default, where "
-                              "bubblewrap can isolate the trace, a difference the port's header does not name is a "
-                              "warning naming it; with --trace it fails the port (and the trace runs also without "
-                              "bubblewrap: the script is yours); --no-trace skips it.")
+                         help="Check each port by tracing it and the source (`maple trace`): a difference the "
+                              "port's header does not name fails the port, naming it. On by default where bubblewrap "
+                              "can isolate the trace; --trace traces also without it (the script is yours); "
+                              "--no-trace skips it.")
 
     templates = commands.add_parser("templates", help="Browse the launch-template library.",
                                     description="Browse the launch-template library.")

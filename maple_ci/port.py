@@ -183,8 +183,7 @@ def write_results(results: list[PortResult], out_dir: Path) -> None:
 
 
 def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[str], None] = lambda message: None,
-         python_envs: Mapping[str, str] = {}, trace: bool = False, strict: bool = True,
-         **overrides) -> tuple[JobIntent, list[PortResult]]:
+         python_envs: Mapping[str, str] = {}, trace: bool = False, **overrides) -> tuple[JobIntent, list[PortResult]]:
     name, text = load_source(source)
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
@@ -197,7 +196,7 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
 
         progress("tracing the source and each port")
         asked = [option for option, value in overrides.items() if value is not None]
-        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked, strict=strict,
+        results = gate(source, results, trusted=True, cluster=intent.source_cluster, asked=asked,
                        gpus=intent.gpus_per_node)
     write_results(results, out_dir)
     return intent, results

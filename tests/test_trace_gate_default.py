@@ -1,7 +1,6 @@
 """The trace gate of `maple port` is on by default where bubblewrap isolates it (issue 25 B): a port
-that runs something else than the source is named in the output (a warning by default, a failure with
---trace) unless its header names it; the user's own options are not held against the port; a source
-that cannot be traced says so rather than passing."""
+that runs something else than the source fails, naming it, unless its header names it; the user's own
+options are not held against the port; a source that cannot be traced says so rather than passing."""
 
 import json
 import subprocess
@@ -62,14 +61,12 @@ def test_without_bubblewrap_the_default_says_it_did_not_trace(tmp_path, monkeypa
     assert cli._trace_gate(True, json_output=False) is True  # --trace: the user's own script
 
 
-def test_by_default_a_difference_is_a_warning_that_names_it_and_strict_fails(tmp_path):
+def test_by_default_a_difference_fails_the_port_naming_it(tmp_path):
     path = _checkout(tmp_path, "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\ntorchrun --standalone train.py\n")
     port = "#!/bin/bash\n#SBATCH -N 1\ntorchrun --standalone --nproc_per_node=4 train.py\n"
-    [warned] = gate(path, [PortResult(cluster="perlmutter", status="ok", script=port)], strict=False)
-    [failed] = gate(path, [PortResult(cluster="perlmutter", status="ok", script=port)], strict=True)
-    assert warned.status == "ok" and warned.checks[-1].severity == "warning" and not warned.checks[-1].ok
-    assert "1 processes per node" in warned.checks[-1].message
+    [failed] = gate(path, [PortResult(cluster="perlmutter", status="ok", script=port)])
     assert failed.status == "failed" and failed.checks[-1].severity == "error"
+    assert "1 processes per node" in failed.checks[-1].message
 
 
 def test_a_word_the_header_names_from_the_port_s_side_is_named(tmp_path):

@@ -91,10 +91,9 @@ if __name__ == "__main__":
         print(f"ports: {counts['ports']}; exit 0 and the trace agrees: {counts['ok']}; loud (failed a check or "
               f"stops itself): {counts['loud']}; silent wrong (exit 0, trace differs, header silent): "
               f"{counts['silent']}; cases refused or untraceable: {counts['untraceable']}")
-        # `maple port` runs this comparison by default (where bubblewrap is): each of the silent ones is named
-        # in its output there (a trace warning), and fails with --trace
+        # `maple port` runs this comparison by default (where bubblewrap is): each of the silent ones fails there
         print(f"with maple port's trace gate (its default where bubblewrap is): the {counts['silent']} silent wrong "
-              f"ports are each named in the port's output (a warning; --trace fails them)")
+              f"ports each fail, naming the difference")
         for row in counts["cases"]:
             print("- " + " | ".join(row))
     else:

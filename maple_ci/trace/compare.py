@@ -200,10 +200,10 @@ ASKED = {"entrypoint": ("program", "processes", "devices"), "script_args": ("pro
 
 
 def gate(source_path, results: list, trusted: bool = False, cluster: Optional[str] = None, asked=(),
-         strict: bool = True, gpus: Optional[int] = None) -> list:
+         gpus: Optional[int] = None) -> list:
     """Each port of `results` that passed its static checks, traced against the source: a difference
-    the header does not name fails it (a "trace" check, severity error, naming each difference), or,
-    not `strict`, is a warning that names it. `cluster`, the source's own, gives its allocation's
+    the header does not name fails it (a "trace" check, severity error, naming each difference).
+    `cluster`, the source's own, gives its allocation's
     shape (devices and cores per node), or else `gpus`, the devices per node the source used where its
     directives do not say (a torchrun with --nproc_per_node=3 was on 3-GPU nodes); `asked`, the options
     the user gave (ASKED's keys)."""
@@ -239,7 +239,7 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
         message = ("the port runs the source's program per rank as the source does (traced)" if ok else
                    "the trace of the port differs from the source's, and the header does not say so: "
                    + "; ".join(d.message for d in found))
-        result.checks.append(Check(name="trace", ok=ok, severity="error" if strict else "warning", message=message))
-        if not ok and strict:
+        result.checks.append(Check(name="trace", ok=ok, severity="error", message=message))
+        if not ok:
             result.status = "failed"
     return results
