@@ -145,21 +145,3 @@ def test_a_submit_lines_argument_from_the_submitters_loop_is_given_per_submissio
     intent = extract_script(text, tmp_path, "sweep.sh", tmp_path)
     assert intent.given_env == ["s"]
     assert intent.script_args == ["--seed=$s", "--out", "runs/a b"]
-
-
-# 3. torchrun told fewer workers than the node's devices the directives hold: each worker drives one
-# device (its LOCAL_RANK), so the job uses that many per node (tests/data/real/README.md: gpus_per_node
-# is the devices the ranks bind to).
-_TORCHRUN = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gres=gpu:4\n#SBATCH --ntasks-per-node=1\n{launch}\n"
-
-
-@pytest.mark.parametrize("launch, used", [
-    ("srun torchrun --nnodes 2 --nproc_per_node 3 --rdzv-backend c10d fit.py", 3),
-    ("srun torchrun --nnodes 2 --nproc_per_node 4 fit.py", 4),  # all of them: the directives' count
-    ("srun torchrun --nnodes 2 --nproc_per_node gpu fit.py", 4),  # one per device it sees
-    # two torchruns per node, 2 workers each: not one launcher per node, the directives' count stands
-    ("srun --ntasks-per-node 2 torchrun --nnodes 4 --nproc_per_node 2 fit.py", 4),
-])
-def test_torchrun_workers_fewer_than_the_nodes_devices_are_the_devices_used(tmp_path, launch, used):
-    intent = extract_script(_TORCHRUN.format(launch=launch), tmp_path, "job.sh", tmp_path)
-    assert intent.gpus_per_node == used

@@ -23,7 +23,6 @@ class Counts:
     nodes: Optional[int] = None
     per_node: Optional[int] = None  # processes per node that each drive a device
     world: Optional[int] = None
-    workers: Optional[int] = None  # the devices a node's workers bind, where the launch line names them (torchrun N)
 
 
 def launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> Counts:
@@ -37,8 +36,6 @@ def launch_counts(launch: Launch, d: Directives, acc_cfg: Optional[dict]) -> Cou
         return _without_per_node_launcher(launch, bool(outer), started)
     counts = _PER_NODE[inner[0]](inner[1], value, bool(outer), acc_cfg or {})
     counts.nodes = counts.nodes or started.nodes
-    if inner[0] == "torchrun" and (started.per_node or 1) == 1 and "nproc_per_node" in inner[1]:
-        counts.workers = count(value(inner[1], "nproc_per_node"))
     return counts
 
 

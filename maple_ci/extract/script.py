@@ -266,17 +266,7 @@ def _sizes(launch: Optional[Launch], d: Directives, acc_cfg: Optional[dict]) -> 
     """(nodes, GPUs per node, world size): the directives' where they fix them, else the launch's."""
     counts = launch_counts(launch, d, acc_cfg) if launch else Counts()
     nodes = d.nodes if d.nodes_given and d.nodes else counts.nodes or d.nodes
-    return nodes, _devices_used(d.gpus_per_node, counts), _world(counts, nodes, launch)
-
-
-def _devices_used(held: Optional[int], counts: Counts) -> Optional[int]:
-    """The devices the ranks bind per node: the directives', unless torchrun, started once per node,
-    is told fewer workers (`--nproc-per-node=2` of 8 GCDs): each worker drives one device, its
-    LOCAL_RANK's ("--nproc-per-node: Number of workers per node", https://docs.pytorch.org/docs/stable/elastic/run.html,
-    read 2026-11-29), so the job uses that many of the node's."""
-    if held and counts.workers and counts.workers < held:
-        return counts.workers
-    return held or counts.per_node
+    return nodes, d.gpus_per_node or counts.per_node, _world(counts, nodes, launch)
 
 
 def _world(counts: Counts, nodes: Optional[int], launch: Optional[Launch]) -> Optional[int]:
