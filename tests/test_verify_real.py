@@ -91,6 +91,8 @@ def _verify(run: RealRun, script: str, miniapp: str, master_port: int, workdir: 
     # The nodes are one machine: a port of its own for each job's rendezvous.
     script, count = re.subn(r"(?m)^export MASTER_PORT=\d+$", f"export MASTER_PORT={master_port}", script)
     assert count == 1, "the port no longer sets MASTER_PORT once"
+    # a job array's tasks are jobs of their own (their own logs); one of them is the job verified here
+    script = re.sub(r"(?m)^#SBATCH --array=\S+\n", "", script)
     workdir.mkdir()
     path = workdir / f"{Path(run.file).stem}.sbatch"
     path.write_text(script)
