@@ -92,10 +92,12 @@ def _trace_gate(asked: bool | None, json_output: bool) -> bool:
     """--trace / --no-trace as given; by default the gate runs wherever the trace is isolated."""
     from .trace.sandbox import bwrap
 
-    if asked is None and bwrap() is None and not json_output:
+    if asked is not None:
+        return asked
+    if bwrap() is None and not json_output:
         err.print("note: not traced: bubblewrap is not installed (apt-get install bubblewrap); --trace traces "
                   "your own script without it, --no-trace says you know", highlight=False)
-    return bwrap() is not None if asked is None else asked
+    return bwrap() is not None
 
 
 def _targets(given: list[str]) -> list[str]:

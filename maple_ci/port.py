@@ -121,13 +121,13 @@ def port_intent(intent: JobIntent, targets: list[str], source_name: str, out_dir
         if not template.supported:
             results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=template.reason))
             continue
-        # the source scheduler's job variables in the program's path and arguments, as the target's
-        # job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR), for the script and for its checks
         refused = array_refusal(target_intent.array, profile.scheduler, profile.display_name)
         if refused:  # a job array the target's scheduler has no form for: never an empty index
             results.append(PortResult(cluster=profile.name, status="unsupported", template=template.id, reason=refused))
             continue
         job = resolve_job(target_intent, profile, template, source_name)
+        # the source scheduler's job variables in the program's path and arguments, as the target's
+        # job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR), for the script and for its checks
         target_intent = on_scheduler(target_intent, profile.scheduler, job.gpus_per_node)
         target_intent = with_estimates(target_intent, profile, job, base_dir)  # header: memory fit, walltime
         progress(f"{profile.name}: rendering {template.id} and checking it")
