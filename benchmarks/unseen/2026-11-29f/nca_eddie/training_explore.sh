@@ -1,7 +1,7 @@
 #! /bin/sh
 #$ -N channel_sampling_sweep
 #$ -P scs_schumacher-group 
-#$ -M s1605376@ed.ac.uk
+#$ -M user@example.org
 #$ -cwd
 #$ -l h_rt=47:00:00
 

@@ -11,7 +11,7 @@
 ## The job will be executed from current working directory instead of home.
 #PBS -l wd 
 #PBS -r y
-##PBS -M y.xu@unsw.edu.au
+##PBS -M user@example.org
 ##PBS -m abe
 
 module load  tensorflow/1.8-cudnn7.1-python2.7
