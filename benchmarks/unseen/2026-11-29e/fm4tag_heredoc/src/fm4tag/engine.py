@@ -1,0 +1,3 @@
+from fm4tag.cli.engine import main
+
+__all__ = ['main']
