@@ -60,7 +60,8 @@ def trace_silent(set_dir: Path) -> dict:
         try:
             intent = extract(text, case["file"], base_dir=case["path"].parent, root=set_dir)
             results = port_intent(intent, list(TARGETS), case["file"], out, source_text=text)
-            source = trace_script(case["path"], cluster=intent.source_cluster, checkout=set_dir, args=args, trusted=True)
+            source = trace_script(case["path"], cluster=intent.source_cluster, checkout=set_dir, args=args, trusted=True,
+                                  gpus=intent.gpus_per_node)  # as maple port's gate traces it
         except MapleError as error:
             counts["cases"].append((case["file"], "refused or untraceable", str(error)[:200]))
             counts["untraceable"] += 1
