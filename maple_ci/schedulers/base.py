@@ -287,6 +287,10 @@ class Scheduler:
         """HH:MM:SS as this scheduler's directives write a walltime (Slurm and PBS take it as is)."""
         return walltime
 
+    def node_file(self, nodes: list, slots: int) -> str:
+        """The job's node file (job_vars' node_file) as the scheduler writes it: one host a line."""
+        return "".join(f"{node}\n" for node in nodes)
+
     def seconds(self, value: Optional[str], cap: int) -> int:
         """A walltime in seconds, at most `cap` (which an unlimited or unreadable one gets)."""
         try:
