@@ -35,6 +35,7 @@ def is_submit(argv: list[str]) -> bool:
 
 
 HERE_DOCUMENT = "the here-document"  # what a submit line with no script file submits: its input
+COMMAND_LINE = "its command line"  # what `bsub [options] command` submits (Scheduler.runs_command)
 
 
 def submitted(submits: list[tuple[list[str], Optional[str]]],
@@ -48,8 +49,12 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
         text = read(rest[0]) if rest else stdin
+        key, arguments = rest[0] if rest else f"{HERE_DOCUMENT}\0{text}", rest[1:]
+        if text is None and rest and unit.runs_command:  # `bsub -n 4 python train.py`: the job is that line
+            text = shlex.join(rest)
+            key, arguments = f"{COMMAND_LINE}\0{text}", []
         if text is not None:
-            found.setdefault(rest[0] if rest else f"{HERE_DOCUMENT}\0{text}", (argv, unit, options, rest[1:], text))
+            found.setdefault(key, (argv, unit, options, arguments, text))
     if len(found) != 1:
         return None
     path, (argv, unit, options, arguments, text) = next(iter(found.items()))

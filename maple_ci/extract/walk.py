@@ -274,7 +274,7 @@ class Shell(Builtins, Branches):
         variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`)."""
         piped, self.piped = self.piped, None
         text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
-        self.stdin = piped if text is None else text
+        self.stdin = text if text is not None else piped if piped is not None else self._input_file(cmd)
         if text is None:
             return
         if cmd.words[0] == "read":
@@ -284,6 +284,10 @@ class Shell(Builtins, Branches):
         elif cmd.words[0] in ("cat", "tee"):
             for path in map(self.expand.string, _written_files(cmd)):
                 self.files[path] = self.files[path.removeprefix("./")] = text
+
+    def _input_file(self, cmd: Command) -> Optional[str]:
+        """The text of the file a `<` redirect gives the command as its input (`bsub < job.sh`)."""
+        return next((self.read(self.expand.string(target)) for op, target in cmd.redirects if op == "<"), None)
 
     def _record_writes(self, cmd: Command) -> None:
         for op, target in cmd.redirects:

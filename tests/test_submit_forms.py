@@ -1,0 +1,37 @@
+"""Jobs submitted in the scheduler's other forms (issue 25, unseen set d's classes): LSF's `bsub
+[options] command [arguments]`, which runs the command line as the job, and `bsub < job.sh`, which
+reads the job script (and its #BSUB lines) from standard input (IBM LSF 10.1, bsub,
+https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=reference-bsub, read 2026-11-29). No LSF ships
+in a registry: these read the scripts as text, the way maple reads every source scheduler's.
+Scripts of this file's own style."""
+
+from maple_ci.extract import extract
+
+
+def test_a_command_on_the_bsub_line_is_the_job_with_the_line_s_options_as_its_directives(tmp_path):
+    (tmp_path / "fit.py").write_text("import torch\n")
+    text = "mkdir -p runs\nbsub -q short -P vision -W 45 -gpu \"num=2\" -o runs/%J.out python3 fit.py --lr 3e-4\n"
+    (tmp_path / "go.sh").write_text(text)
+    intent = extract(text, str(tmp_path / "go.sh"))
+    assert (intent.scheduler, intent.entrypoint, intent.script_args) == ("lsf", "fit.py", ["--lr", "3e-4"])
+    assert (intent.queue, intent.account, intent.walltime, intent.gpus_per_node) == ("short", "vision", "00:45:00", 2)
+    assert any("submits its command line" in note for note in intent.notes)
+
+
+def test_a_job_script_given_to_bsub_on_its_input_is_read_with_its_own_directives(tmp_path):
+    (tmp_path / "nightly.lsf").write_text("#!/bin/bash\n#BSUB -nnodes 3\n#BSUB -W 2:00\n#BSUB -P bio42\n"
+                                          "jsrun -n 18 -r 6 -a 1 -g 1 python fold.py --epochs 5\n")
+    text = "#!/bin/bash\nset -e\nbsub < nightly.lsf\n"
+    (tmp_path / "submit.sh").write_text(text)
+    intent = extract(text, str(tmp_path / "submit.sh"))
+    assert (intent.scheduler, intent.nodes, intent.walltime, intent.account) == ("lsf", 3, "02:00:00", "bio42")
+    assert (intent.launcher, intent.entrypoint, intent.world_size) == ("jsrun", "fold.py", 18)
+
+
+def test_a_bsub_command_that_is_a_script_outside_the_checkout_is_refused_by_name(tmp_path):
+    """The job's program is in a file this checkout does not hold: no port can run it as the source did."""
+    text = "bsub -n 1 -q gpu -gpu \"num=1\" /bin/bash /home/someone/run/train.sh\n"
+    (tmp_path / "sub.sh").write_text(text)
+    intent = extract(text, str(tmp_path / "sub.sh"))
+    assert intent.scheduler == "lsf" and intent.entrypoint is None
+    assert any("/home/someone/run/train.sh" in note for note in intent.notes)
