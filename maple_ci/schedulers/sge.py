@@ -96,6 +96,8 @@ class Sge(Pbs):
     # -l gpu=N: the GPU consumable as sites name it, per host of a one-slot-per-host job  # unconfirmed
     fields = {"h_rt": ("walltime", lambda value, d: sge_time(value, d)), **dict.fromkeys(FULL_NODES, ("nodes", positive)),
               "gpu": ("gpus_per_node", gpu_count),
+              # Notre Dame CRC's `-l gpu_card=N`, GPUs of the job's one host (docs.crc.nd.edu; unconfirmed, not read today)
+              "gpu_card": ("gpus_per_node", gpu_count),
               "account": ("account", as_written), "queue": ("queue", as_written)}
     example = ("#!/bin/bash\n#$ -l rt_F=2\n#$ -l gpu=4\n#$ -l h_rt=1:30:00\n#$ -P abc\n#$ -q debug\n#$ -cwd\n"
                "mpiexec python train.py\n")
