@@ -323,9 +323,13 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
     dropped = [x for x in d.dropped if not parse_array(x)]  # an array is carried (schedulers/arrays.py)
     if dropped:
         notes.append(f"directives not carried over: {', '.join(dropped)}")
-    kept, logging = [], {}
+    kept, logging, others = [], {}, []
     for line, words, found in shell.commands:
         if found is launch or line in named:  # the launch, or set-up a note of its own names (extract/setup.py)
+            continue
+        if launch and found and found.score and found.entry:  # another launch of the job, before or after
+            entry = found.entry.split(" ", 1) if found.entry.startswith("-m ") else [found.entry]  # "-m pkg.mod"
+            others.append(f"`{shlex.join([*entry, *found.args])[:160]}` (line {line})")
             continue
         head = words[0].rsplit("/", 1)[-1] if words else ""
         if _LOGGING.fullmatch(head) and not (found and found.score):
@@ -337,6 +341,10 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
         logged = ", ".join(f"{head} x{count}" if count > 1 else head for head, count in logging.items())
         notes.append("commands not carried over (the port runs its own set-up and the launch): "
                      + "; ".join(shown + ([f"logging lines ({logged})"] if logged else [])))
+    if others:
+        notes.append(f"the job runs {len(others) + 1} programs one after another; the port runs one of them, "
+                     f"`{launch.entry}` (with its arguments), not the other {len(others)}: " + "; ".join(others)
+                     + ". Port each on its own (--entrypoint), or add its line to the port")
     return notes
 
 
