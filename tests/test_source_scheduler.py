@@ -100,3 +100,13 @@ def test_a_grid_engine_job_s_host_file_and_host_count_size_its_launch_in_the_tra
     # every rank of the first two nodes and the last rank are traced (trace/ranks.py)
     assert {r.world for r in trace.ranks} == {12} and len(set(nodes)) == 3 and nodes.count(nodes[0]) == 4
     assert trace.ranks[0].argv[-1] != ""  # JOB_ID is the job's, not empty
+
+
+def test_grid_engine_s_job_variables_in_program_arguments_become_the_target_s():
+    """`--save ckpt/${JOB_ID}` under Slurm reads SLURM_JOB_ID (qsub(1)'s JOB_ID is the job's id); a
+    PBS port reads PBS_JOBID; the node count NHOSTS becomes the port's own $NNODES."""
+    from maple_ci.schedulers.jobvars import translate
+
+    assert translate("ckpt/${JOB_ID}/", "slurm", 4) == "ckpt/${SLURM_JOB_ID}/"
+    assert translate("run-$JOB_ID", "pbs", 4) == "run-$PBS_JOBID"
+    assert translate("--nodes=$NHOSTS", "slurm", 4) == "--nodes=$NNODES"
