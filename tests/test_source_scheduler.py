@@ -110,3 +110,12 @@ def test_grid_engine_s_job_variables_in_program_arguments_become_the_target_s():
     assert translate("ckpt/${JOB_ID}/", "slurm", 4) == "ckpt/${SLURM_JOB_ID}/"
     assert translate("run-$JOB_ID", "pbs", 4) == "run-$PBS_JOBID"
     assert translate("--nodes=$NHOSTS", "slurm", 4) == "--nodes=$NNODES"
+
+
+def test_assigning_a_variable_the_job_s_environment_holds_exports_it_as_bash_does():
+    """Grid Engine puts JOB_NAME in the job's environment (qsub(1)): `JOB_NAME=...` in the script
+    changes what the program sees. Slurm's job has no JOB_NAME: there the assignment stays the shell's."""
+    body = "JOB_NAME=sweep-lr3\nmpirun -np 4 python3 fit.py\n"
+    sge = extract_script("#!/bin/bash\n#$ -l node_f=1\n#$ -l h_rt=600\n" + body, None, "a.sh")
+    slurm = extract_script("#!/bin/bash\n#SBATCH -N 1\n" + body, None, "b.sh")
+    assert sge.env.get("JOB_NAME") == "sweep-lr3" and "JOB_NAME" not in slurm.env

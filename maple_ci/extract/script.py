@@ -176,7 +176,8 @@ def _default_size(d: Directives, text: str, notes: list[str]) -> None:
 def _walked(text: str, d: Directives, base_dir: Optional[Path], root: Optional[Path]) -> Shell:
     unit = schedulers.find(d.scheduler)  # a job with a host file (PBS_NODEFILE) has one line per rank slot
     slots = d.ntasks_per_node if unit and "node_file" in unit.job_vars else None
-    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots, d.gpus_per_node), arguments_known=False)
+    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots, d.gpus_per_node), arguments_known=False,
+                  job_env=unit.job_environment | {n for names in unit.job_vars.values() for n in names} if unit else frozenset())
     shell.run(parse(text, shell.budget))
     return shell
 

@@ -64,6 +64,7 @@ class Shell(Builtins, Branches):
     own_depth: int = 0  # the depth of this shell's own commands (a child's are its string's or script's)
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
+    job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -326,7 +327,7 @@ class Shell(Builtins, Branches):
 
     def _assign_scalar(self, name: str, text: str, append: bool, export: bool) -> None:
         self.vars[name] = self._appended(name, text) if append else text
-        if export or name in self.env:
+        if export or name in self.env or name in self.job_env:
             self.env[name] = self.vars[name]
 
     def _appended(self, name: str, text: str):
