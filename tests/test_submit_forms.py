@@ -1,9 +1,10 @@
-"""Jobs submitted in the scheduler's other forms (issue 25, unseen set d's classes): LSF's `bsub
+"""Jobs submitted in the scheduler's other forms (issue 25, unseen sets c and d): LSF's `bsub
 [options] command [arguments]`, which runs the command line as the job, and `bsub < job.sh`, which
 reads the job script (and its #BSUB lines) from standard input (IBM LSF 10.1, bsub,
-https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=reference-bsub, read 2026-11-29). No LSF ships
-in a registry: these read the scripts as text, the way maple reads every source scheduler's.
-Scripts of this file's own style."""
+https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=reference-bsub, read 2026-11-29); Slurm's
+`sbatch --wrap="CMD"`, which wraps the command string in an sh script (sbatch(1),
+https://slurm.schedmd.com/sbatch.html, read 2026-11-29). No LSF ships in a registry: these read the
+scripts as text, the way maple reads every source scheduler's. Scripts of this file's own style."""
 
 from maple_ci.extract import extract
 
@@ -35,3 +36,21 @@ def test_a_bsub_command_that_is_a_script_outside_the_checkout_is_refused_by_name
     intent = extract(text, str(tmp_path / "sub.sh"))
     assert intent.scheduler == "lsf" and intent.entrypoint is None
     assert any("/home/someone/run/train.sh" in note for note in intent.notes)
+
+
+def test_sbatch_wrap_is_a_job_running_its_command_string(tmp_path):
+    (tmp_path / "fit.py").write_text("import torch\n")
+    text = "sbatch -N 1 --gres=gpu:2 -t 30 -A chem7 --wrap 'module load cuda; python3 fit.py --fold 2'\n"
+    (tmp_path / "go.sh").write_text(text)
+    intent = extract(text, str(tmp_path / "go.sh"))
+    assert (intent.scheduler, intent.entrypoint, intent.script_args) == ("slurm", "fit.py", ["--fold", "2"])
+    assert (intent.nodes, intent.gpus_per_node, intent.walltime, intent.account) == (1, 2, "00:30:00", "chem7")
+
+
+def test_a_submitted_script_outside_the_checkout_keeps_the_submit_line_s_size_and_says_where_it_is(tmp_path):
+    text = "sbatch --nodes 2 --gres gpu:4 --time 90 -p long /home/them/jobs/train.sbatch\n"
+    (tmp_path / "go.sh").write_text(text)
+    intent = extract(text, str(tmp_path / "go.sh"))
+    assert (intent.scheduler, intent.nodes, intent.walltime, intent.queue) == ("slurm", 2, "01:30:00", "long")
+    assert intent.entrypoint is None  # the program is in a file this checkout does not hold: refused by name
+    assert any("/home/them/jobs/train.sbatch (not in the checkout)" in note for note in intent.notes)
