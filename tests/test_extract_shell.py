@@ -151,8 +151,10 @@ def test_what_a_port_does_not_carry_is_named_with_its_line():
     assert "directives not carried over: --output=logs/%x-%j.out, --signal=USR1@90, --requeue" in intent.notes
     assert intent.array == "0-3"
     [commands] = [n for n in intent.notes if n.startswith("commands not carried over")]
+    # another program the job runs has a note of its own (the job's programs one after another)
+    assert any("`prepare.py --n 1` (line 8)" in n for n in intent.notes if "one after another" in n)
     for dropped in ("`trap 'scontrol requeue $SLURM_JOB_ID' USR1` (line 5)", "`cp -r $DATA $SLURM_TMPDIR/` (line 7)",
-                    "`python prepare.py --n 1` (line 8)", "logging lines (set, echo x2, date)"):
+                    "logging lines (set, echo x2, date)"):
         assert dropped in commands
     assert "srun python train.py" not in commands  # the launch is what the port carries
 

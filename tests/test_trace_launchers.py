@@ -81,10 +81,14 @@ def test_flux_hostlist_answers_its_options(tmp_path):
     assert rank_zero(tmp_path, text, name="job.flux") == ["train.py", "n001", "4", "n001,n002,n003,n004", "n[001-004]"]
 
 
-def test_llamafactory_cli_launches_torchrun_on_its_module_only_when_forced(tmp_path):
+def test_llamafactory_cli_launches_torchrun_on_its_module_when_forced_or_on_several_devices(tmp_path):
     forced = SLURM + "FORCE_TORCHRUN=1 NNODES=2 NPROC_PER_NODE=4 llamafactory-cli train cfg.yaml\n"
     assert rank_zero(tmp_path, forced) == ["-m", "llamafactory.launcher", "cfg.yaml"]
     trace = trace_script(tmp_path / "job.sbatch", checkout=tmp_path)
     assert len(trace.ranks) == 4 and trace.ranks[0].env["WORLD_SIZE"] == "8"
-    # without FORCE_TORCHRUN it trains in its own process: the console script is the program
-    assert rank_zero(tmp_path, SLURM + "llamafactory-cli train cfg.yaml\n") == ["llamafactory-cli", "train", "cfg.yaml"]
+    # without FORCE_TORCHRUN: torchrun when more than one device is visible (cli.py: get_device_count() > 1),
+    # one worker per device; on one device it trains in its own process, the console script is the program
+    assert rank_zero(tmp_path, SLURM + "llamafactory-cli train cfg.yaml\n") == ["-m", "llamafactory.launcher", "cfg.yaml"]
+    assert len(trace_script(tmp_path / "job.sbatch", checkout=tmp_path).ranks) == 4
+    one = SLURM + "CUDA_VISIBLE_DEVICES=2 llamafactory-cli train cfg.yaml\n"
+    assert rank_zero(tmp_path, one) == ["llamafactory-cli", "train", "cfg.yaml"]

@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
+from functools import lru_cache
 from typing import Optional
 
+from .. import schedulers
 from ..errors import MapleError
 from ..files import MAX_SOURCE_BYTES, checkout_root, read_text
 from .directives import pbs_walltime, slurm_walltime
@@ -75,7 +77,16 @@ _LAUNCH_LINE = re.compile(
 )
 # Under re.M, `^\s*` would run on over every blank line below each line start (quadratic): the
 # blanks at a line's start are [ \t]*.
-_SCRIPT_HINT = re.compile(r"\A#!|^[ \t]*#(?:SBATCH|PBS)\s", re.M)
+
+
+@lru_cache(maxsize=1)
+def _script_hint() -> re.Pattern:
+    """A shebang, any scheduler's directive line, or a line that submits a job (`bsub -n 4 python
+    train.py` with no shebang is a script, not a request in words)."""
+    units = schedulers.all()
+    prefixes = "|".join(re.escape(unit.prefix) for unit in units)
+    submits = "|".join(r"[ \t]+".join(map(re.escape, unit.submit)) for unit in units if unit.submit)
+    return re.compile(rf"\A#!|^[ \t]*(?:{prefixes})\s|^[ \t]*(?:{submits})[ \t]", re.M)
 # "accelerate launch train.py on two nodes": a command quoted inside a sentence is a request
 _PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
                     r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)
@@ -89,7 +100,7 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
     only inside `root` (by default the git checkout holding the script, else its folder)."""
     _check_text(text, name)
     one_line_prose = "\n" not in text.strip() and _PROSE.search(text)
-    if _SCRIPT_HINT.search(text) or (_LAUNCH_LINE.search(text) and not one_line_prose):
+    if _script_hint().search(text) or (_LAUNCH_LINE.search(text) and not one_line_prose):
         if base_dir is None and name != "<text>" and Path(name).is_file():
             base_dir = Path(name).parent
         # absolute, so that the walk's paths relative to the root hold from any working directory

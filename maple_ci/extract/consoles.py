@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Optional
 
 from ..data_cache import load_yaml
+from .evaluate import DEVICES
 from ..errors import MapleError
 from ..paths import bundled
 from ..launchers import grammar, last, parse_options
@@ -109,10 +110,14 @@ def _llamafactory(argv, shell, stages, ctx):
     from .launch import finish
 
     env = {**{k: v for k, v in shell.vars.items() if isinstance(v, str)}, **ctx.env}
-    if argv[1:2] != ["train"] or env.get("FORCE_TORCHRUN", "").lower() not in ("1", "true"):
+    # `train` runs torchrun when FORCE_TORCHRUN is set or more than one device is visible, else the
+    # program in the same process (LLaMA-Factory's src/llamafactory/cli.py, main(), read 2026-11-29)
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    devices = len(visible.split(",")) if visible and "$" not in visible else int(shell.runtime.get(DEVICES, "0"))
+    if argv[1:2] != ["train"] or (env.get("FORCE_TORCHRUN", "").lower() not in ("1", "true") and devices < 2):
         return None
-    # without NPROC_PER_NODE LLaMA-Factory starts one worker per device (its src/llamafactory/cli.py, read
-    # 2026-11-29: get_device_count()): torchrun's `--nproc_per_node gpu`
+    # without NPROC_PER_NODE LLaMA-Factory starts one worker per device (get_device_count()): torchrun's
+    # `--nproc_per_node gpu`
     torchrun = {"nproc_per_node": ["gpu"], **{option: [env[name]] for name, option in _LLAMAFACTORY_ENV.items() if env.get(name)}}
     for name in ("FORCE_TORCHRUN", *_LLAMAFACTORY_ENV):  # torchrun's options now, not the program's variables
         ctx.env.pop(name, None)

@@ -54,6 +54,7 @@ NODES = "__nodes__"  # the allocation's node count in a lookup, for `scontrol sh
 # Lines of $PBS_NODEFILE: one per rank slot (select's mpiprocs, Torque's ppn), so `wc -l` counts
 # ranks there unless the script takes unique hosts first (`sort -u`, `uniq`).
 NODEFILE_LINES = "__nodefile_lines__"
+DEVICES = "__devices__"  # the devices each node of the job holds, where its directives say (a launcher that counts them)
 # The job's own arguments (`sbatch job.sh --config=mp`), passed on to the program by "$@", $*,
 # args="${@}": unknown until submit time, so kept as the one word that passes them on.
 PASS_THROUGH = '"$@"'
@@ -321,11 +322,13 @@ def _split(text: str) -> list[str]:
     return [part for part in parts if part] or [""]
 
 
-def runtime_values(nodes: Optional[int], known: dict, slots_per_node: Optional[int] = None) -> dict:
-    """The lookup `Shell.resolve` uses: the scheduler variables the directives fix, the node count
-    and the lines of the PBS node file (slots_per_node per node)."""
+def runtime_values(nodes: Optional[int], known: dict, slots_per_node: Optional[int] = None,
+                   devices: Optional[int] = None) -> dict:
+    """The lookup `Shell.resolve` uses: the scheduler variables the directives fix, the node count,
+    the lines of the PBS node file (slots_per_node per node) and the devices of a node."""
+    known = {**known, DEVICES: str(devices)} if devices else dict(known)
     if not nodes:
-        return dict(known)
+        return known
     return {**known, NODES: str(nodes), NODEFILE_LINES: str(nodes * (slots_per_node or 1))}
 
 

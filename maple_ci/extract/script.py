@@ -176,7 +176,8 @@ def _default_size(d: Directives, text: str, notes: list[str]) -> None:
 def _walked(text: str, d: Directives, base_dir: Optional[Path], root: Optional[Path]) -> Shell:
     unit = schedulers.find(d.scheduler)  # a job with a host file (PBS_NODEFILE) has one line per rank slot
     slots = d.ntasks_per_node if unit and "node_file" in unit.job_vars else None
-    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots), arguments_known=False)
+    shell = Shell(root, base_dir, runtime_values(d.nodes, runtime_vars(d), slots, d.gpus_per_node), arguments_known=False,
+                  job_env=unit.job_environment | {n for names in unit.job_vars.values() for n in names} if unit else frozenset())
     shell.run(parse(text, shell.budget))
     return shell
 
@@ -323,9 +324,13 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
     dropped = [x for x in d.dropped if not parse_array(x)]  # an array is carried (schedulers/arrays.py)
     if dropped:
         notes.append(f"directives not carried over: {', '.join(dropped)}")
-    kept, logging = [], {}
+    kept, logging, others = [], {}, []
     for line, words, found in shell.commands:
         if found is launch or line in named:  # the launch, or set-up a note of its own names (extract/setup.py)
+            continue
+        if launch and found and found.score and found.entry:  # another launch of the job, before or after
+            entry = found.entry.split(" ", 1) if found.entry.startswith("-m ") else [found.entry]  # "-m pkg.mod"
+            others.append(f"`{shlex.join([*entry, *found.args])[:160]}` (line {line})")
             continue
         head = words[0].rsplit("/", 1)[-1] if words else ""
         if _LOGGING.fullmatch(head) and not (found and found.score):
@@ -337,6 +342,10 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
         logged = ", ".join(f"{head} x{count}" if count > 1 else head for head, count in logging.items())
         notes.append("commands not carried over (the port runs its own set-up and the launch): "
                      + "; ".join(shown + ([f"logging lines ({logged})"] if logged else [])))
+    if others:
+        notes.append(f"the job runs {len(others) + 1} programs one after another; the port runs one of them, "
+                     f"`{launch.entry}` (with its arguments), not the other {len(others)}: " + "; ".join(others)
+                     + ". Port each on its own (--entrypoint), or add its line to the port")
     return notes
 
 

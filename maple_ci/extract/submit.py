@@ -35,6 +35,7 @@ def is_submit(argv: list[str]) -> bool:
 
 
 HERE_DOCUMENT = "the here-document"  # what a submit line with no script file submits: its input
+COMMAND_LINE = "its command line"  # what `bsub [options] command` and `sbatch --wrap=...` submit
 
 
 def submitted(submits: list[tuple[list[str], Optional[str]]],
@@ -47,9 +48,9 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     for argv, stdin in submits:
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
-        text = read(rest[0]) if rest else stdin
+        key, text, arguments = _job(unit, options, rest, stdin, read)
         if text is not None:
-            found.setdefault(rest[0] if rest else f"{HERE_DOCUMENT}\0{text}", (argv, unit, options, rest[1:], text))
+            found.setdefault(key, (argv, unit, options, arguments, text))
     if len(found) != 1:
         return None
     path, (argv, unit, options, arguments, text) = next(iter(found.items()))
@@ -60,6 +61,21 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     given = {name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)}
     given = sorted(given | {name for word in arguments if unit.passes_arguments for name in _given_names(word)})
     return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given)
+
+
+def _job(unit, options: dict, rest: list[str], stdin: Optional[str], read: Callable) -> tuple:
+    """(what the line submits, the job's text, its arguments): the script file, the input, the
+    command the submit option wraps (`sbatch --wrap="python t.py"`) or the command line itself
+    (`bsub -n 4 python t.py`); a script outside the checkout is a job of the line's size alone."""
+    wrapped = options.pop(unit.command_option, None) if unit.command_option else None
+    if wrapped:
+        return f"{COMMAND_LINE}\0{wrapped[-1]}", f"#!/bin/sh\n{wrapped[-1]}\n", []
+    text = read(rest[0]) if rest else stdin
+    if text is None and rest and unit.runs_command:
+        return f"{COMMAND_LINE}\0{shlex.join(rest)}", shlex.join(rest), []
+    if text is None and rest:
+        return f"{rest[0]} (not in the checkout)", "", rest[1:]
+    return (rest[0] if rest else f"{HERE_DOCUMENT}\0{text}"), text, rest[1:]
 
 
 def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:

@@ -64,6 +64,7 @@ class Shell(Builtins, Branches):
     own_depth: int = 0  # the depth of this shell's own commands (a child's are its string's or script's)
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
+    job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -274,7 +275,7 @@ class Shell(Builtins, Branches):
         variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`)."""
         piped, self.piped = self.piped, None
         text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
-        self.stdin = piped if text is None else text
+        self.stdin = text if text is not None else piped if piped is not None else self._input_file(cmd)
         if text is None:
             return
         if cmd.words[0] == "read":
@@ -284,6 +285,10 @@ class Shell(Builtins, Branches):
         elif cmd.words[0] in ("cat", "tee"):
             for path in map(self.expand.string, _written_files(cmd)):
                 self.files[path] = self.files[path.removeprefix("./")] = text
+
+    def _input_file(self, cmd: Command) -> Optional[str]:
+        """The text of the file a `<` redirect gives the command as its input (`bsub < job.sh`)."""
+        return next((self.read(self.expand.string(target)) for op, target in cmd.redirects if op == "<"), None)
 
     def _record_writes(self, cmd: Command) -> None:
         for op, target in cmd.redirects:
@@ -322,7 +327,7 @@ class Shell(Builtins, Branches):
 
     def _assign_scalar(self, name: str, text: str, append: bool, export: bool) -> None:
         self.vars[name] = self._appended(name, text) if append else text
-        if export or name in self.env:
+        if export or name in self.env or name in self.job_env:
             self.env[name] = self.vars[name]
 
     def _appended(self, name: str, text: str):

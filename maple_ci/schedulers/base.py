@@ -156,6 +156,8 @@ class Scheduler:
     launchers: ClassVar[frozenset] = frozenset()  # launchers that run only under this scheduler (srun)
     export_option: ClassVar[Optional[str]] = None  # the submit option that passes variables to the job
     passes_arguments: ClassVar[bool] = False  # words after the script on the submit line reach it as $1...
+    runs_command: ClassVar[bool] = False  # a submit line's words that are no script file are the job's command line
+    command_option: ClassVar[Optional[str]] = None  # the submit option whose value is the job's shell command
     verify_backend: ClassVar[Optional[str]] = None
     # What the debug agent needs (debug/ reads these; it names no scheduler): regexes of the lines the
     # scheduler writes when it refuses or ends a job, how to look up a site value (fact -> command),
@@ -286,6 +288,10 @@ class Scheduler:
     def write_walltime(self, walltime: str) -> str:
         """HH:MM:SS as this scheduler's directives write a walltime (Slurm and PBS take it as is)."""
         return walltime
+
+    def node_file(self, nodes: list, slots: int) -> str:
+        """The job's node file (job_vars' node_file) as the scheduler writes it: one host a line."""
+        return "".join(f"{node}\n" for node in nodes)
 
     def seconds(self, value: Optional[str], cap: int) -> int:
         """A walltime in seconds, at most `cap` (which an unlimited or unreadable one gets)."""

@@ -82,6 +82,10 @@ class Lsf(Scheduler):
     prefix = "#BSUB"
     spec = Spec(aliases={**_NAMES, **_FLAGS}, flags=frozenset(_FLAGS.values()), value_default=True)
     submit = ("bsub",)  # CSM's bsub reads the file's #BSUB lines (Summit guide: "bsub myjob.lsf")
+    # bsub(1): "bsub [options] command [arguments]" runs the command line as the job; a job script is
+    # given on standard input (`bsub < job.sh`), whose #BSUB lines bsub then reads (IBM LSF 10.1, "bsub",
+    # https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=reference-bsub, read 2026-11-29)
+    runs_command = True
     cancel = ("bkill",)
     script_suffix = "lsf"
     var_prefix = "LSB_"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .. import schedulers
 from ..errors import MapleError
 from ..files import checkout_root
 from .allocation import Allocation, allocation_for, grammars
@@ -131,7 +132,8 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
         # submitted from the script's own folder, as its port's header asks
         job_env = alloc.job_env(box.inside(script.parent), path.name, box.inside(box.home)) | (task.job_env(alloc) if task else {})
         if alloc.node_file_var:
-            (box.home / "nodefile").write_text("\n".join(alloc.nodes) + "\n")
+            unit = schedulers.get(alloc.scheduler)
+            (box.home / "nodefile").write_text(unit.node_file(alloc.nodes, alloc.ntasks_per_node or alloc.cpus_per_node))
         done = box.run(script, list(args), job_env, limits)
         trace = _collect(box.events(), job_env, Trace(str(path), alloc, sandboxed=isolated, job_env=job_env))
     finally:

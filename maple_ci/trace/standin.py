@@ -211,11 +211,14 @@ def dl_launch(name: str, argv: list) -> int:
 def console_launch(name: str, argv: list) -> int:
     """A console script that starts the workers as another launcher does (`colossalai run`: torchrun
     on this node): its own options (and `env_options` variables) renamed to that launcher's; where
-    only a variable makes it launch (`when_env`), without it the console script is the program."""
+    only a variable (`when_env`) or more visible devices than one (`when_devices`) make it launch, without
+    them the console script is the program."""
     t = GRAMMARS[name]["trace"]
     if t.get("subcommand") and argv[:1] != [t["subcommand"]]:
         return not_run(name, argv)
-    if t.get("when_env") and os.environ.get(t["when_env"], "").lower() not in ("1", "true"):
+    forced = os.environ.get(t.get("when_env", ""), "").lower() in ("1", "true")
+    many = t.get("when_devices") and ranks.visible_devices(os.environ, gpus()) >= t["when_devices"]
+    if t.get("when_env") and not (forced or many):
         record("program", [name, *argv], env=dict(os.environ))  # it trains in its own process
         return 0
     opts, command = parse_options(argv[1:] if t.get("subcommand") else argv, spec(name))
