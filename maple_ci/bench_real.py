@@ -17,7 +17,7 @@ from .errors import MapleError
 from .extract import extract, extract_script
 from .files import read_text
 from .paths import bundled
-from .port import port_intent
+from .port import port_intent, program_from_trace
 from .profiles import get_profile
 from .programs import relabelled
 from .schedulers.jobvars import translate
@@ -99,6 +99,8 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
         except MapleError as exc:
             failures.append({"case": name, "source": case.get("source"), "wrong": {"error": str(exc)}, "port": []})
             continue
+        if intent.entrypoint is None:  # as `maple port` does: the trace (sandboxed) shows the program
+            intent = program_from_trace(intent, case["path"], trusted=False)
         wrong = _wrong_fields(intent, case["expect"])
         for field in FIELDS:
             hits[field] += field not in wrong

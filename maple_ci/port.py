@@ -159,7 +159,7 @@ def port_task(intent: JobIntent, source_name: str, out_dir: Path) -> PortResult:
                       path=str(Path(out_dir) / TARGET / f"{name}.{SUFFIX}"), checks=checks, script=task)
 
 
-def _program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobIntent:
+def program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobIntent:
     """Static reading found no program: the trace's rank 0 gives it (run in its sandbox, or anywhere
     with --trace, which is the user's word that the script is theirs)."""
     from .extract import program_line
@@ -188,7 +188,7 @@ def port(source: str, targets: list[str], out_dir: Path, *, progress: Callable[[
     progress(f"extracting the job intent from {name}")
     intent = apply_overrides(extract(text, name), **overrides)
     if intent.entrypoint is None and Path(source).is_file():
-        intent = _program_from_trace(intent, Path(source), trusted=trace)
+        intent = program_from_trace(intent, Path(source), trusted=trace)
     results = port_intent(intent, targets, name, out_dir, progress, python_envs, text,
                           Path(source).parent if Path(source).is_file() else None)
     if trace and Path(source).is_file():
