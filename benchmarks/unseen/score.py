@@ -48,7 +48,7 @@ def trace_silent(set_dir: Path) -> dict:
     their header does not name: silent wrong ports, judged by bash rather than by maple's reader."""
     from maple_ci.errors import MapleError
     from maple_ci.extract import extract
-    from maple_ci.port import port_intent
+    from maple_ci.port import port_intent, program_from_trace
     from maple_ci.trace import trace_script
     from maple_ci.trace.compare import SAMPLE_ARGS, SUBMIT_ARGS, compare, header_of, stops_itself
 
@@ -59,6 +59,8 @@ def trace_silent(set_dir: Path) -> dict:
         args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
         try:
             intent = extract(text, case["file"], base_dir=case["path"].parent, root=set_dir)
+            if intent.entrypoint is None:  # as maple port does
+                intent = program_from_trace(intent, case["path"], trusted=False)
             results = port_intent(intent, list(TARGETS), case["file"], out, source_text=text)
             source = trace_script(case["path"], cluster=intent.source_cluster, checkout=set_dir, args=args, trusted=True,
                                   gpus=intent.gpus_per_node)  # as maple port's gate traces it
