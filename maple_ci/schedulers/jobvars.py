@@ -88,9 +88,9 @@ def translate(word: str, target: str, per_node: int, array: Optional[str] = None
     def replace(match: re.Match) -> str:
         braced, plain, bare = match.groups()
         name = braced or plain or bare
-        if unit.owns_variable(name) and name not in unit.helper_vars:
-            return match.group(0)
         concept = _concept_of(name)
+        if unit.owns_variable(name) and name not in unit.helper_vars and concept != "ranks_per_node":
+            return match.group(0)
         value = _target_value(concept, unit, per_node, array) if concept else None
         if value is None:
             missing.append(name)
@@ -105,8 +105,25 @@ def translate(word: str, target: str, per_node: int, array: Optional[str] = None
 
 
 def on_scheduler(intent, target: str, per_node: int):
-    """`intent` with its program path and arguments read on `target`'s job (see `translate`)."""
+    """`intent` with its program path and arguments read on `target`'s job (see `translate`). The
+    ranks per node become the port's count, written out, also where the target's scheduler has the
+    source's variable: its job has it only if the port's directives ask for that count (sbatch(1),
+    OUTPUT ENVIRONMENT VARIABLES: SLURM_NTASKS_PER_NODE "Only set if the --ntasks-per-node option is
+    specified", https://slurm.schedmd.com/sbatch.html, read 2026-11-29)."""
     array = intent.array
     entrypoint = translate(intent.entrypoint, target, per_node, array) if intent.entrypoint else intent.entrypoint
-    return replace(intent, entrypoint=entrypoint,
-                   script_args=[translate(arg, target, per_node, array) for arg in intent.script_args])
+    args = [translate(arg, target, per_node, array) for arg in intent.script_args]
+    return replace(intent, entrypoint=entrypoint, script_args=args,
+                   notes=[*intent.notes, *_per_node_notes(intent, args, per_node)])
+
+
+def _per_node_notes(intent, args: list, per_node: int) -> list:
+    """An argument that carried the source's ranks per node carries the port's: named where they differ."""
+    nodes, world = intent.nodes, intent.world_size
+    had = world // nodes if nodes and world and world % nodes == 0 else intent.gpus_per_node
+    if had in (None, per_node):
+        return []
+    return [f"the program's argument {was} ({had} in the source: its processes per node) is written {now}, the "
+            f"port's {per_node} processes per node" for was, now in zip(intent.script_args, args)
+            if was != now and any(_concept_of(next(n for n in m.groups() if n)) == "ranks_per_node"
+                                  for m in _reference().finditer(was))]
