@@ -119,11 +119,15 @@ def on_scheduler(intent, target: str, per_node: int):
 
 def _per_node_notes(intent, args: list, per_node: int) -> list:
     """An argument that carried the source's ranks per node carries the port's: named where they differ."""
-    nodes, world = intent.nodes, intent.world_size
-    had = world // nodes if nodes and world and world % nodes == 0 else intent.gpus_per_node
+    from ..programs import ranks_per_node
+
+    had = ranks_per_node(intent.nodes, intent.world_size, intent.gpus_per_node)
     if had in (None, per_node):
         return []
     return [f"the program's argument {was} ({had} in the source: its processes per node) is written {now}, the "
             f"port's {per_node} processes per node" for was, now in zip(intent.script_args, args)
-            if was != now and any(_concept_of(next(n for n in m.groups() if n)) == "ranks_per_node"
-                                  for m in _reference().finditer(was))]
+            if was != now and "ranks_per_node" in _concepts_in(was)]
+
+
+def _concepts_in(word: str) -> set:
+    return {_concept_of(next(name for name in match.groups() if name)) for match in _reference().finditer(word)}
