@@ -105,6 +105,15 @@ def test_an_argument_carrying_the_ranks_per_node_gets_the_ports_count_and_says_s
     assert not [d for d in compare(source, port, header) if d.kind == "program"]
 
 
+def test_an_argument_carrying_an_unchanged_ranks_per_node_keeps_the_targets_own_variable(tmp_path):
+    text = ("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --ntasks-per-node 4\n#SBATCH --gpus-per-node 4\n#SBATCH -t 20\n"
+            "srun python fit.py --procs-per-host=$SLURM_NTASKS_PER_NODE\n")
+    source, result, port = _ported(tmp_path, text, "perlmutter")
+    assert "python fit.py \"--procs-per-host=$SLURM_NTASKS_PER_NODE\"" in result.script  # perlmutter's job sets it
+    assert port.ranks[0].program[-1] == "--procs-per-host=4"
+    assert "processes per node" not in header_of(result.script)
+
+
 def test_flux_run_with_nodes_and_no_task_count_starts_one_task_per_node():
     intent = extract_script("#!/bin/bash\n#flux: -N 3\nflux run --nodes=3 python fit.py\n")
     assert (intent.nodes, intent.world_size) == (3, 3)
