@@ -19,7 +19,7 @@ from .files import read_text
 from .paths import bundled
 from .port import port_intent, program_from_trace
 from .profiles import get_profile
-from .programs import relabelled
+from .programs import ranks_per_node, relabelled
 from .schedulers.jobvars import translate
 from .verify.readback import as_port_reads
 from .verify.record import without_record
@@ -67,8 +67,9 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     # the source scheduler's job variables read as the target's job has them ($SLURM_SUBMIT_DIR -> $PBS_O_WORKDIR)
     scheduler, per_node = get_profile(cluster).scheduler, back.gpus_per_node or 1
     # a job array's count and bounds are the constants of the port's own array directive (schedulers/arrays.py)
-    entrypoint = translate(expect["entrypoint"], scheduler, per_node, back.array)
-    arguments = [translate(arg, scheduler, per_node, back.array) for arg in expect["script_args"]]
+    had = ranks_per_node(expect["nodes"], expect.get("world_size"), expect.get("gpus_per_node"))
+    entrypoint = translate(expect["entrypoint"], scheduler, per_node, back.array, had)
+    arguments = [translate(arg, scheduler, per_node, back.array, had) for arg in expect["script_args"]]
     arguments = relabelled(arguments, expect, back)
     problems = []
     if back.entrypoint != entrypoint:

@@ -110,9 +110,9 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
     node"), and why it matters: fewer than the node's GPUs (each drives several, or leaves some idle),
     or a count the program may fix itself (a shard count, InternEvo's GPU_NUMS)."""
     nodes, world, devices = intent.nodes, intent.world_size, intent.gpus_per_node
-    if not (nodes and world) or world % nodes or intent.launcher == "python" or world // nodes == ranks_per_node:
+    started = nodes and world and -(-world // nodes)  # the first node's, where the world does not fill its nodes alike
+    if not started or intent.launcher == "python" or started == ranks_per_node:
         return None
-    started = world // nodes
     why = (" (torchrun's default: the source gives no --nproc_per_node)"
            if intent.launcher == "torchrun" and "nproc_per_node" not in intent.launcher_options else "")
     if devices and started < devices:
@@ -187,8 +187,8 @@ def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Opt
                 f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
     if not intent.gpus_per_node or intent.gpus_per_node == gpus:
         return None
-    return (f"ranks per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the target's "
-            "node shape, one rank per device); check batch size and learning rate")
+    return (f"processes (ranks) per node change from {intent.gpus_per_node} to {gpus} ({unit} per node: the "
+            "target's node shape, one rank per device); check batch size and learning rate")
 
 
 def _world_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:

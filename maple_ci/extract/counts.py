@@ -80,6 +80,12 @@ def _mpi_counts(name: str, opts: dict, d: Directives, value: Value) -> tuple:
     if tasks is None and name == "ibrun":
         tasks = d.tasks()  # ibrun starts the allocation's tasks by default
     nodes, slots = _host_slots(value(opts, "host"))
+    nodes = nodes or count(value(opts, "nodes"))
+    if tasks is None and ppn is None and nodes and isinstance(grammar.trace.get("default_per_node"), int):
+        # flux run -N 2: "the number of tasks or slots will be set to the number of requested nodes"
+        # (flux-core doc/man1/common/job-param-common.rst, --exclusive, read 2026-11-29)
+        ppn = grammar.trace["default_per_node"]
+        tasks = nodes * ppn
     return nodes, tasks, ppn or slots
 
 

@@ -80,17 +80,19 @@ def _written(value: str, braced: bool, bare: bool, concept: Optional[str] = None
     return value if value.isdigit() else f"${{{value}}}" if braced else f"${value}"
 
 
-def translate(word: str, target: str, per_node: int, array: Optional[str] = None) -> str:
+def translate(word: str, target: str, per_node: int, array: Optional[str] = None, had: Optional[int] = None) -> str:
     """`word` with every job variable of another scheduler replaced by the target's equivalent;
-    MapleError naming those that have none."""
+    MapleError naming those that have none. `had`, the source's ranks per node: where the port's
+    differ, its own scheduler's per-node variables are written out too (see `on_scheduler`)."""
     unit, missing = get(target), []
+    written_out = {"ranks_per_node"} if had not in (None, per_node) else set()
 
     def replace(match: re.Match) -> str:
         braced, plain, bare = match.groups()
         name = braced or plain or bare
-        if unit.owns_variable(name) and name not in unit.helper_vars:
-            return match.group(0)
         concept = _concept_of(name)
+        if unit.owns_variable(name) and name not in unit.helper_vars and concept not in written_out:
+            return match.group(0)
         value = _target_value(concept, unit, per_node, array) if concept else None
         if value is None:
             missing.append(name)
@@ -105,8 +107,22 @@ def translate(word: str, target: str, per_node: int, array: Optional[str] = None
 
 
 def on_scheduler(intent, target: str, per_node: int):
-    """`intent` with its program path and arguments read on `target`'s job (see `translate`)."""
-    array = intent.array
-    entrypoint = translate(intent.entrypoint, target, per_node, array) if intent.entrypoint else intent.entrypoint
-    return replace(intent, entrypoint=entrypoint,
-                   script_args=[translate(arg, target, per_node, array) for arg in intent.script_args])
+    """`intent` with its program path and arguments read on `target`'s job (see `translate`). Where
+    the port starts another count per node than the source, the ranks per node are written out as
+    the port's, also where the target's scheduler has the source's variable: its job has it only if
+    the port's directives ask for that count (sbatch(1), OUTPUT ENVIRONMENT VARIABLES:
+    SLURM_NTASKS_PER_NODE "Only set if the --ntasks-per-node option is specified",
+    https://slurm.schedmd.com/sbatch.html, read 2026-11-29), and the header names the change."""
+    from ..programs import ranks_per_node
+
+    array, had = intent.array, ranks_per_node(intent.nodes, intent.world_size, intent.gpus_per_node)
+    entrypoint = translate(intent.entrypoint, target, per_node, array, had) if intent.entrypoint else intent.entrypoint
+    args = [translate(arg, target, per_node, array, had) for arg in intent.script_args]
+    notes = [f"the program's argument {was} ({had} in the source: its processes per node) is written {now}, the "
+             f"port's {per_node} processes per node" for was, now in zip(intent.script_args, args)
+             if was != now and had not in (None, per_node) and "ranks_per_node" in _concepts_in(was)]
+    return replace(intent, entrypoint=entrypoint, script_args=args, notes=[*intent.notes, *notes])
+
+
+def _concepts_in(word: str) -> set:
+    return {_concept_of(next(name for name in match.groups() if name)) for match in _reference().finditer(word)}

@@ -91,6 +91,13 @@ def _first_int(env: dict, names: tuple) -> Optional[int]:
     return None
 
 
+def _own_vars(via: list, concept: str) -> tuple:
+    """The variables the innermost launcher sets for `concept` (rank, world): they name the rank before
+    any the job inherited (Open MPI's ranks under Slurm all carry the batch step's SLURM_PROCID=0)."""
+    block = (grammars().get(via[-1]) or {}).get("trace") or {} if via else {}
+    return tuple((block.get("env") or {}).get(concept, ()))
+
+
 def _rank(event: dict, job_env: dict) -> Rank:
     env = event.get("env", {})
     launched = bool(env.get("MAPLE_TRACE_VIA"))
@@ -98,10 +105,11 @@ def _rank(event: dict, job_env: dict) -> Rank:
                                      "ZE_AFFINITY_MASK") if n in env), "all")
     own = {k: v for k, v in env.items() if not k.startswith(_INTERNAL) and k not in _INTERNAL
            and (k in RANK_VARS or job_env.get(k) != v)}
-    return Rank(rank=_first_int(env, _RANK_ORDER) if launched else None,
-                world=_first_int(env, _WORLD_ORDER) if launched else None,
+    via = [v for v in env.get("MAPLE_TRACE_VIA", "").split(",") if v]
+    return Rank(rank=_first_int(env, (*_own_vars(via, "rank"), *_RANK_ORDER)) if launched else None,
+                world=_first_int(env, (*_own_vars(via, "world"), *_WORLD_ORDER)) if launched else None,
                 node=event["node"], argv=event["argv"], cwd=event["cwd"],
-                via=[v for v in env.get("MAPLE_TRACE_VIA", "").split(",") if v], env=own, devices=devices)
+                via=via, env=own, devices=devices)
 
 
 def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int] = None, args: tuple = (),

@@ -4,6 +4,7 @@ unit's own table (Scheduler.job_vars, by concept): nothing here names a schedule
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Optional
@@ -92,8 +93,18 @@ def allocation_for(text: str, cluster: Optional[str], nodes: Optional[int], gpus
                       ntasks=tasks, ntasks_per_node=d.ntasks_per_node, cpus_per_task=d.cpus_per_task,
                       node_file_var=(job_vars.get("node_file") or (None,))[0],
                       tasks_per_node_var=(job_vars.get("ranks_per_node") or (None,))[0] if d.ntasks_per_node else None,
-                      array=arrays.from_dropped(d.dropped), job_gpus=d.gpus_per_node and min(d.gpus_per_node, gpus),
+                      array=arrays.from_dropped(d.dropped),
+                      job_gpus=d.gpus_per_node and min(d.gpus_per_node, gpus) or _asked_at_submit(text, unit, gpus),
                       gpus_per_task=d.gpus_per_task, gpus_assumed=assumed)
+
+
+def _asked_at_submit(text: str, unit, gpus: int) -> Optional[int]:
+    """A job whose directives ask no GPUs but whose script reads a count only a GPU request sets
+    (Slurm's SLURM_GPUS_ON_NODE: sbatch(1) OUTPUT ENVIRONMENT VARIABLES, "Number of GPUs allocated to
+    the batch step", https://slurm.schedmd.com/sbatch.html, read 2026-11-29) was submitted asking for
+    them (`sbatch --gpus-per-node=4 run.sh`): the trace gives it the node's devices."""
+    counts = [name for name, value in (unit.device_env(2, None) if unit else {}).items() if value == "2"]
+    return gpus if any(re.search(rf"\${{?{name}\b", text) for name in counts) else None
 
 
 def nodes_filled(d, cpus: int, gpus: int) -> Optional[int]:
