@@ -1,6 +1,7 @@
 """Where a traced script runs: its own commands are untrusted code, so they run only here.
 
-- a copy of the checkout (regular files and folders only, size-capped) in a fresh temporary folder;
+- a copy of the checkout (regular files and folders only, size-capped) in a fresh temporary folder,
+  one per command where the traces are namespace-isolated (SharedCopy): each binds it read-only;
 - `env -i` plus the emulated job's variables; PATH holds only the stand-ins and an allowlist of
   side-effect-free tools: any other command is recorded by the stand-in and not run;
 - bubblewrap: new user, mount, PID, network and IPC namespaces; the root file system is /usr
