@@ -278,7 +278,9 @@ def process_latency(runs: int = 5) -> dict:
 
 def trace_cost(figures: dict) -> dict:
     """What the trace gate adds to a port, to one cluster and to all: the traced port's warm medians
-    less the static one's, wall and CPU seconds (the CPU of the sandboxes' processes included)."""
+    less the static one's, wall and CPU seconds. The CPU is the child's rusage, which does not hold
+    the processes inside bubblewrap's namespaces (a traced 0.6 s shell loop added 4 ms to it): it is
+    maple's own part; `perf stat -e task-clock` counts them too (docs/benchmarks.md)."""
     cost = {}
     for scope in ("1 cluster", "all clusters"):
         if f"port, {scope}, traced" not in figures or f"port, {scope}, static checks" not in figures:
