@@ -79,3 +79,22 @@ def test_a_checkout_too_large_is_refused_once_for_all_traces(tmp_path, monkeypat
     assert isinstance(source, MapleError) and "too large" in str(source)
     assert all(isinstance(t, MapleError) and "too large" in str(t) for t in traced)
     assert len(copies) == 1
+
+
+def test_a_port_to_several_clusters_traces_the_source_once(tmp_path, monkeypatch):
+    import maple_ci.trace as trace
+    from maple_ci.port import port
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "fit.py").write_text("pass\n")
+    source = tmp_path / "job.sh"
+    source.write_text("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gpus-per-node=4\n#SBATCH --time=00:30:00\n"
+                      "srun --ntasks-per-node=1 torchrun --nnodes=2 --nproc_per_node=4 fit.py --steps 10\n")
+    calls = []
+    real = trace.trace_script
+    monkeypatch.setattr(trace, "trace_script", lambda path, **kw: (calls.append(kw.get("text")), real(path, **kw))[1])
+    _, results = port(str(source), ["perlmutter", "polaris", "frontier"], tmp_path / "out", trace=True)
+    assert [text for text in calls if text is None] == [None]  # the source, once
+    assert len(calls) >= 3  # and the ports
+    assert len(calls) == 1 + sum(r.status == "ok" or any(c.name == "trace" for c in r.checks) for r in results)
+    assert all(any(c.name == "trace" for c in r.checks) for r in results if r.status == "ok")
