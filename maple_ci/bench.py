@@ -272,7 +272,23 @@ def process_latency(runs: int = 5) -> dict:
         for number, (name, words) in enumerate(PROCESS_COMMANDS.items()):
             argv = [sys.executable, "-m", "maple_ci", *(w.format(example=example, out=f"{scratch}/out") for w in words)]
             figures[name] = {"argv": argv[3:], **_cold_and_warm(argv, env, f"{scratch}/cold-{number}", f"{scratch}/warm", runs)}
-    return {"runs": runs, "cpus": os.cpu_count(), "load": [load_before, os.getloadavg()[0]], "commands": figures}
+    return {"runs": runs, "cpus": os.cpu_count(), "load": [load_before, os.getloadavg()[0]], "commands": figures,
+            "trace_cost": trace_cost(figures)}
+
+
+def trace_cost(figures: dict) -> dict:
+    """What the trace gate adds to a port, to one cluster and to all: the traced port's warm medians
+    less the static one's, wall and CPU seconds. The CPU is the child's rusage, which does not hold
+    the processes inside bubblewrap's namespaces (a traced 0.6 s shell loop added 4 ms to it): it is
+    maple's own part; `perf stat -e task-clock` counts them too (docs/benchmarks.md)."""
+    cost = {}
+    for scope in ("1 cluster", "all clusters"):
+        if f"port, {scope}, traced" not in figures or f"port, {scope}, static checks" not in figures:
+            continue
+        static, traced = figures[f"port, {scope}, static checks"]["warm"], figures[f"port, {scope}, traced"]["warm"]
+        cost[scope] = {"wall_s": traced["median_s"] - static["median_s"],
+                       "cpu_s": traced["cpu_median_s"] - static["cpu_median_s"]}
+    return cost
 
 
 def _cold_and_warm(argv: list[str], env: dict, cold_prefix: str, warm_dir: str, runs: int) -> dict:

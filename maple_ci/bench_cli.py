@@ -166,6 +166,8 @@ def _print_latency(report: dict, out: Console) -> None:
         table.add_row(name, f"{cold['median_s']:.2f}", f"{warm['median_s']:.2f}", f"{warm['cpu_median_s']:.2f}",
                       f"{cold['peak_rss_mib']:.0f}", f"{warm['peak_rss_mib']:.0f}")
     out.print(table)
+    out.print("the trace gate's cost (traced less static, warm): " + "; ".join(
+        f"{scope}: +{cost['wall_s']:.2f} s wall, +{cost['cpu_s']:.2f} s CPU outside the sandboxes" for scope, cost in process["trace_cost"].items()))
     stages = Table("stage", "median ms", "max ms", title=f"in-process stages, warm ({report['templates']} templates)")
     for stage, timing in report["warm_ms"].items():
         stages.add_row(stage, f"{timing['median_ms']:.2f}", f"{timing['max_ms']:.2f}")

@@ -83,7 +83,17 @@ def table() -> tuple[tuple[Rule, ...], dict]:
 
 def env_rule(name: str) -> Optional[Rule]:
     """The first row naming `name`, or None: not on the allowlist."""
-    return next((rule for rule in table()[0] if any(fnmatchcase(name, p) for p in rule.names)), None)
+    return next((rule for rule in table()[0] if any(_named(name, p) for p in rule.names)), None)
+
+
+def _named(name: str, pattern: str) -> bool:
+    """fnmatchcase, without compiling the two common forms (a name; a prefix and `*`): 278 of the
+    table's 319 patterns, whose compiling cost a port 20-30 ms."""
+    if not any(c in pattern for c in "*?["):
+        return name == pattern
+    if pattern.endswith("*") and not any(c in pattern[:-1] for c in "*?["):
+        return name.startswith(pattern[:-1])
+    return fnmatchcase(name, pattern)
 
 
 def reason(value: str) -> str:

@@ -80,6 +80,20 @@ def test_latency_suite_times_each_command_cold_and_warm(monkeypatch):
     for label in ("cold", "warm"):
         assert figures[label]["median_s"] > 0 and figures[label]["peak_rss_mib"] > 10 and figures[label]["cpu_median_s"] > 0
     assert report["runs"] == 1 and len(report["load"]) == 2
+    assert report["trace_cost"] == {}  # no traced port among the commands timed
+
+
+def test_the_trace_gates_cost_is_the_traced_port_less_the_static_one():
+    from maple_ci.bench import trace_cost
+
+    def warm(seconds, cpu):
+        return {"warm": {"median_s": seconds, "cpu_median_s": cpu}}
+    figures = {"port, 1 cluster, static checks": warm(0.4, 0.3), "port, 1 cluster, traced": warm(2.0, 0.6),
+               "port, all clusters, static checks": warm(1.5, 1.2), "port, all clusters, traced": warm(9.5, 4.2),
+               "extract": warm(0.1, 0.1)}
+    cost = trace_cost(figures)
+    assert cost["1 cluster"] == pytest.approx({"wall_s": 1.6, "cpu_s": 0.3})
+    assert cost["all clusters"] == pytest.approx({"wall_s": 8.0, "cpu_s": 3.0})
 
 
 # --- the golden suite: the centers' own published scripts (issue 16, item 8) ---

@@ -57,6 +57,19 @@ def test_the_table_gives_every_row_a_verdict_a_reason_and_a_known_form():
     assert [name for name, rule in named if env_rule(name) is not rule] == []
 
 
+def test_a_pattern_names_what_fnmatch_says_it_names():
+    """env_rule skips compiling plain names and `PREFIX*` patterns: for every pattern of the table, and
+    names built to sit on each side of it, the answer is fnmatchcase's."""
+    from fnmatch import fnmatchcase
+
+    from maple_ci.values import _named
+
+    patterns = [p for rule in table()[0] for p in rule.names]
+    stems = {p.replace("*", "").replace("?", "") for p in patterns}
+    names = stems | {f"{s}X" for s in stems} | {f"X{s}" for s in stems} | {s[:-1] for s in stems} | {"", "NCCL_", "Nccl_X"}
+    assert [(n, p) for p in patterns for n in names if _named(n, p) != fnmatchcase(n, p)] == []
+
+
 # Issue 15's medium findings: each was carried into ports and ran (or redirected) at the center.
 FINDINGS = [
     "PYTHONUSERBASE=$PWD/userbase", "CUDA_INJECTION64_PATH=$PWD/inject.so", "OMP_TOOL_LIBRARIES=$PWD/tool.so",

@@ -11,8 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
+from ..data_cache import load_yaml
 from ..errors import MapleError
 from ..extract.kind import option_in_args
 from ..files import checkout_root, read_inside
@@ -74,7 +73,7 @@ class Workload:
 
 @lru_cache(maxsize=1)
 def known_models() -> dict:
-    return yaml.safe_load((templates_dir() / "estimates" / "models.yaml").read_text())["models"]
+    return load_yaml(templates_dir() / "estimates" / "models.yaml")["models"]
 
 
 def known_architecture(key: str) -> Architecture:

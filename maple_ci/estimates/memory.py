@@ -8,8 +8,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Optional
 
-import yaml
-
+from ..data_cache import load_yaml
 from ..paths import templates_dir
 from ..profiles import ClusterProfile
 from .inputs import Architecture, Workload
@@ -23,7 +22,7 @@ _STAGES = ("ddp", "zero1", "zero2", "zero3")
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
-    return yaml.safe_load((templates_dir() / "estimates" / "memory.yaml").read_text())
+    return load_yaml(templates_dir() / "estimates" / "memory.yaml")
 
 
 def model_state_bytes(params: float, *, mixed: bool, strategy: str, data_parallel: int,

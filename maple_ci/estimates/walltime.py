@@ -8,8 +8,7 @@ import math
 from functools import lru_cache
 from typing import Optional
 
-import yaml
-
+from ..data_cache import load_yaml
 from ..errors import MapleError
 from ..paths import templates_dir
 from ..profiles import ClusterProfile, Queue, get_profile, walltime_seconds
@@ -17,7 +16,7 @@ from ..profiles import ClusterProfile, Queue, get_profile, walltime_seconds
 
 @lru_cache(maxsize=1)
 def gpu_table() -> list[dict]:
-    return yaml.safe_load((templates_dir() / "estimates" / "gpus.yaml").read_text())["gpus"]
+    return load_yaml(templates_dir() / "estimates" / "gpus.yaml")["gpus"]
 
 
 def gpu(model: str) -> Optional[dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -17,10 +18,13 @@ from .. import schedulers
 from ..errors import MapleError
 from ..files import checkout_root
 from .allocation import Allocation, allocation_for, grammars
-from .sandbox import Limits, Sandbox, bwrap
+from .sandbox import Limits, Sandbox, SharedCopy, bwrap
 from .skypilot import traced_task
 
-__all__ = ["Allocation", "Limits", "Rank", "Trace", "trace_script"]
+__all__ = ["Allocation", "Limits", "Rank", "Trace", "trace_script", "trace_with_ports"]
+# Traces of one command at a time: each is mostly one process starting the next, and every process
+# of every trace counts towards the one process limit (Limits.processes) of the user it runs as.
+TRACES_AT_ONCE = 3
 
 # What a program reads from its environment that says who it is and where it runs: the trace shows
 # these per rank, beside the variables the script itself set.
@@ -114,29 +118,22 @@ def _rank(event: dict, job_env: dict) -> Rank:
 
 def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int] = None, args: tuple = (),
                  trusted: bool = False, limits: Limits = Limits(), checkout: Optional[Path] = None,
-                 text: Optional[str] = None, gpus: Optional[int] = None) -> Trace:
+                 text: Optional[str] = None, gpus: Optional[int] = None, shared: Optional[SharedCopy] = None) -> Trace:
     """The trace of one script. `trusted` allows running without the namespace sandbox (bubblewrap
     missing) for a user's own script; untrusted content is never traced outside it. `text` (a port)
-    is traced in place of the file's own text, from the same folder of the checkout."""
+    is traced in place of the file's own text, from the same folder of the checkout; `shared`, the
+    checkout's copy that the other traces of the command use too."""
     path = Path(path)
-    if not path.is_file():
-        raise MapleError(f"{path}: no such script")
+    text, task, alloc = _planned(path, text, cluster, nodes, gpus)
     isolated = bwrap() is not None
     if not isolated and not trusted:
         raise MapleError("maple trace runs untrusted script content only inside bubblewrap (bwrap), which is not "
                          "installed here: install it (apt-get install bubblewrap), or pass --trusted for your own script")
     root = Path(checkout or checkout_root(path)).resolve()
-    text = path.read_text(errors="replace") if text is None else text
-    task = traced_task(text, path.name)  # a SkyPilot task: its run on each of its nodes
-    if task:
-        text, nodes = task.view, nodes or task.nodes
-    alloc = allocation_for(text, cluster, nodes, (task and task.gpus) or gpus)
     started = time.monotonic()
-    box = Sandbox(root, alloc.as_data(), grammars(), isolated)
+    box = Sandbox(root, alloc.as_data(), grammars(), isolated, shared)
     try:
-        script = box.work / path.resolve().relative_to(root)
-        script = script.with_name(f".maple-trace-{script.name}")
-        script.write_text(text)
+        script = box.place(path.resolve().relative_to(root), text)
         # submitted from the script's own folder, as its port's header asks
         job_env = alloc.job_env(box.inside(script.parent), path.name, box.inside(box.home)) | (task.job_env(alloc) if task else {})
         if alloc.node_file_var:
@@ -154,6 +151,38 @@ def trace_script(path: Path, cluster: Optional[str] = None, nodes: Optional[int]
                          f"{limits.cpu_s} s of CPU) and was stopped (a loop that does not end, or a command that "
                          "waits): nothing it did outside the sandbox remains")
     return trace
+
+
+def _planned(path: Path, text: Optional[str], cluster: Optional[str], nodes: Optional[int], gpus: Optional[int]):
+    """(the text bash runs, the SkyPilot task it comes from or None, the allocation it runs on)."""
+    if not path.is_file():
+        raise MapleError(f"{path}: no such script")
+    text = path.read_text(errors="replace") if text is None else text
+    task = traced_task(text, path.name)  # a SkyPilot task: its run on each of its nodes
+    if task:
+        text, nodes = task.view, nodes or task.nodes
+    return text, task, allocation_for(text, cluster, nodes, (task and task.gpus) or gpus)
+
+
+def trace_with_ports(path: Path, ports: list, cluster: Optional[str] = None, **options) -> tuple:
+    """The source's trace and each port's, `ports` being (target cluster, port text) pairs; each trace
+    is a MapleError where it could not run. Every trace is a sandbox and processes of its own, so they
+    run side by side (a trace mostly waits for its processes to start) on one copy of the checkout,
+    and the result is the one they give one after another. A port runs on the source's node count."""
+    def run(job):
+        try:
+            return job()
+        except MapleError as error:
+            return error
+    nodes = run(lambda: len(_planned(Path(path), None, cluster, None, options.get("gpus"))[2].nodes))
+    if isinstance(nodes, MapleError):
+        return nodes, [nodes for _ in ports]
+    port_options = {key: value for key, value in options.items() if key != "gpus"}
+    with SharedCopy() as shared, ThreadPoolExecutor(max_workers=TRACES_AT_ONCE) as pool:
+        source = pool.submit(run, lambda: trace_script(path, cluster=cluster, shared=shared, **options))
+        traced = [pool.submit(run, lambda target=target, text=text: trace_script(
+            path, cluster=target, nodes=nodes, text=text, shared=shared, **port_options)) for target, text in ports]
+        return source.result(), [job.result() for job in traced]
 
 
 def _collect(events: list, job_env: dict, trace: Trace) -> Trace:

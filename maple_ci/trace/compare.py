@@ -211,27 +211,23 @@ def gate(source_path, results: list, trusted: bool = False, cluster: Optional[st
 
     from ..skypilot import is_task
     from ..verify.static import Check
-    from . import trace_script
+    from . import trace_with_ports
 
     text = Path(source_path).read_text(errors="replace")
     args = SAMPLE_ARGS if SUBMIT_ARGS.search(text) else ()
     todo = [result for result in results if result.status == "ok"]
-    try:
-        source = trace_script(Path(source_path), cluster=cluster, trusted=trusted, args=args, gpus=gpus)
-    except MapleError as error:
-        _not_traced(todo, f"the source could not be traced: {error}")
+    targets = [(None if is_task(r.script) else r.cluster, r.script) for r in todo]  # a SkyPilot task has no profile
+    source, ports = trace_with_ports(Path(source_path), targets, cluster=cluster, trusted=trusted, args=args, gpus=gpus)
+    if isinstance(source, MapleError):
+        _not_traced(todo, f"the source could not be traced: {source}")
         return results
     if source.exit_code not in (0, None) and not source.ranks:
         _not_traced(todo, f"the source's trace ended (exit {source.exit_code}) before it started a program: "
                     + (source.stderr.strip().splitlines() or [""])[-1][:200])
         return results
-    for result in todo:
-        target = None if is_task(result.script) else result.cluster  # a SkyPilot task has no cluster profile
-        try:
-            port = trace_script(Path(source_path), cluster=target, nodes=len(source.allocation.nodes),
-                                trusted=trusted, text=result.script, args=args)
-        except MapleError as error:
-            _not_traced([result], f"the port could not be traced: {error}")
+    for result, port in zip(todo, ports):
+        if isinstance(port, MapleError):
+            _not_traced([result], f"the port could not be traced: {port}")
             continue
         wanted = {kind for option in asked for kind in ASKED.get(option, ())}
         found = [d for d in compare(source, port, header_of(result.script)) if d.kind not in wanted]
