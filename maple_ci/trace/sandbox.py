@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -61,6 +60,14 @@ class Limits:
     file_mb: int = 16
     processes: int = 256
     writable_mb: int = 128  # each of the copy and /tmp: memory file systems, so a writing loop ends there
+
+    def prlimit(self) -> list:
+        """The command prefix that sets the limits (soft and hard) on what it runs: util-linux's prlimit(1)."""
+        tool = shutil.which("prlimit")
+        if tool is None:
+            raise MapleError("maple trace bounds the script with prlimit (util-linux), which is not on PATH here")
+        return [tool, f"--cpu={self.cpu_s}", f"--as={self.memory_mb << 20}", f"--fsize={self.file_mb << 20}",
+                f"--nproc={self.processes}", "--"]
 
 
 def bwrap() -> str | None:
@@ -200,19 +207,12 @@ class Sandbox:
                 self.inside(script.parent), *inner]
 
     def run(self, script: Path, args: list, job_env: dict, limits: Limits) -> subprocess.CompletedProcess:
-        def child() -> None:
-            os.setsid()
-            for which, value in ((resource.RLIMIT_CPU, limits.cpu_s), (resource.RLIMIT_AS, limits.memory_mb << 20),
-                                 (resource.RLIMIT_FSIZE, limits.file_mb << 20), (resource.RLIMIT_NPROC, limits.processes)):
-                resource.setrlimit(which, (value, value))
-            if self.isolated and os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-
-        process = subprocess.Popen(self.command(script, args, limits), env=self.environment(job_env), cwd=script.parent,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                   preexec_fn=child)
+        # Traces run side by side in threads, where Python code between fork and exec (preexec_fn) can
+        # deadlock (subprocess docs): the new session and the user are Popen's own, the limits prlimit(1)'s.
+        as_nobody = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if self.isolated and os.geteuid() == 0 else {}
+        process = subprocess.Popen([*limits.prlimit(), *self.command(script, args, limits)], env=self.environment(job_env),
+                                   cwd=script.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL, start_new_session=True, **as_nobody)
         try:
             stdout, stderr = process.communicate(timeout=limits.wall_s)
         except subprocess.TimeoutExpired:
