@@ -18,11 +18,12 @@ Scheduler = str  # "none" or a registered scheduler's name (maple_ci.schedulers.
 # templates of their own and run on a center's PyTorch set-up; the others run only where a cluster
 # profile lists a set-up for them (`frameworks:`), else in the user's environment (python_env.py).
 Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning",
-                    "jax", "tensorflow", "horovod", "vllm", "ray", "fairseq", "llamafactory"]
+                    "jax", "tensorflow", "horovod", "vllm", "ray", "fairseq", "llamafactory",
+                    "sglang", "chainer", "mxnet", "paddle"]
 TEMPLATE_FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightning")
 # Programs with a runtime of their own: a center's PyTorch set-up is no help to them. The others
-# (Horovod, vLLM, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
-OWN_RUNTIME = frozenset({"jax", "tensorflow"})
+# (Horovod, vLLM, SGLang, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
+OWN_RUNTIME = frozenset({"jax", "tensorflow", "chainer", "mxnet", "paddle"})
 # How the program parallelises (docs/port.md): dp is torch.nn.DataParallel in one process, pp pipeline
 # stages (DeepSpeed's, torch.distributed.pipelining's, vLLM's -pp), tp+pp vLLM's both; None when unknown.
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single",
@@ -133,8 +134,9 @@ class JobIntent:
     def template_strategy(self) -> Optional[str]:
         """The template strategy that launches this program's strategy (its own word for most); one
         process whose parallelism is its own (a JAX process on its node's devices) takes the
-        one-process template."""
-        if self.strategy is None and self.world_size == 1:
+        one-process template, and so does one process of a framework whose parallel words are its own
+        (a vLLM or SGLang server with tensor parallelism forks its GPU workers itself)."""
+        if self.world_size == 1 and (self.strategy is None or self.framework not in TEMPLATE_FRAMEWORKS):
             return "single"
         return TEMPLATE_STRATEGIES.get(self.strategy, self.strategy)
 

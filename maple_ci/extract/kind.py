@@ -16,7 +16,7 @@ from .frameworks import LIGHTNING_CONSOLES, other_framework, program_source, ten
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, RANK_VARIABLES
 from .launch import Launch
 from .options import last
-from .ray_cluster import vllm_strategy
+from .ray_cluster import ENGINE_SIZES, engine_strategy
 from .walk import Shell
 
 
@@ -207,8 +207,8 @@ def own_strategy(framework: str, launch: Optional[Launch], program: str, world: 
         named = tensorflow_strategy(program)
     elif framework == "llamafactory" and launch is not None:
         named = _llamafactory_strategy(launch)
-    elif framework == "vllm" and launch is not None:
-        named = vllm_strategy(launch)
+    elif framework in ENGINE_SIZES and launch is not None:
+        named = engine_strategy(launch, framework)
     if named or (framework in REPLICAS and not (world == 1 and (gpus_per_node or 1) > 1)):
         return named or NEXT
     return "single" if world == 1 and gpus_per_node == 1 else None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Optional
 from ..errors import MapleError
 from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from ..launchers.options import PYTHON_OPTIONS_NOTE, python_command
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
@@ -276,15 +277,14 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
 
 
 def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
-    i = 1
-    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
-        if argv[i] == "-c":
-            return None  # inline code is not a training program we can port
-        i += 2 if argv[i] in ("-X", "-W") else 1
-    if i >= len(argv):
-        return None
-    if argv[i] == "-m" and i + 1 < len(argv):
-        module, rest = argv[i + 1], argv[i + 2:]
+    options, runs = python_command(argv[1:])
+    if not runs or runs[0] in ("-c", "-"):
+        return None  # inline code (or stdin) is not a training program we can port
+    if options and PYTHON_OPTIONS_NOTE not in " ".join(ctx.notes):
+        ctx.notes.append(f"{PYTHON_OPTIONS_NOTE} ({' '.join(options)}) are not carried: the port runs the program "
+                         "without them; add them to its python if the program needs them")
+    if runs[0] == "-m" and len(runs) > 1:
+        module, rest = runs[1], runs[2:]
         if module in ("torch.distributed.run", "torch.distributed.launch", "torchrun_jsc"):
             return _dl_stage("torchrun", rest, TORCHRUN, shell, stages, ctx)
         if module == "accelerate.commands.launch":
@@ -294,7 +294,7 @@ def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Opt
         if module in _PYTHON_TOOLS:
             return None
         return finish([*stages, ("python", {})], f"-m {module}", rest, shell, ctx)
-    return finish([*stages, ("python", {})], argv[i], argv[i + 1:], shell, ctx)
+    return finish([*stages, ("python", {})], runs[0], runs[1:], shell, ctx)
 
 
 def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:

@@ -128,3 +128,46 @@ def gres_gpus(value: str) -> Optional[int]:
         if parts[0] == "gpu":
             return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
     return None
+
+
+# The CPython interpreter's own options (https://docs.python.org/3/using/cmdline.html and python(1),
+# read 2026-11-29): short options combine (`-uB`) and take their value attached or as the next word
+# (`-Wignore`, `-W ignore`); -c CMD, -m MOD and `-` end the options, and so does the first other word
+# (the script). -Q is Python 2's division option, still in old scripts.
+PYTHON_SHORT_VALUES = frozenset("WXQ")
+PYTHON_INTERFACE = frozenset("cm")
+PYTHON_SHORT_FLAGS = frozenset("bBdEhiIOPqRsSuvVx?")
+PYTHON_LONG_VALUES = frozenset({"--check-hash-based-pycs"})
+PYTHON_LONG_FLAGS = frozenset({"--help", "--help-env", "--help-xoptions", "--help-all", "--version"})
+# How a port's header names the interpreter options it does not carry (the trace's gate reads it)
+PYTHON_OPTIONS_NOTE = "python's own options"
+
+
+def python_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The words after `python`, split into the interpreter's options and what it runs: a script
+    and its arguments, ["-m", MODULE, ...], ["-c", CODE, ...] or ["-", ...]; the second part is []
+    when the line ends in options (or an option python does not have, which it would refuse)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        word = argv[i]
+        if word == "--":
+            return argv[:i + 1], argv[i + 1:]
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            if name not in PYTHON_LONG_VALUES | PYTHON_LONG_FLAGS:
+                return argv[:i], []
+            i += 2 if name in PYTHON_LONG_VALUES and "=" not in word else 1
+            continue
+        for k, letter in enumerate(word[1:], start=1):
+            attached = word[k + 1:]
+            if letter in PYTHON_INTERFACE:
+                options = argv[:i] + ([word[:k]] if k > 1 else [])
+                return options, [f"-{letter}", *([attached] if attached else []), *argv[i + 1:]]
+            if letter in PYTHON_SHORT_VALUES:
+                i += 1 if attached else 2
+                break
+            if letter not in PYTHON_SHORT_FLAGS:
+                return argv[:i], []
+        else:
+            i += 1
+    return argv[:i], argv[i:]

@@ -22,6 +22,7 @@ from typing import Optional
 from ..errors import MapleError
 from ..verify.record import without_record
 from . import Rank, Trace
+from ..launchers.options import PYTHON_OPTIONS_NOTE
 from .allocation import grammars
 from .skypilot import NODE_VARS
 
@@ -157,6 +158,10 @@ def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
     if not src or stops_itself(port):
         return []  # nothing to compare, or a port that stops before the program and says why (loud)
     found = _program_differences(src, dst)
+    if dst and src[-1].interpreter_options != dst[-1].interpreter_options:
+        found.append(Difference("program", f"python runs with `{_shown(src[-1].interpreter_options)}` in the source "
+                                f"and `{_shown(dst[-1].interpreter_options)}` in the port",
+                                (PYTHON_OPTIONS_NOTE, *src[-1].interpreter_options)))
     if dst:
         found += _env_differences(src[-1], dst[-1])
         p_src, p_dst = _per_node(source), _per_node(port)
