@@ -97,3 +97,16 @@ def test_one_engine_process_with_tensor_parallelism_stays_one_process_on_the_nod
     assert "--ntasks=1" in line and "--ntasks-per-node" not in line, line
     assert "#SBATCH --gpus-per-node=4" in script
     assert "one process with 4 devices" in script
+
+
+@pytest.mark.parametrize("launch, files, strategy", [
+    # the YAML is the strategy's source: outside the checkout, or given at submit time, it is unknown
+    ("srun llamafactory-cli train ~/recipes/sft.yaml", {}, None),
+    ('deepspeed --num_gpus 4 lf/train.py "$@"', {"lf/train.py": "from llamafactory.train.tuner import run_exp\n"}, None),
+    # a YAML without a deepspeed key, or the training arguments on the line: torchrun's DDP
+    ("srun llamafactory-cli train sft.yaml", {"sft.yaml": "stage: sft\nfinetuning_type: lora\n"}, "ddp"),
+    ("srun llamafactory-cli train --stage sft --finetuning_type lora", {}, "ddp"),
+])
+def test_llamafactory_strategy_comes_from_the_config_it_can_read(launch, files, strategy, tmp_path):
+    intent = read(tmp_path, launch, files, nodes=2, tasks=4)
+    assert (intent.framework, intent.strategy) == ("llamafactory", strategy)
