@@ -62,9 +62,10 @@ def test_an_engines_parallel_sizes_are_its_strategy(launch, strategy, tmp_path):
     assert read(tmp_path, launch, {}).strategy == strategy
 
 
-def ported(tmp_path: Path, launch: str, files: dict, envs: dict, nodes: int = 1, tasks: int = 1) -> str:
+def ported(tmp_path: Path, launch: str, files: dict, envs: dict, nodes: int = 1, tasks: int = 1,
+           cluster: str = "perlmutter") -> str:
     intent = read(tmp_path, launch, files, nodes, tasks)
-    [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out", python_envs=envs)
+    [result] = port_intent(intent, [cluster], "job.sh", tmp_path / "out", python_envs=envs)
     assert result.status == "ok", [c.message for c in result.checks if not c.ok]
     return result.script
 
@@ -74,9 +75,10 @@ def ported(tmp_path: Path, launch: str, files: dict, envs: dict, nodes: int = 1,
     ("python gluon_fit.py", {"gluon_fit.py": "import mxnet\n"}, "mxnet", "the program is mxnet, not PyTorch"),
     ("python -m sglang.launch_server --model-path org/m", {}, "sglang", "the program needs sglang besides PyTorch"),
 ])
-def test_a_port_without_the_users_environment_stops_and_says_why(launch, files, framework, why, tmp_path):
-    script = ported(tmp_path, launch, files, {}, tasks=4 if launch.startswith("srun") else 1)
-    assert f"# Note: perlmutter provides no {framework} set-up ({why}): port again with --python-env PATH" in script
+@pytest.mark.parametrize("cluster", ["perlmutter", "frontier", "aurora"])
+def test_a_port_without_the_users_environment_stops_and_says_why(launch, files, framework, why, cluster, tmp_path):
+    script = ported(tmp_path, launch, files, {}, tasks=4 if launch.startswith("srun") else 1, cluster=cluster)
+    assert f"# Note: {cluster} provides no {framework} set-up ({why}): port again with --python-env PATH" in script
     body = script[script.index("set -eo pipefail"):]
     assert re.search(rf"^echo 'maple-ci: .*provides no {framework} set-up.*' >&2; exit 1$", body, re.M), body
 
