@@ -112,3 +112,10 @@ def test_one_engine_process_with_tensor_parallelism_stays_one_process_on_the_nod
 def test_llamafactory_strategy_comes_from_the_config_it_can_read(launch, files, strategy, tmp_path):
     intent = read(tmp_path, launch, files, nodes=2, tasks=4)
     assert (intent.framework, intent.strategy) == ("llamafactory", strategy)
+
+
+def test_the_engines_whose_sizes_are_read_are_the_ones_kept_as_one_process():
+    from maple_ci.extract.ray_cluster import ENGINE_SIZES
+    from maple_ci.intent import ENGINES
+
+    assert set(ENGINE_SIZES) == ENGINES
