@@ -18,11 +18,15 @@ Scheduler = str  # "none" or a registered scheduler's name (maple_ci.schedulers.
 # templates of their own and run on a center's PyTorch set-up; the others run only where a cluster
 # profile lists a set-up for them (`frameworks:`), else in the user's environment (python_env.py).
 Framework = Literal["pytorch", "deepspeed", "accelerate", "megatron", "lightning",
-                    "jax", "tensorflow", "horovod", "vllm", "ray", "fairseq", "llamafactory"]
+                    "jax", "tensorflow", "horovod", "vllm", "ray", "fairseq", "llamafactory",
+                    "sglang", "chainer", "mxnet", "paddle"]
 TEMPLATE_FRAMEWORKS = ("pytorch", "deepspeed", "accelerate", "megatron", "lightning")
 # Programs with a runtime of their own: a center's PyTorch set-up is no help to them. The others
-# (Horovod, vLLM, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
-OWN_RUNTIME = frozenset({"jax", "tensorflow"})
+# (Horovod, vLLM, SGLang, Ray, fairseq, LLaMA-Factory) are PyTorch programs that need their own package too.
+OWN_RUNTIME = frozenset({"jax", "tensorflow", "chainer", "mxnet", "paddle"})
+# Inference servers whose one process forks a GPU worker per tensor/pipeline rank itself (vLLM's and
+# SGLang's multiprocessing executors): their tp/pp strategy is one process on the node's GPUs
+ENGINES = frozenset({"vllm", "sglang"})
 # How the program parallelises (docs/port.md): dp is torch.nn.DataParallel in one process, pp pipeline
 # stages (DeepSpeed's, torch.distributed.pipelining's, vLLM's -pp), tp+pp vLLM's both; None when unknown.
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single",
@@ -133,8 +137,9 @@ class JobIntent:
     def template_strategy(self) -> Optional[str]:
         """The template strategy that launches this program's strategy (its own word for most); one
         process whose parallelism is its own (a JAX process on its node's devices) takes the
-        one-process template."""
-        if self.strategy is None and self.world_size == 1:
+        one-process template, and so does one inference server whose tensor or pipeline parallelism is
+        its own (ENGINES)."""
+        if self.world_size == 1 and (self.strategy is None or self.framework in ENGINES):
             return "single"
         return TEMPLATE_STRATEGIES.get(self.strategy, self.strategy)
 

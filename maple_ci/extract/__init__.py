@@ -24,6 +24,7 @@ from typing import Optional
 from .. import schedulers
 from ..errors import MapleError
 from ..files import MAX_SOURCE_BYTES, checkout_root, read_text
+from ..launchers.options import python_command
 from .directives import pbs_walltime, slurm_walltime
 from .request import extract_request
 from .script import RENDEZVOUS_VARS, extract_script
@@ -126,7 +127,7 @@ def program_line(entrypoint: Optional[str], program_args: Optional[str]) -> tupl
         return None, extra
     line = words(entrypoint, "--entrypoint")
     if line and re.fullmatch(r"python[\d.]*", line[0].rsplit("/", 1)[-1]):
-        line = line[1:]
+        line = python_command(line[1:])[1]
     if line[:1] == ["-m"] and len(line) > 1:
         line = [f"-m {line[1]}", *line[2:]]
     if not line:

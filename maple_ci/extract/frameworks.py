@@ -13,25 +13,37 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional
 
+from ..intent import OWN_RUNTIME
+
 if TYPE_CHECKING:
     from .launch import Launch
     from .walk import Shell
 
 # The program word's own name (a console script) or its -m module's top package -> the framework
+# SGLang's server is `python -m sglang.launch_server` or its `sglang serve` console script, and its
+# router's `-m sglang_router.launch_server` (https://docs.sglang.io/advanced_features/server_arguments.html, read 2026-11-29);
+# PaddlePaddle's own launcher, `python -m paddle.distributed.launch --gpus 0,1,2,3 train.py`, runs
+# once per node and starts one worker per device it lists (--gpus/--devices, --nproc_per_node:
+# paddlepaddle.org.cn, docs/en/2.2 and zh/2.3 api/paddle/distributed/launch, read 2026-11-29); a port
+# runs it as the source does, once per node
 _PROGRAMS = {"fairseq": re.compile(r"fairseq-[\w-]+|fairseq_cli|fairseq"),
              "llamafactory": re.compile(r"llamafactory-cli|lmf|llamafactory"),
-             "vllm": re.compile(r"vllm"), "ray": re.compile(r"ray")}
+             "vllm": re.compile(r"vllm"), "sglang": re.compile(r"sglang|sglang_router"), "ray": re.compile(r"ray"),
+             "paddle": re.compile(r"paddle")}
 _LAUNCHERS = {"horovodrun": "horovod"}
 # Console scripts of PyTorch Lightning programs: anemoi-training (ECMWF Anemoi; [project.scripts] and
 # its pytorch-lightning dependency in github.com/ecmwf/anemoi-core training/pyproject.toml, read 2026-11-29)
 LIGHTNING_CONSOLES = frozenset({"anemoi-training"})
 # An import at a line's start (`import jax.numpy as jnp`, `from tensorflow import keras`), first
 # match in this order: the most specific package a program needs wins (vLLM over the Ray it uses,
-# Horovod over the PyTorch or TensorFlow under it).
+# Horovod over the PyTorch, TensorFlow or MXNet under it). Each framework's import names as its own
+# install guide writes them: ChainerMN ships inside chainer (chainer.org), MXNet's Gluon toolkits
+# (gluoncv, gluonnlp), PaddlePaddle's `import paddle` and PaddleNLP (paddlepaddle.org.cn), read 2026-11-29.
 _IMPORTS = [(name, re.compile(rf"^[ \t]*(?:import|from)[ \t]+(?:{packages})\b", re.M)) for name, packages in (
-    ("llamafactory", "llamafactory"), ("fairseq", "fairseq|fairseq_cli"), ("vllm", "vllm"),
+    ("llamafactory", "llamafactory"), ("fairseq", "fairseq|fairseq_cli"), ("vllm", "vllm"), ("sglang", "sglang"),
     ("horovod", "horovod"), ("ray", "ray"), ("jax", "jax|jaxlib|flax|optax|haiku|equinox|orbax"),
-    ("tensorflow", "tensorflow|keras|tf_keras"))]
+    ("tensorflow", "tensorflow|keras|tf_keras"), ("chainer", "chainer|chainermn"),
+    ("mxnet", "mxnet|gluoncv|gluonnlp"), ("paddle", "paddle|paddlenlp"))]
 # tf.distribute's strategy classes, as the program constructs them (tf.distribute.MirroredStrategy(),
 # ...experimental.MultiWorkerMirroredStrategy()): https://www.tensorflow.org/guide/distributed_training, read 2026-11-29
 _TF_STRATEGIES = {"multi_worker_mirrored": re.compile(r"\bMultiWorkerMirroredStrategy\b"),
@@ -40,7 +52,6 @@ _TF_STRATEGIES = {"multi_worker_mirrored": re.compile(r"\bMultiWorkerMirroredStr
 # NGC's nvcr.io/nvidia/jax and tensorflow): the program's, when its own file is not there to say
 _IMAGES = [(name, re.compile(rf"(?i)(?:^|[^a-z]){name}(?:[^a-z]|$)")) for name in ("jax", "tensorflow")]
 _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
-_OWN_RUNTIME = ("jax", "tensorflow")  # a program that imports torch too is PyTorch's (a conversion, a loader)
 
 
 def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
@@ -50,7 +61,8 @@ def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
         return named
     source = program_source(launch.entry, shell)
     for name, pattern in _IMPORTS:
-        if pattern.search(source) and not (name in _OWN_RUNTIME and _TORCH.search(source)):
+        # a program with a runtime of its own that imports torch too is PyTorch's (a conversion, a loader)
+        if pattern.search(source) and not (name in OWN_RUNTIME and _TORCH.search(source)):
             return name
     image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not source else ""
     return next((name for name, pattern in _IMAGES if pattern.search(image)), None)

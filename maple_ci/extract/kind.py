@@ -16,7 +16,7 @@ from .frameworks import LIGHTNING_CONSOLES, other_framework, program_source, ten
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, RANK_VARIABLES
 from .launch import Launch
 from .options import last
-from .ray_cluster import vllm_strategy
+from .ray_cluster import ENGINE_SIZES, engine_strategy
 from .walk import Shell
 
 
@@ -206,9 +206,9 @@ def own_strategy(framework: str, launch: Optional[Launch], program: str, world: 
     if framework == "tensorflow":
         named = tensorflow_strategy(program)
     elif framework == "llamafactory" and launch is not None:
-        named = _llamafactory_strategy(launch)
-    elif framework == "vllm" and launch is not None:
-        named = vllm_strategy(launch)
+        return _llamafactory_strategy(launch)
+    elif framework in ENGINE_SIZES and launch is not None:
+        named = engine_strategy(launch, framework)
     if named or (framework in REPLICAS and not (world == 1 and (gpus_per_node or 1) > 1)):
         return named or NEXT
     return "single" if world == 1 and gpus_per_node == 1 else None
@@ -228,11 +228,17 @@ def _shards(launch: Launch, program: str) -> bool:
 def _llamafactory_strategy(launch: Launch) -> Optional[str]:
     """LLaMA-Factory reads its training YAML (`llamafactory-cli train cfg.yaml`); its `deepspeed`
     key names the DeepSpeed config whose ZeRO stage decides, as in the project's examples/train_full
-    (https://github.com/hiyouga/LLaMA-Factory, examples/README.md, read 2026-11-29)."""
+    (https://github.com/hiyouga/LLaMA-Factory, examples/README.md, read 2026-11-29). A config that
+    names none runs torchrun's DDP (NEXT: PyTorch's steps decide), and so do training arguments on the
+    command line; with neither to read (the YAML outside the checkout, or given at submit time as
+    "$@") the strategy is unknown."""
     path = next((a for a in launch.args if a.endswith((".yaml", ".yml"))), None)
-    ds_path = (read_config(path, launch.shell) or {}).get("deepspeed")
+    config = read_config(path, launch.shell) if path else None
+    if not isinstance(config, dict):
+        return NEXT if any(a.startswith("--") for a in launch.args) else None
+    ds_path = config.get("deepspeed")
     if not isinstance(ds_path, str):
-        return None
+        return NEXT
     found = _deepspeed_strategy(ds_path, read_config(ds_path, launch.shell))
     return None if found is NEXT else found
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Optional
 from ..errors import MapleError
 from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
+from ..launchers.options import PYTHON_OPTIONS_NOTE, python_command, python_option_env
+from ..values import env_rule
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
@@ -276,15 +278,13 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
 
 
 def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
-    i = 1
-    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
-        if argv[i] == "-c":
-            return None  # inline code is not a training program we can port
-        i += 2 if argv[i] in ("-X", "-W") else 1
-    if i >= len(argv):
-        return None
-    if argv[i] == "-m" and i + 1 < len(argv):
-        module, rest = argv[i + 1], argv[i + 2:]
+    options, runs = python_command(argv[1:])
+    if not runs or runs[0] in ("-c", "-"):
+        return None  # inline code (or stdin) is not a training program we can port
+    if options and PYTHON_OPTIONS_NOTE not in " ".join(ctx.notes):
+        _carry_python_options(options, ctx)
+    if runs[0] == "-m" and len(runs) > 1:
+        module, rest = runs[1], runs[2:]
         if module in ("torch.distributed.run", "torch.distributed.launch", "torchrun_jsc"):
             return _dl_stage("torchrun", rest, TORCHRUN, shell, stages, ctx)
         if module == "accelerate.commands.launch":
@@ -294,7 +294,31 @@ def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Opt
         if module in _PYTHON_TOOLS:
             return None
         return finish([*stages, ("python", {})], f"-m {module}", rest, shell, ctx)
-    return finish([*stages, ("python", {})], argv[i], argv[i + 1:], shell, ctx)
+    return finish([*stages, ("python", {})], runs[0], runs[1:], shell, ctx)
+
+
+def _carry_python_options(options: list[str], ctx: _Context) -> None:
+    """python's own options go to the port as the variables python reads for them (every rank's
+    python reads them, whatever starts the rank); those without one are named as not carried."""
+    translated, kept_out = python_option_env(options)
+    env = {name: value for name, value in translated.items() if _may_carry(name)}
+    kept_out += [f"{name}={value}" for name, value in translated.items() if name not in env]
+    for name, value in env.items():
+        ctx.env.setdefault(name, value)
+    shown, carried = " ".join(options), " ".join(f"{name}={value}" for name, value in env.items())
+    if kept_out:
+        ctx.notes.append(f"{PYTHON_OPTIONS_NOTE} ({shown}): {', '.join(kept_out)} not carried (no variable says it, "
+                         "or templates/values.yaml does not let a port set it): add it to the port's python if the "
+                         "program needs it" + (f"; the rest are carried as {carried}" if carried else ""))
+    elif env:
+        ctx.notes.append(f"{PYTHON_OPTIONS_NOTE} ({shown}) are carried as the variables python reads for them: {carried}")
+
+
+def _may_carry(name: str) -> bool:
+    """Whether the values table lets a port export the variable on every target (PYTHONWARNINGS may
+    import a module, so it is not)."""
+    rule = env_rule(name)
+    return rule is not None and rule.verdict == "keep" and not rule.vendors
 
 
 def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:

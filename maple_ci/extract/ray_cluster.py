@@ -26,9 +26,12 @@ if TYPE_CHECKING:
     from .launch import Launch
     from .walk import Shell
 
-# vLLM's engine arguments for its parallel sizes, long and short (vllm serve --help, EngineArgs)
-_TP = ("--tensor-parallel-size", "-tp")
-_PP = ("--pipeline-parallel-size", "-pp")
+# An inference engine's arguments for its (tensor, pipeline) parallel sizes, every spelling: vLLM's
+# (vllm serve --help, EngineArgs) and SGLang's ("Server Arguments",
+# https://docs.sglang.io/advanced_features/server_arguments.html, read 2026-11-29: --tp, --tp-size,
+# --tensor-parallel-size; --pp-size, --pipeline-parallel-size). One engine process drives them all.
+ENGINE_SIZES = {"vllm": (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp")),
+                "sglang": (("--tensor-parallel-size", "--tp-size", "--tp"), ("--pipeline-parallel-size", "--pp-size"))}
 
 
 def _value(args: list[str], spellings: tuple[str, ...]) -> Optional[str]:
@@ -41,11 +44,11 @@ def _value(args: list[str], spellings: tuple[str, ...]) -> Optional[str]:
     return found
 
 
-def vllm_sizes(launch: "Launch") -> Optional[tuple[int, int]]:
-    """(tensor, pipeline) sizes a vLLM launch asks for, 1 where it names none; None when one is only
-    known at run time."""
+def engine_sizes(launch: "Launch", framework: str) -> Optional[tuple[int, int]]:
+    """(tensor, pipeline) sizes a vLLM or SGLang launch asks for, 1 where it names none; None when
+    one is only known at run time."""
     sizes = []
-    for spellings in (_TP, _PP):
+    for spellings in ENGINE_SIZES[framework]:
         value = _value(launch.args, spellings)
         size = 1 if value is None else count(launch.shell.resolve(value))
         if size is None:
@@ -54,9 +57,9 @@ def vllm_sizes(launch: "Launch") -> Optional[tuple[int, int]]:
     return sizes[0], sizes[1]
 
 
-def vllm_strategy(launch: "Launch") -> Optional[str]:
-    """vLLM's model parallelism in the strategy vocabulary: tp, pp, tp+pp, or single for one GPU."""
-    sizes = vllm_sizes(launch)
+def engine_strategy(launch: "Launch", framework: str) -> Optional[str]:
+    """An engine's model parallelism in the strategy vocabulary: tp, pp, tp+pp, or single for one GPU."""
+    sizes = engine_sizes(launch, framework)
     if sizes is None:
         return None
     tp, pp = sizes
@@ -83,7 +86,7 @@ def ray_intent(intent: "JobIntent", launch: Optional["Launch"], shell: "Shell", 
     directives', which Ray detects), its world the cluster's GPUs (JobIntent's nodes x GPUs rule)."""
     if launch is None or not on_ray(launch, shell):
         return intent
-    sizes = vllm_sizes(launch) if intent.framework == "vllm" else None
+    sizes = engine_sizes(launch, intent.framework) if intent.framework in ENGINE_SIZES else None
     given_nodes = d.nodes if d.nodes_given else None
     if sizes:
         world = sizes[0] * sizes[1]

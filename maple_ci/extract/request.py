@@ -175,8 +175,9 @@ _FRAMEWORK_WORDS = (("accelerate", "accelerate"), ("deepspeed", "deepspeed"), ("
                     ("lightning", "lightning"))
 # Frameworks outside PyTorch's family, named as whole words (issue 25, E): first, being the more specific
 _OTHER_FRAMEWORKS = ((r"\bllama[\s-]*factory\b", "llamafactory"), (r"\bfairseq\b", "fairseq"), (r"\bvllm\b", "vllm"),
-                     (r"\bhorovod\b", "horovod"), (r"\bray\b", "ray"), (r"\b(?:jax|flax)\b", "jax"),
-                     (r"\b(?:tensorflow|keras)\b", "tensorflow"))
+                     (r"\bsglang\b", "sglang"), (r"\bhorovod\b", "horovod"), (r"\bray\b", "ray"),
+                     (r"\b(?:jax|flax)\b", "jax"), (r"\b(?:tensorflow|keras)\b", "tensorflow"),
+                     (r"\bchainer(?:mn)?\b", "chainer"), (r"\bmxnet\b", "mxnet"), (r"\bpaddle(?:paddle)?\b", "paddle"))
 _STRATEGY_WORDS = ((r"\bfsdp\b|fully[\s-]*sharded", "fsdp"), (r"\b3d\b|pipeline[\s-]*parallel", "3d"),
                    (r"tensor[\s-]*parallel", "tp"), (r"\bddp\b|data[\s-]*parallel", "ddp"))
 

@@ -128,3 +128,104 @@ def gres_gpus(value: str) -> Optional[int]:
         if parts[0] == "gpu":
             return int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
     return None
+
+
+# The CPython interpreter's own options (https://docs.python.org/3/using/cmdline.html and python(1),
+# read 2026-11-29): short options combine (`-uB`) and take their value attached or as the next word
+# (`-Wignore`, `-W ignore`); -c CMD, -m MOD and `-` end the options, and so does the first other word
+# (the script). -Q is Python 2's division option, still in old scripts.
+PYTHON_SHORT_VALUES = frozenset("WXQ")
+PYTHON_INTERFACE = frozenset("cm")
+PYTHON_SHORT_FLAGS = frozenset("bBdEhiIOPqRsSuvVx?")
+PYTHON_LONG_VALUES = frozenset({"--check-hash-based-pycs"})
+PYTHON_LONG_FLAGS = frozenset({"--help", "--help-env", "--help-xoptions", "--help-all", "--version"})
+# How a port's header names the interpreter options it does not carry (the trace's gate reads it)
+PYTHON_OPTIONS_NOTE = "python's own options"
+
+
+def python_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The words after `python`, split into the interpreter's options and what it runs: a script
+    and its arguments, ["-m", MODULE, ...], ["-c", CODE, ...] or ["-", ...]; the second part is []
+    when the line ends in options (or an option python does not have, which it would refuse)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        word = argv[i]
+        if word == "--":
+            return argv[:i + 1], argv[i + 1:]
+        if word.startswith("--"):
+            name = word.split("=", 1)[0]
+            if name not in PYTHON_LONG_VALUES | PYTHON_LONG_FLAGS:
+                return argv[:i], []
+            i += 2 if name in PYTHON_LONG_VALUES and "=" not in word else 1
+            continue
+        for k, letter in enumerate(word[1:], start=1):
+            attached = word[k + 1:]
+            if letter in PYTHON_INTERFACE:
+                options = argv[:i] + ([word[:k]] if k > 1 else [])
+                return options, [f"-{letter}", *([attached] if attached else []), *argv[i + 1:]]
+            if letter in PYTHON_SHORT_VALUES:
+                i += 1 if attached else 2
+                break
+            if letter not in PYTHON_SHORT_FLAGS:
+                return argv[:i], []
+        else:
+            i += 1
+    return argv[:i], argv[i:]
+
+
+def python_option_items(options: list[str]) -> list[tuple[str, str]]:
+    """python_command's option words as (option, value) pairs: `-uW ignore` is ("-u", ""), ("-W", "ignore")."""
+    items, i = [], 0
+    while i < len(options):
+        word = options[i]
+        if word.startswith("--"):
+            name, eq, value = word.partition("=")
+            if name in PYTHON_LONG_VALUES and not eq:
+                value, i = (options[i + 1] if i + 1 < len(options) else ""), i + 1
+            items += [(name, value)] if name != "--" else []
+        for k, letter in enumerate(word[1:] if not word.startswith("--") else "", start=1):
+            if letter in PYTHON_SHORT_VALUES:
+                value = word[k + 1:]
+                if not value:
+                    value, i = (options[i + 1] if i + 1 < len(options) else ""), i + 1
+                items.append((f"-{letter}", value))
+                break
+            items.append((f"-{letter}", ""))
+        i += 1
+    return items
+
+
+# The variable python reads in place of an option (the same page, "Environment variables"): a port
+# carries the option as it, so that every rank's python still reads it whatever starts the rank.
+# -E, -I, -S, -q, -b, -x, -R and --check-hash-based-pycs have none.
+_FLAG_VARIABLES = {"-u": "PYTHONUNBUFFERED", "-B": "PYTHONDONTWRITEBYTECODE", "-s": "PYTHONNOUSERSITE",
+                   "-P": "PYTHONSAFEPATH", "-i": "PYTHONINSPECT"}
+_COUNTED_VARIABLES = {"-O": "PYTHONOPTIMIZE", "-v": "PYTHONVERBOSE", "-d": "PYTHONDEBUG"}  # -OO is 2
+_X_VARIABLES = {"dev": "PYTHONDEVMODE", "faulthandler": "PYTHONFAULTHANDLER", "importtime": "PYTHONPROFILEIMPORTTIME",
+                "utf8": "PYTHONUTF8", "tracemalloc": "PYTHONTRACEMALLOC", "pycache_prefix": "PYTHONPYCACHEPREFIX",
+                "warn_default_encoding": "PYTHONWARNDEFAULTENCODING", "int_max_str_digits": "PYTHONINTMAXSTRDIGITS",
+                "cpu_count": "PYTHON_CPU_COUNT"}
+
+
+def python_option_env(options: list[str]) -> tuple[dict, list[str]]:
+    """(the variables that say what python's options say, the options no variable says). Under -E
+    or -I python reads no PYTHON* variable: then none is carried."""
+    items = python_option_items(options)
+    if {name for name, _ in items} & {"-E", "-I"}:
+        return {}, [f"{name} {value}".strip() for name, value in items]
+    env, kept_out, warnings = {}, [], []
+    for name, value in items:
+        x_name, _, x_value = value.partition("=")
+        if name in _FLAG_VARIABLES:
+            env[_FLAG_VARIABLES[name]] = "1"
+        elif name in _COUNTED_VARIABLES:
+            env[_COUNTED_VARIABLES[name]] = str(int(env.get(_COUNTED_VARIABLES[name], "0")) + 1)
+        elif name == "-W" and value:
+            warnings.append(value)
+        elif name == "-X" and x_name in _X_VARIABLES:
+            env[_X_VARIABLES[x_name]] = x_value or "1"
+        else:
+            kept_out.append(f"{name} {value}".strip())
+    if warnings:
+        env["PYTHONWARNINGS"] = ",".join(warnings)
+    return env, kept_out

@@ -17,6 +17,7 @@ from typing import Optional
 from .. import schedulers
 from ..errors import MapleError
 from ..files import checkout_root
+from ..launchers.options import python_command
 from .allocation import Allocation, allocation_for, grammars
 from .sandbox import Limits, Sandbox, SharedCopy, bwrap
 from .skypilot import traced_task
@@ -57,10 +58,14 @@ class Rank:
         """argv without the interpreter: what a person calls the program and its arguments."""
         words = list(self.argv)
         if words and Path(words[0]).name.startswith("python"):
-            words = words[1:]
-            while words and words[0].startswith("-") and words[0] not in ("-m",):
-                words = words[1:]
+            words = python_command(words[1:])[1]
         return words
+
+    @property
+    def interpreter_options(self) -> list:
+        """The options python itself reads (`-u`, `-W ignore`), before the program."""
+        python = bool(self.argv) and Path(self.argv[0]).name.startswith("python")
+        return python_command(self.argv[1:])[0] if python else []
 
 
 @dataclass

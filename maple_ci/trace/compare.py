@@ -22,6 +22,7 @@ from typing import Optional
 from ..errors import MapleError
 from ..verify.record import without_record
 from . import Rank, Trace
+from ..launchers.options import PYTHON_OPTIONS_NOTE, python_option_env
 from .allocation import grammars
 from .skypilot import NODE_VARS
 
@@ -121,6 +122,15 @@ def _program_differences(source: list, port: list) -> list:
     return found
 
 
+def _python_options_kept(source: Rank, port: Rank) -> bool:
+    """The port's python runs with the source's options, or the port gives its rank the variables
+    python reads for them."""
+    if source.interpreter_options == port.interpreter_options:
+        return True
+    env, kept_out = python_option_env(source.interpreter_options)
+    return not port.interpreter_options and not kept_out and all(port.env.get(k) == v for k, v in env.items())
+
+
 def _env_differences(source: Rank, port: Rank) -> list:
     found = []
     for name, value in sorted(source.env.items()):
@@ -157,6 +167,10 @@ def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
     if not src or stops_itself(port):
         return []  # nothing to compare, or a port that stops before the program and says why (loud)
     found = _program_differences(src, dst)
+    if dst and not _python_options_kept(src[-1], dst[-1]):
+        found.append(Difference("program", f"python runs with `{_shown(src[-1].interpreter_options)}` in the source "
+                                f"and `{_shown(dst[-1].interpreter_options)}` in the port",
+                                (PYTHON_OPTIONS_NOTE, "not carried", *src[-1].interpreter_options)))
     if dst:
         found += _env_differences(src[-1], dst[-1])
         p_src, p_dst = _per_node(source), _per_node(port)

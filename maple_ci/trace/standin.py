@@ -20,7 +20,7 @@ from pathlib import Path
 
 HOME = Path(os.environ["MAPLE_TRACE_HOME"])
 sys.path.insert(0, str(HOME))
-from launch_options import Spec, count_ranks, last, parse_options  # noqa: E402  (bound in from maple_ci/launchers)
+from launch_options import Spec, count_ranks, last, parse_options, python_command  # noqa: E402  (bound in from maple_ci/launchers)
 import runners  # noqa: E402  (maple_ci/trace/runners.py)
 import answers  # noqa: E402  (maple_ci/trace/answers.py)
 import ranks  # noqa: E402  (maple_ci/trace/ranks.py)
@@ -28,7 +28,6 @@ import ranks  # noqa: E402  (maple_ci/trace/ranks.py)
 ALLOC = json.loads((HOME / "alloc.json").read_text())
 GRAMMARS = json.loads((HOME / "grammars.json").read_text())
 MAX_DEPTH = 8
-PYTHON_VALUE_OPTIONS = {"-W", "-X", "-Q"}
 
 
 def record(event: str, argv: list, **extra) -> None:
@@ -256,10 +255,7 @@ def node_index() -> int:
 # --- the program and the machine's commands --------------------------------------------------------
 
 def python(name: str, argv: list) -> int:
-    i = 0
-    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c", "-"):
-        i += 2 if argv[i] in PYTHON_VALUE_OPTIONS else 1
-    rest = argv[i:]
+    _, rest = python_command(argv)
     if rest[:1] == ["-m"] and len(rest) > 1 and rest[1] in MODULE_LAUNCHERS:
         return dispatch(MODULE_LAUNCHERS[rest[1]], rest[2:])
     if rest[:1] == ["-c"]:
