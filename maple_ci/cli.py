@@ -9,7 +9,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
+from typing import Optional, get_args
 
 from rich.markup import escape
 from rich.table import Table
@@ -18,6 +18,7 @@ from . import __version__, cli_setup, schedulers
 from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
                          print_verified, progress)
 from .errors import MapleError
+from .intent import Framework
 from .files import write_inside
 
 
@@ -325,7 +326,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="Target clusters: --to perlmutter aurora, or 'all'; 'skypilot' writes a SkyPilot task.")
     command.add_argument("--out", dest="out_dir", metavar="DIR", type=Path, default=Path("scripts"),
                          help="Where scripts/<cluster>/<name> go (default: scripts).")
-    command.add_argument("--framework", help="Override the framework (pytorch, deepspeed, accelerate).")
+    command.add_argument("--framework", choices=get_args(Framework), metavar="NAME",
+                         help=f"Override the framework: {', '.join(get_args(Framework))}.")
     command.add_argument("--strategy", help="Override the strategy (ddp, fsdp, zero3...).")
     command.add_argument("--nodes", metavar="N", type=_at_least(1), help="Override the node count.")
     command.add_argument("--entrypoint", metavar="COMMAND", help="The training program and its arguments, when the script "
