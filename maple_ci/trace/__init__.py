@@ -16,6 +16,7 @@ from typing import Optional
 from ..errors import MapleError
 from ..files import checkout_root
 from .allocation import Allocation, allocation_for, grammars
+from .visible import visible_list
 from .sandbox import Limits, Sandbox, bwrap
 from .skypilot import traced_task
 
@@ -93,8 +94,8 @@ def _first_int(env: dict, names: tuple) -> Optional[int]:
 def _rank(event: dict, job_env: dict) -> Rank:
     env = event.get("env", {})
     launched = bool(env.get("MAPLE_TRACE_VIA"))
-    devices = next((env[n] for n in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                                     "ZE_AFFINITY_MASK") if n in env), "all")
+    listed = visible_list(env)
+    devices = ",".join(listed) if listed is not None else env.get("ZE_AFFINITY_MASK", "all")
     own = {k: v for k, v in env.items() if not k.startswith(_INTERNAL) and k not in _INTERNAL
            and (k in RANK_VARS or job_env.get(k) != v)}
     return Rank(rank=_first_int(env, _RANK_ORDER) if launched else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from launch_options import gres_gpus, last  # bound in from maple_ci/launchers/options.py
+from visible import visible_list  # bound in from maple_ci/trace/visible.py
 
 MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
 
@@ -90,16 +91,10 @@ def set_devices_per_node(g: dict, opts: dict, per_node: int) -> int | None:
     return int(last_bound.split(",")[-1]) + 1 if last_bound else None
 
 
-# CUDA C Programming Guide, "CUDA Environment Variables" (https://docs.nvidia.com/cuda/cuda-c-programming-guide/,
-# read 2026-11-29): only the devices CUDA_VISIBLE_DEVICES lists are visible to a CUDA application; HIP's and
-# ROCr's variables alike (ROCm docs, unconfirmed). NVML (nvidia-smi) does not read it.
-VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-
-
 def visible_devices(env, node_devices: int) -> int:
     """torch.cuda.device_count() in `env`: the listed devices where a visibility variable is set, else the node's."""
-    listed = next((env[name] for name in VISIBLE_VARS if name in env), None)
-    return node_devices if listed is None else len([d for d in listed.split(",") if d.strip()])
+    listed = visible_list(env)
+    return node_devices if listed is None else len(listed)
 
 
 def hostfile_slots(path: str) -> int | None:

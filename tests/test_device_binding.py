@@ -1,0 +1,150 @@
+"""A rank's device binding, carried or named (maple_ci/extract/binding.py, maple_ci/binding.py).
+
+A source that binds each rank to one device runs a program that may never pick its device (this
+file's programs call `torch.cuda.set_device(0)`): a port that lets every rank see the whole node
+puts all of them on device 0. So the port binds each rank in the target's form, or its header says
+it cannot; and a port whose launch binds where the source's ranks saw the whole node says that.
+Each source below is a small script of this file's own, in the styles the sources bind in (a job-wide
+Slurm directive, a step option, a per-rank `bash -c` export, a wrapper script under PBS, an LSF
+resource set); the ports are checked by their text and by the trace (maple_ci.trace: bash runs the
+port on an emulated allocation of the target and records the devices each rank sees). The Polaris,
+Aurora, LUMI and Frontier allocations are the trace's emulation of those machines (stand-ins: no
+PBS, PALS, LSF or those sites run here).
+"""
+
+from pathlib import Path
+
+import pytest
+
+from maple_ci.extract import extract
+from maple_ci.library import get_template
+from maple_ci.port import port
+from maple_ci.profiles import get_profile
+from maple_ci.binding import binding_notes
+from maple_ci.trace import trace_script
+from maple_ci.trace.compare import Difference, compare, header_of
+
+PROGRAM = "import torch\ntorch.cuda.set_device(0)  # relies on the launcher's binding\n"
+PICK = "#!/bin/bash\n# one GPU per rank, by the rank's place on its node\nexport CUDA_VISIBLE_DEVICES=$PMI_LOCAL_RANK\nexec \"$@\"\n"
+
+BOUND = {
+    "slurm job-wide gpus-per-task": ("#!/bin/bash\n#SBATCH --nodes=2 --ntasks-per-node=4\n#SBATCH --gpus-per-task=1\n"
+                                     "#SBATCH --time=00:30:00\nsrun python fit.py --epochs 3\n",
+                                     "#SBATCH --gpus-per-task=1, inherited by srun"),
+    "srun step option": ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node 4 --gres=gpu:4 -t 30\n"
+                         "srun --gpus-per-task 1 python fit.py --epochs 3\n", "srun --gpus-per-task=1"),
+    "per-rank export in bash -c": ("#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4 -t 30\n"
+                                   "srun bash -c 'export ROCR_VISIBLE_DEVICES=${SLURM_LOCALID}; exec python fit.py --epochs 3'\n",
+                                   "ROCR_VISIBLE_DEVICES=${SLURM_LOCALID}"),
+    "PBS wrapper script": ("#!/bin/bash\n#PBS -l select=2:ncpus=64:ngpus=4\n#PBS -l walltime=00:30:00\ncd $PBS_O_WORKDIR\n"
+                           "mpiexec -n 8 --ppn 4 ./gpu_of_rank.sh python fit.py --epochs 3\n", "./gpu_of_rank.sh"),
+    "LSF resource set of one GPU": ("#!/bin/bash\n#BSUB -nnodes 2\n#BSUB -W 0:30\n"
+                                    "jsrun -n 8 -r 4 -a 1 -g 1 -c 7 python fit.py --epochs 3\n", "jsrun -g 1"),
+}
+
+UNBOUND = {
+    "srun shares the node's GPUs": "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4\nsrun python fit.py\n",
+    "two GPUs per task": "#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=2 --gpus-per-task=2\nsrun python fit.py\n",
+    "the step asks for the node's GPUs": ("#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=4 --gpus-per-task=1\n"
+                                          "srun --gpus-per-node=4 python fit.py\n"),
+    "a resource set of six GPUs": "#!/bin/bash\n#BSUB -nnodes 1\njsrun -n 1 -a 6 -g 6 python fit.py\n",
+}
+
+
+def _checkout(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "fit.py").write_text(PROGRAM)
+    wrapper = tmp_path / "gpu_of_rank.sh"
+    wrapper.write_text(PICK)
+    wrapper.chmod(0o755)
+    job = tmp_path / "job.sh"
+    job.write_text(text)
+    return job
+
+
+@pytest.mark.parametrize("style", sorted(BOUND))
+def test_the_source_binding_is_read_in_its_own_words(style, tmp_path):
+    text, words = BOUND[style]
+    job = _checkout(tmp_path, text)
+    assert extract(text, "job.sh", tmp_path, tmp_path).device_binding == words
+
+
+@pytest.mark.parametrize("style", sorted(UNBOUND))
+def test_ranks_that_see_several_devices_are_not_read_as_bound(style, tmp_path):
+    text = UNBOUND[style]
+    _checkout(tmp_path, text)
+    assert extract(text, "job.sh", tmp_path, tmp_path).device_binding is None
+
+
+def _ported(tmp_path: Path, text: str, targets: list) -> dict:
+    job = _checkout(tmp_path, text)
+    # Frontier provides no PyTorch: the user's environment there (a path of this test's own)
+    _, results = port(str(job), targets, tmp_path / "scripts", trace=True, python_envs={"frontier": "/ccs/proj/x/torch-env"})
+    return {r.cluster: r for r in results}
+
+
+def _port_ranks(tmp_path: Path, result, nodes: int = 2) -> list:
+    return trace_script(tmp_path / "job.sh", cluster=result.cluster, nodes=nodes, trusted=True, text=result.script).ranks
+
+
+def _trace_check(result):
+    return next(c for c in result.checks if c.name == "trace")
+
+
+# Each target's form, and the device its local rank 1 sees: Polaris numbers its GPUs against the
+# cores (device order 3,2,1,0), Aurora's ranks are tiles (ZE_AFFINITY_MASK), LUMI's ROCm devices,
+# Frontier's srun binds each task itself (the trace gives task i device i).
+FORMS = {"perlmutter": ("export CUDA_VISIBLE_DEVICES=$SLURM_LOCALID", "1"),
+         "polaris": ("devices=(3 2 1 0); export CUDA_VISIBLE_DEVICES=${devices[$PMI_LOCAL_RANK]}", "2"),
+         "aurora": ("export ZE_AFFINITY_MASK=$PALS_LOCAL_RANKID", "1"),
+         "lumi": ("export ROCR_VISIBLE_DEVICES=$SLURM_LOCALID", "1"),
+         "frontier": ("--gpus-per-task=1 --gpu-bind=closest", "1")}
+
+
+@pytest.mark.parametrize("style", ["slurm job-wide gpus-per-task", "PBS wrapper script", "LSF resource set of one GPU"])
+def test_a_bound_source_keeps_one_device_per_rank_in_the_targets_form(style, tmp_path):
+    results = _ported(tmp_path, BOUND[style][0], sorted(FORMS))
+    for cluster, (form, second) in FORMS.items():
+        result = results[cluster]
+        assert form in result.script, cluster
+        assert "LOCAL_RANK=0" in result.script, cluster  # the program sees its device as device 0
+        assert _trace_check(result).ok, (cluster, _trace_check(result).message)
+        ranks = [r for r in _port_ranks(tmp_path, result) if r.rank is not None]
+        first_node = [r for r in ranks if r.node == ranks[0].node]
+        assert all(len(r.devices.split(",")) == 1 for r in ranks), (cluster, [r.devices for r in ranks])
+        assert len({r.devices for r in first_node}) == len(first_node), cluster  # each rank its own device
+        assert next(r.devices for r in first_node if r.rank == 1) == second, cluster
+
+
+def test_a_source_whose_ranks_see_the_node_stays_unbound_where_the_target_does_not_bind(tmp_path):
+    result = _ported(tmp_path, UNBOUND["srun shares the node's GPUs"], ["perlmutter"])["perlmutter"]
+    assert "VISIBLE_DEVICES=$SLURM_LOCALID" not in result.script
+    assert "LOCAL_RANK=$SLURM_LOCALID" in result.script
+    assert {r.devices for r in _port_ranks(tmp_path, result) if r.rank is not None} == {"0,1,2,3"}  # the node's 4
+    assert _trace_check(result).ok
+
+
+def test_a_port_whose_launch_binds_where_the_source_did_not_says_so(tmp_path):
+    """Frontier's srun shows each task one GCD; the source's ranks each saw the node's 4 GPUs."""
+    text = UNBOUND["srun shares the node's GPUs"]
+    result = _ported(tmp_path, text, ["frontier"])["frontier"]
+    header = header_of(result.script)
+    assert "each rank of the port sees only its own device" in header and "SLURM_LOCALID" in header
+    assert _trace_check(result).ok
+    source = trace_script(tmp_path / "job.sh", trusted=True)
+    port_trace = trace_script(tmp_path / "job.sh", cluster="frontier", nodes=2, trusted=True, text=result.script)
+    # the gate holds the change against a header that does not say it, even one that says "devices"
+    found = compare(source, port_trace, "# Note: world size changes (2 nodes x 8 devices)")
+    assert [d.kind for d in found] == ["devices"] and "sees 4 of its node's 4 devices" in found[0].message
+
+
+def test_the_note_follows_the_templates_shape():
+    intent = extract(BOUND["srun step option"][0], "job.sh")
+    profile = get_profile("abci3")
+    per_device, per_node = get_template("abci3-pytorch-ddp"), get_template("abci3-pytorch-ddp-torchrun")
+    assert "sets CUDA_VISIBLE_DEVICES to the rank's own device" in binding_notes(intent, profile, per_device, 8)[0]
+    lost = binding_notes(intent, profile, per_node, 8)[0]
+    assert "the source binds each rank to one device (srun --gpus-per-task=1)" in lost
+    assert "torchrun starts 8 workers per node and each worker sees all 8" in lost and "device 0" in lost
+    # the trace gate reads the note as naming the devices a rank sees (trace/compare.py)
+    assert Difference("devices", "", ("sees", "devices")).named_in(lost)
+    assert binding_notes(intent, profile, per_node, 1) == []  # one device a node: nothing shared
