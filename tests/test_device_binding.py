@@ -23,6 +23,7 @@ from maple_ci.profiles import get_profile
 from maple_ci.binding import binding_notes
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import Difference, compare, header_of
+from slurm_jobs import run_job
 
 PROGRAM = "import torch\ntorch.cuda.set_device(0)  # relies on the launcher's binding\n"
 PICK = "#!/bin/bash\n# one GPU per rank, by the rank's place on its node\nexport CUDA_VISIBLE_DEVICES=$PMI_LOCAL_RANK\nexec \"$@\"\n"
@@ -38,6 +39,8 @@ BOUND = {
                                    "ROCR_VISIBLE_DEVICES=${SLURM_LOCALID}"),
     "PBS wrapper script": ("#!/bin/bash\n#PBS -l select=2:ncpus=64:ngpus=4\n#PBS -l walltime=00:30:00\ncd $PBS_O_WORKDIR\n"
                            "mpiexec -n 8 --ppn 4 ./gpu_of_rank.sh python fit.py --epochs 3\n", "./gpu_of_rank.sh"),
+    "srun gpu-bind map": ("#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4 -t 30\n"
+                          "srun --gpu-bind=verbose,map_gpu:3,2,1,0 python fit.py --epochs 3\n", "srun --gpu-bind=map_gpu:3,2,1,0"),
     "LSF resource set of one GPU": ("#!/bin/bash\n#BSUB -nnodes 2\n#BSUB -W 0:30\n"
                                     "jsrun -n 8 -r 4 -a 1 -g 1 -c 7 python fit.py --epochs 3\n", "jsrun -g 1"),
 }
@@ -73,6 +76,31 @@ def test_ranks_that_see_several_devices_are_not_read_as_bound(style, tmp_path):
     text = UNBOUND[style]
     _checkout(tmp_path, text)
     assert extract(text, "job.sh", tmp_path, tmp_path).device_binding is None
+
+
+# srun(1) --gpu-bind (https://slurm.schedmd.com/srun.html, read 2026-11-29): single:N gives tasks 0..N-1 the
+# step's first GPU, the next N the second; map_gpu:LIST task i LIST's i-th entry (reused from the start);
+# per_task:N N GPUs of each task's own; none leaves the step's GPUs shared (real Slurm then sets no
+# CUDA_VISIBLE_DEVICES at all: every device, as the trace's list of all four counts them). The local test
+# cluster's nodes have gres gpu:4, so the binding forms are checked against its srun too.
+GPU_BIND = {"single:2": ["0", "0", "1", "1"], "map_gpu:2,0": ["2", "0", "2", "0"], "per_task:1": ["0", "1", "2", "3"],
+            "none": ["0,1,2,3"] * 4}
+BIND_JOB = "#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=4 --gpus-per-node=4 -t 2\nsrun --gpu-bind={} python3 show.py\n"
+SHOW_DEVICES = ("import os\nopen('dev-' + os.environ['SLURM_LOCALID'], 'w')"
+                ".write(os.environ.get('CUDA_VISIBLE_DEVICES', ''))\n")
+
+
+@pytest.mark.parametrize("bind", sorted(GPU_BIND))
+def test_the_trace_gives_each_srun_task_the_gpus_its_gpu_bind_names(bind, tmp_path):
+    job = _checkout(tmp_path, BIND_JOB.format(bind))
+    trace = trace_script(job, trusted=True)
+    assert [r.devices for r in sorted(trace.ranks, key=lambda r: r.rank)] == GPU_BIND[bind]
+
+
+@pytest.mark.parametrize("bind", ["single:2", "map_gpu:2,0", "per_task:1"])
+def test_real_srun_binds_as_the_trace_says(bind, tmp_path, slurm_cluster):
+    run_job(tmp_path, BIND_JOB.format(bind), SHOW_DEVICES, slurm_cluster)
+    assert [(tmp_path / f"dev-{i}").read_text() for i in range(4)] == GPU_BIND[bind]
 
 
 def _ported(tmp_path: Path, text: str, targets: list) -> dict:

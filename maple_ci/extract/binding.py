@@ -9,7 +9,8 @@ the whole node (all ranks then share GPU 0). The forms read, each as its tool do
   (CUDA C Programming Guide, "CUDA Environment Variables", read 2026-11-29);
 - srun's --gpus-per-task=1, on the step or inherited from `#SBATCH --gpus-per-task=1` (srun(1):
   --gpus-per-task implies --gpu-bind=per_task, and srun reads SLURM_GPUS_PER_TASK from the job;
-  https://slurm.schedmd.com/srun.html, read 2026-11-29);
+  https://slurm.schedmd.com/srun.html, read 2026-11-29), and srun's --gpu-bind=single:N, map_gpu:LIST
+  or per_task:1 (one GPU a task, by the same page);
 - jsrun's resource sets of one GPU and one task (`-g 1`, `-a 1` or no -a): each task sees its set's
   GPU (IBM Job Step Manager, jsrun(1); the trace's resource_set rule, launchers/grammars.yaml).
 """
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 _LOCAL_INDEX = re.compile(r"\$\{?(?:SLURM_LOCALID|LOCAL_RANK|PMI_LOCAL_RANK|PALS_LOCAL_RANKID|OMPI_COMM_WORLD_LOCAL_RANK|"
                           r"MV2_COMM_WORLD_LOCAL_RANK|MPI_LOCALRANKID|FLUX_TASK_LOCAL_ID|JSM_NAMESPACE_LOCAL_RANK)\b")
 _VISIBLE = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK")
+# srun --gpu-bind values that give each task one GPU (srun(1), read 2026-11-29; the trace's ranks.gpu_bind)
+_ONE_GPU_BIND = re.compile(r"single:\d+|map_gpu:[\d,]+|per_task:1")
 # srun options that give the step GPUs of their own: the job's --gpus-per-task is not inherited then
 _STEP_GPUS = ("gpus", "gpus_per_node", "gres", "gpus_per_task")
 
@@ -55,6 +58,9 @@ def _launcher_binding(name: str, opts: dict, d: "Directives") -> Optional[str]:
     if name == "srun":
         if _last(opts, "gpus_per_task") == "1":
             return "srun --gpus-per-task=1"
+        bind = (_last(opts, "gpu_bind") or "").rpartition("verbose,")[2]
+        if _ONE_GPU_BIND.fullmatch(bind):
+            return f"srun --gpu-bind={bind}"
         if d.gpus_per_task == 1 and d.scheduler == "slurm" and not any(key in opts for key in _STEP_GPUS):
             return "#SBATCH --gpus-per-task=1, inherited by srun"
     if name == "jsrun" and _last(opts, "gpu_per_rs") == "1" and _last(opts, "tasks_per_rs") in (None, "1"):

@@ -65,7 +65,26 @@ def bound_devices(g: dict, opts: dict, local: int, nodes: int) -> dict:
     count = each or shared or (total and -(-total // max(nodes, 1)))
     if not count:
         return {}
-    return dict.fromkeys(devices["env"], ",".join(str(first + i) for i in range(count)))
+    listed = [str(first + i) for i in range(count)]
+    if not each and devices.get("bind"):
+        listed = gpu_bind(listed, last(opts, devices["bind"]) or "", local)
+    return dict.fromkeys(devices["env"], ",".join(listed))
+
+
+def gpu_bind(listed: list, bind: str, local: int) -> list:
+    """The step's GPUs on a node that srun --gpu-bind gives the node's task `local` (srun(1), --gpu-bind,
+    https://slurm.schedmd.com/srun.html, read 2026-11-29): single:N, the (local // N)-th GPU; map_gpu:LIST,
+    LIST's entry for the task, the list reused from its start; per_task:N, N GPUs of its own. Others
+    (closest, none, mask_gpu) leave the list: the trace does not model them."""
+    mode, _, value = bind.rpartition("verbose,")[2].partition(":")
+    if mode == "single" and number(value):
+        return [listed[min(local // number(value), len(listed) - 1)]]
+    if mode == "map_gpu" and value:
+        ids = value.split(",")
+        return [ids[local % len(ids)]]
+    if mode == "per_task" and number(value):
+        return listed[local * number(value):(local + 1) * number(value)] or listed[-number(value):]
+    return listed
 
 
 def listed_devices(g: dict, settings: dict) -> dict:
