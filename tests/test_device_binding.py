@@ -41,6 +41,9 @@ BOUND = {
                            "mpiexec -n 8 --ppn 4 ./gpu_of_rank.sh python fit.py --epochs 3\n", "./gpu_of_rank.sh"),
     "srun gpu-bind map": ("#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4 --gpus-per-node=4 -t 30\n"
                           "srun --gpu-bind=verbose,map_gpu:3,2,1,0 python fit.py --epochs 3\n", "srun --gpu-bind=map_gpu:3,2,1,0"),
+    "flux per-task affinity": ("#!/bin/bash\n#flux: -N 2\n#flux: -t 30m\n"
+                               "flux run -N 2 --tasks-per-node=4 -g 1 -o gpu-affinity=per-task python fit.py --epochs 3\n",
+                               "flux run -o gpu-affinity=per-task"),
     "LSF resource set of one GPU": ("#!/bin/bash\n#BSUB -nnodes 2\n#BSUB -W 0:30\n"
                                     "jsrun -n 8 -r 4 -a 1 -g 1 -c 7 python fit.py --epochs 3\n", "jsrun -g 1"),
 }
@@ -50,6 +53,7 @@ UNBOUND = {
     "two GPUs per task": "#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=2 --gpus-per-task=2\nsrun python fit.py\n",
     "the step asks for the node's GPUs": ("#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=4 --gpus-per-task=1\n"
                                           "srun --gpus-per-node=4 python fit.py\n"),
+    "flux's default affinity shares the shell's GPUs": "#!/bin/bash\n#flux: -N 1\nflux run -N 1 -n 4 -g 1 python fit.py\n",
     "a resource set of six GPUs": "#!/bin/bash\n#BSUB -nnodes 1\njsrun -n 1 -a 6 -g 6 python fit.py\n",
 }
 
@@ -105,8 +109,9 @@ def test_real_srun_binds_as_the_trace_says(bind, tmp_path, slurm_cluster):
 
 def _ported(tmp_path: Path, text: str, targets: list) -> dict:
     job = _checkout(tmp_path, text)
-    # Frontier provides no PyTorch: the user's environment there (a path of this test's own)
-    _, results = port(str(job), targets, tmp_path / "scripts", trace=True, python_envs={"frontier": "/ccs/proj/x/torch-env"})
+    # Frontier and El Capitan provide no PyTorch: the user's environment there (paths of this test's own)
+    envs = {"frontier": "/ccs/proj/x/torch-env", "elcapitan": "/p/lustre/x/torch-venv"}
+    _, results = port(str(job), targets, tmp_path / "scripts", trace=True, python_envs=envs)
     return {r.cluster: r for r in results}
 
 
@@ -120,12 +125,13 @@ def _trace_check(result):
 
 # Each target's form, and the device its local rank 1 sees: Polaris numbers its GPUs against the
 # cores (device order 3,2,1,0), Aurora's ranks are tiles (ZE_AFFINITY_MASK), LUMI's ROCm devices,
-# Frontier's srun binds each task itself (the trace gives task i device i).
+# Frontier's srun and El Capitan's flux run bind each task themselves (the trace gives task i device i).
 FORMS = {"perlmutter": ("export CUDA_VISIBLE_DEVICES=$SLURM_LOCALID", "1"),
          "polaris": ("devices=(3 2 1 0); export CUDA_VISIBLE_DEVICES=${devices[$PMI_LOCAL_RANK]}", "2"),
          "aurora": ("export ZE_AFFINITY_MASK=$PALS_LOCAL_RANKID", "1"),
          "lumi": ("export ROCR_VISIBLE_DEVICES=$SLURM_LOCALID", "1"),
-         "frontier": ("--gpus-per-task=1 --gpu-bind=closest", "1")}
+         "frontier": ("--gpus-per-task=1 --gpu-bind=closest", "1"),
+         "elcapitan": ("-o gpu-affinity=per-task", "1")}
 
 
 @pytest.mark.parametrize("style", ["slurm job-wide gpus-per-task", "PBS wrapper script", "LSF resource set of one GPU"])

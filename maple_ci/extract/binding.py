@@ -11,6 +11,8 @@ the whole node (all ranks then share GPU 0). The forms read, each as its tool do
   --gpus-per-task implies --gpu-bind=per_task, and srun reads SLURM_GPUS_PER_TASK from the job;
   https://slurm.schedmd.com/srun.html, read 2026-11-29), and srun's --gpu-bind=single:N, map_gpu:LIST
   or per_task:1 (one GPU a task, by the same page);
+- Flux's -o gpu-affinity=per-task, the shell's GPUs split among its tasks (flux-shell-options(7), read
+  2026-11-28), with at most one GPU a task;
 - jsrun's resource sets of one GPU and one task (`-g 1`, `-a 1` or no -a): each task sees its set's
   GPU (IBM Job Step Manager, jsrun(1); the trace's resource_set rule, launchers/grammars.yaml).
 """
@@ -63,6 +65,8 @@ def _launcher_binding(name: str, opts: dict, d: "Directives") -> Optional[str]:
             return f"srun --gpu-bind={bind}"
         if d.gpus_per_task == 1 and d.scheduler == "slurm" and not any(key in opts for key in _STEP_GPUS):
             return "#SBATCH --gpus-per-task=1, inherited by srun"
+    if name == "flux" and "gpu-affinity=per-task" in opts.get("setopt", []) and _last(opts, "gpus_per_task") in (None, "1"):
+        return "flux run -o gpu-affinity=per-task"
     if name == "jsrun" and _last(opts, "gpu_per_rs") == "1" and _last(opts, "tasks_per_rs") in (None, "1"):
         return "jsrun -g 1"
     return None
