@@ -30,7 +30,8 @@ PER_DEVICE_SHAPES = ("ranks", "generic")
 def binds_ranks(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta) -> bool:
     """Whether the port's launch line itself binds each rank to one device (the source did, the
     target's launcher does not, and the port starts one rank per device)."""
-    return bool(intent.device_binding) and not profile.rank_binding and template.shape in PER_DEVICE_SHAPES
+    return bool(intent.device_binding) and not profile.rank_binding and template.shape in PER_DEVICE_SHAPES and \
+        profile.devices_per_node > 1  # a node of one device has nothing to bind
 
 
 def binding_notes(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, gpus_per_node: int) -> list[str]:
@@ -42,6 +43,8 @@ def binding_notes(intent: JobIntent, profile: ClusterProfile, template: Template
 
 def _carried(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, gpus_per_node: int) -> Optional[str]:
     source = f"the source binds each rank to one device ({intent.device_binding})"
+    if profile.devices_per_node == 1:
+        return None
     if template.shape in PER_DEVICE_SHAPES:
         how = (f"{profile.display_name}'s launch binds it ({profile.rank_binding})" if profile.rank_binding else
                f"the port sets {profile.visible_devices} to the rank's own device from its local index (the form of "

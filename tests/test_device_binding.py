@@ -20,9 +20,10 @@ from maple_ci.extract import extract
 from maple_ci.library import get_template
 from maple_ci.port import port
 from maple_ci.profiles import get_profile
-from maple_ci.binding import binding_notes
+from maple_ci.binding import binding_notes, binds_ranks
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import Difference, compare, header_of
+from maple_ci.trace.visible import visible_list
 from slurm_jobs import run_job
 
 PROGRAM = "import torch\ntorch.cuda.set_device(0)  # relies on the launcher's binding\n"
@@ -182,3 +183,22 @@ def test_the_note_follows_the_templates_shape():
     # the trace gate reads the note as naming the devices a rank sees (trace/compare.py)
     assert Difference("devices", "", ("sees", "devices")).named_in(lost)
     assert binding_notes(intent, profile, per_node, 1) == []  # one device a node: nothing shared
+    vista = get_profile("vista")  # one GH200 a node: nothing to bind
+    assert not binds_ranks(intent, vista, get_template("vista-generic")) and \
+        binding_notes(intent, vista, get_template("vista-generic"), 1) == []
+    assert binds_ranks(intent, profile, per_device) and not binds_ranks(intent, profile, per_node)
+
+
+# What a program sees (maple_ci/trace/visible.py): ROCm applies ROCR_VISIBLE_DEVICES first and HIP's (else
+# CUDA's) list as indices into it (ROCm's GPU isolation page); the same list in both is Slurm's one assignment.
+VISIBLE = [({"ROCR_VISIBLE_DEVICES": "3", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, ["3"]),  # LUMI's select_gpu
+           ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, []),  # index 1 of one device: none
+           ({"ROCR_VISIBLE_DEVICES": "4,5", "HIP_VISIBLE_DEVICES": "1", "CUDA_VISIBLE_DEVICES": "0"}, ["5"]),
+           ({"CUDA_VISIBLE_DEVICES": "2,0"}, ["2", "0"]),
+           ({"CUDA_VISIBLE_DEVICES": "2", "ROCR_VISIBLE_DEVICES": "2", "GPU_DEVICE_ORDINAL": "2"}, ["2"]),
+           ({}, None)]
+
+
+@pytest.mark.parametrize("env, seen", VISIBLE)
+def test_the_devices_a_program_sees_follow_the_runtimes_layering(env, seen):
+    assert visible_list(env) == seen
