@@ -190,7 +190,8 @@ def test_the_note_follows_the_templates_shape():
 
 
 # What a program sees (maple_ci/trace/visible.py): ROCm applies ROCR_VISIBLE_DEVICES first and HIP's (else
-# CUDA's) list as indices into it (ROCm's GPU isolation page); the same list in both is Slurm's one assignment.
+# CUDA's) list as indices into it (ROCm's GPU isolation page); CUDA's list equal to ROCr's is Slurm's one
+# assignment written into both (Slurm never writes HIP's).
 VISIBLE = [({"ROCR_VISIBLE_DEVICES": "3", "CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}, ["3"]),  # LUMI's select_gpu
            ({"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "1"}, []),  # index 1 of one device: none
            ({"ROCR_VISIBLE_DEVICES": "4,5", "HIP_VISIBLE_DEVICES": "1", "CUDA_VISIBLE_DEVICES": "0"}, ["5"]),

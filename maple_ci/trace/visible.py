@@ -21,10 +21,10 @@ def visible_list(env) -> list | None:
     """The devices a GPU program sees in `env`, by the node's numbering; None: every device of the node."""
     rocr = _listed(env.get("ROCR_VISIBLE_DEVICES"))
     indices = _listed(env.get("HIP_VISIBLE_DEVICES", env.get("CUDA_VISIBLE_DEVICES")))
-    if rocr is None or indices is None or indices == rocr:
-        # the same list in both: one assignment written into each variable (Slurm's gres/gpu plugin sets
-        # the variable of each runtime its gres.conf names, https://slurm.schedmd.com/gres.conf.html "Flags",
-        # read 2026-11-29; the trace's srun sets all three), read once
+    if rocr is None or indices is None or ("HIP_VISIBLE_DEVICES" not in env and indices == rocr):
+        # CUDA's list equal to ROCr's: one assignment written into each variable (Slurm's gres/gpu plugin
+        # sets CUDA_, ROCR_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL as its gres.conf says, never HIP's;
+        # https://slurm.schedmd.com/gres.conf.html "Flags", read 2026-11-29; the trace's srun sets all three)
         return indices if rocr is None else rocr
     seen = []
     for index in indices:
