@@ -45,6 +45,8 @@ BOUND = {
     "flux per-task affinity": ("#!/bin/bash\n#flux: -N 2\n#flux: -t 30m\n"
                                "flux run -N 2 --tasks-per-node=4 -g 1 -o gpu-affinity=per-task python fit.py --epochs 3\n",
                                "flux run -o gpu-affinity=per-task"),
+    "accelerate on one listed GPU": ("#!/bin/bash\naccelerate launch --num_processes 1 --gpu_ids '2' fit.py --epochs 3\n",
+                                     "accelerate launch --gpu_ids=2"),
     "LSF resource set of one GPU": ("#!/bin/bash\n#BSUB -nnodes 2\n#BSUB -W 0:30\n"
                                     "jsrun -n 8 -r 4 -a 1 -g 1 -c 7 python fit.py --epochs 3\n", "jsrun -g 1"),
 }
@@ -55,6 +57,7 @@ UNBOUND = {
     "the step asks for the node's GPUs": ("#!/bin/bash\n#SBATCH -N 1 --ntasks-per-node=4 --gpus-per-task=1\n"
                                           "srun --gpus-per-node=4 python fit.py\n"),
     "flux's default affinity shares the shell's GPUs": "#!/bin/bash\n#flux: -N 1\nflux run -N 1 -n 4 -g 1 python fit.py\n",
+    "accelerate over two listed GPUs": "#!/bin/bash\naccelerate launch --num_processes 2 --gpu_ids 0,1 fit.py\n",
     "a resource set of six GPUs": "#!/bin/bash\n#BSUB -nnodes 1\njsrun -n 1 -a 6 -g 6 python fit.py\n",
 }
 

@@ -13,6 +13,8 @@ the whole node (all ranks then share GPU 0). The forms read, each as its tool do
   or per_task:1 (one GPU a task, by the same page);
 - Flux's -o gpu-affinity=per-task, the shell's GPUs split among its tasks (flux-shell-options(7), read
   2026-11-28), with at most one GPU a task;
+- accelerate's --gpu_ids with one device: its workers' CUDA_VISIBLE_DEVICES (the trace's accelerate
+  block, launchers/grammars.yaml);
 - jsrun's resource sets of one GPU and one task (`-g 1`, `-a 1` or no -a): each task sees its set's
   GPU (IBM Job Step Manager, jsrun(1); the trace's resource_set rule, launchers/grammars.yaml).
 """
@@ -67,6 +69,9 @@ def _launcher_binding(name: str, opts: dict, d: "Directives") -> Optional[str]:
             return "#SBATCH --gpus-per-task=1, inherited by srun"
     if name == "flux" and "gpu-affinity=per-task" in opts.get("setopt", []) and _last(opts, "gpus_per_task") in (None, "1"):
         return "flux run -o gpu-affinity=per-task"
+    gpu_ids = (_last(opts, "gpu_ids") or "").strip("'\"")
+    if name == "accelerate" and gpu_ids.isdigit():
+        return f"accelerate launch --gpu_ids={gpu_ids}"
     if name == "jsrun" and _last(opts, "gpu_per_rs") == "1" and _last(opts, "tasks_per_rs") in (None, "1"):
         return "jsrun -g 1"
     return None
