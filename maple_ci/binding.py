@@ -42,9 +42,9 @@ def binding_notes(intent: JobIntent, profile: ClusterProfile, template: Template
 
 
 def _carried(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, gpus_per_node: int) -> Optional[str]:
-    source = f"the source binds each rank to one device ({intent.device_binding})"
     if profile.devices_per_node == 1:
-        return None
+        return None  # a node of one device: nothing to bind
+    source = f"the source binds each rank to one device ({intent.device_binding})"
     if template.shape in PER_DEVICE_SHAPES:
         how = (f"{profile.display_name}'s launch binds it ({profile.rank_binding})" if profile.rank_binding else
                f"the port sets {profile.visible_devices} to the rank's own device from its local index (the form of "
