@@ -96,6 +96,10 @@ class JobIntent:
     # Variables the source's submitter set per submission (`sbatch --export=ALL,A=$i` in a loop): the
     # port stops at once without them (python_env.given_checks), never runs with them empty.
     given_env: list[str] = field(default_factory=list)
+    # How the source binds each rank to one device of its node, in its own words (`srun
+    # --gpus-per-task=1`, `./set_affinity_gpu_polaris.sh`, `jsrun -g 1`); None where its ranks see
+    # the node's devices. The port binds its ranks too, or says it cannot (binding.py).
+    device_binding: Optional[str] = None
     notes: list[str] = field(default_factory=list)  # what extraction assumed or dropped, for the port's header
     missing: list[str] = field(default_factory=list)
 

@@ -189,6 +189,10 @@ class ClusterProfile(BaseModel):
     # rank i to, where the board numbers them the other way (Polaris, Delta A100: GPU0 sits on the
     # last cores); exported as the visibility variable when the job holds every device of the node.
     device_order: Optional[str] = Field(default=None, pattern=r"^\d+(,\d+)*$")
+    # The options with which the site's per-device launch (its launch template) binds each rank to one
+    # device, where it does (Frontier's srun, Flux's per-task affinity); None: its ranks see the
+    # node's devices unless the source bound them, and then the port binds them (binding.py).
+    rank_binding: Optional[str] = None
     container: ContainerRuntime
     # None where no NCCL/RCCL network applies or none is cited (Aurora's collectives are oneCCL's).
     network: Optional[Network] = None

@@ -39,6 +39,7 @@ from .paths import data_dir
 from .profiles import ClusterProfile, Queue, pick_queue, walltime_seconds
 from .values import Target, path_notes, port_env, port_wrapper, reason
 from .programs import describe, model_parallel, nodes_that_fit, port_arguments, program_notes
+from .binding import binding_notes, binds_ranks
 from .process_model import device_notes, drives_its_machine, model_notes, start_notes, world_change_notes
 from .launch_options import carry
 from .shell_words import comment, directive_word, shell_word
@@ -353,6 +354,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += model_notes(intent, template)  # a process model the target forces (the read-back gate checks it)
     job.notes += start_notes(intent, template, job.gpus_per_node, None if job.from_allocation else job.nodes)
     job.notes += device_notes(intent, template, job.devices, profile.devices_per_node)
+    job.notes += binding_notes(intent, profile, template, job.gpus_per_node)
     job.notes += deepspeed_notes(intent, template) + check_notes
     carried = carry(intent, template)
     job.notes += carried.notes
@@ -377,6 +379,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         container_srun=container.srun_options,
         edf=container.edf,
         wrapper=wrapper if per_device else [],
+        bind_ranks=binds_ranks(intent, profile, template),
         source_name=source_name,
         script_path=output_path(out_dir, profile, source_name),
     )

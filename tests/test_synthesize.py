@@ -112,7 +112,7 @@ LAUNCH_FAMILIES = [
     "vista-pytorch-ddp",  # mpirun -> torchrun
     "delta-pytorch-ddp",  # srun -> torchrun with the head node's IP
     "frontier-deepspeed-zero3",  # srun per GCD, generated ds_config
-    "sophia-pytorch-ddp",  # Open MPI mpiexec, variables forwarded with -x
+    "sophia-pytorch-ddp",  # Open MPI mpirun, variables forwarded with -x
 ]
 
 

@@ -60,6 +60,7 @@ class Launch:
     container: Optional[Container] = None
     wrapper: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    binding: Optional[str] = None  # a per-rank wrapper that binds each rank to one device (JobIntent.device_binding)
 
     def names(self) -> set:
         return {name for name, _ in self.stages}
@@ -71,6 +72,7 @@ class _Context:
     container: Optional[Container] = None
     wrapper: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    binding: Optional[str] = None
 
 
 def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context] = None) -> Optional[Launch]:
@@ -255,7 +257,9 @@ def _through_wrapper(argv: list[str], text: Optional[str], shell: "Shell", stage
     """The program after a per-rank wrapper; a wrapper that only binds devices is dropped, others kept."""
     program = argv[0]
     if _AFFINITY_NAME.fullmatch(program.rsplit("/", 1)[-1]) or (text and _SELECTS_DEVICE.search(text)):
-        ctx.notes.append(f"{program} only binds each rank to its device; the target binds ranks itself")
+        ctx.notes.append(f"{program} only binds each rank to its device; the port binds each rank to one device the "
+                         "target's way (or says where it cannot)")
+        ctx.binding = program
     else:
         ctx.wrapper = [*ctx.wrapper, program]
         # whether a port keeps it is the port's to say, per target (values.port_wrapper, containers.wrapper_notes)
@@ -346,7 +350,7 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
     if runtime_setup(entry, args):
         score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
-                  list(ctx.wrapper), list(ctx.notes))
+                  list(ctx.wrapper), list(ctx.notes), ctx.binding)
 
 
 # `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
@@ -370,7 +374,8 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
     # scored with the stages around the string: `srun bash -c 'exec fairseq-train ...'` is a launch
     return best([finish([*stages, *found.stages], found.entry, found.args, found.shell,
                         _Context({**ctx.env, **found.env}, found.container or ctx.container,
-                                 [*ctx.wrapper, *found.wrapper], [*ctx.notes, *found.notes]))
+                                 [*ctx.wrapper, *found.wrapper], [*ctx.notes, *found.notes],
+                                 found.binding or ctx.binding))
                  for found in sub.launches])
 
 

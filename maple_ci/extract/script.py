@@ -17,6 +17,7 @@ from ..profile_files import cluster_data
 from ..schedulers.arrays import from_dropped, parse as parse_array
 from . import kind
 from .. import schedulers
+from .binding import source_binding
 from .candidates import from_arguments, program_hint
 from .counts import Counts, launch_counts
 from .directives import Directives, parse_directives, runtime_vars
@@ -139,6 +140,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         container=_container(launch, d),
         wrapper=launch.wrapper if launch else [],
         array=from_dropped(d.dropped),
+        device_binding=source_binding(launch, d),
         notes=_notes(notes, d, shell, launch),
     ).with_defaults()
     intent = ray_intent(intent, launch, shell, d)

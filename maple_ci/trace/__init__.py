@@ -21,6 +21,7 @@ from ..launchers.options import python_command
 from .allocation import Allocation, allocation_for, grammars
 from .sandbox import Limits, Sandbox, SharedCopy, bwrap
 from .skypilot import traced_task
+from .visible import visible_list
 
 __all__ = ["Allocation", "Limits", "Rank", "Trace", "trace_script", "trace_with_ports"]
 # Traces of one command at a time: each is mostly one process starting the next, and every process
@@ -110,8 +111,8 @@ def _own_vars(via: list, concept: str) -> tuple:
 def _rank(event: dict, job_env: dict) -> Rank:
     env = event.get("env", {})
     launched = bool(env.get("MAPLE_TRACE_VIA"))
-    devices = next((env[n] for n in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                                     "ZE_AFFINITY_MASK") if n in env), "all")
+    listed = visible_list(env)
+    devices = ",".join(listed) if listed is not None else env.get("ZE_AFFINITY_MASK", "all")
     own = {k: v for k, v in env.items() if not k.startswith(_INTERNAL) and k not in _INTERNAL
            and (k in RANK_VARS or job_env.get(k) != v)}
     via = [v for v in env.get("MAPLE_TRACE_VIA", "").split(",") if v]

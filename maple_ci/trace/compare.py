@@ -182,7 +182,7 @@ def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
             found.append(Difference("devices", f"the source's rank sees {_device_count(src[-1], source.allocation.gpus_per_node)} "
                                     f"of its node's {source.allocation.gpus_per_node} devices, the port's "
                                     f"{_device_count(dst[-1], port.allocation.gpus_per_node)} of "
-                                    f"{port.allocation.gpus_per_node}", ("devices",)))
+                                    f"{port.allocation.gpus_per_node}", ("sees", "devices")))
     for words in _setup_commands(source):
         if words not in _setup_commands(port):
             found.append(Difference("setup", f"the source runs `{_shown(words)}`; the port does not", (words[0],)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from launch_options import gres_gpus, last  # bound in from maple_ci/launchers/options.py
+from visible import visible_list  # bound in from maple_ci/trace/visible.py
 
 MAX_RANKS = 16  # ranks actually traced per launch: enough to see every per-node and per-rank difference
 
@@ -49,22 +50,49 @@ def inherited(g: dict, opts: dict, env) -> dict:
     return {**found, **opts}
 
 
-def bound_devices(g: dict, opts: dict, local: int, nodes: int) -> dict:
+def bound_devices(g: dict, opts: dict, local: int, nodes: int, per_node: int = 1) -> dict:
     """The devices a task sees where the launch asks for GPUs (the trace block's `devices`): its own N
     with a per-task count (srun --gpus-per-task=N), else the step's per node, shared by the node's tasks
-    (--gpus-per-node, --gres=gpu:N, --gpus over the nodes). Nothing asked: the job's, inherited."""
+    (--gpus-per-node, --gres=gpu:N, --gpus over the nodes, flux's -g per slot), unless a binding option
+    picks the task's (`bind`: gpu_bind below). Nothing asked: the job's, inherited."""
     devices = (g["trace"] or {}).get("devices")
     if not devices:
         return {}
-    each = number(last(opts, devices["per_task"]))
+    each = number(last(opts, devices["per_task"])) if devices.get("per_task") else None
+    slot = number(last(opts, devices["per_slot"])) if devices.get("per_slot") else None
     first = local * each if each else 0
     shared = next(((gres_gpus if name == "gres" else number)(last(opts, name)) for name in devices["per_node"]
-                   if last(opts, name)), None)
-    total = number(last(opts, devices["total"]))
+                   if last(opts, name)), None) or (slot and slot * per_node)
+    total = number(last(opts, devices["total"])) if devices.get("total") else None
     count = each or shared or (total and -(-total // max(nodes, 1)))
     if not count:
         return {}
-    return dict.fromkeys(devices["env"], ",".join(str(first + i) for i in range(count)))
+    listed = [str(first + i) for i in range(count)]
+    if not each and devices.get("bind"):
+        listed = gpu_bind(listed, opts.get(devices["bind"], []), local, per_node)
+    return dict.fromkeys(devices["env"], ",".join(listed))
+
+
+def gpu_bind(listed: list, words: list, local: int, per_node: int) -> list:
+    """The node's GPUs that a binding option gives its task `local`, the last form it knows winning.
+    srun --gpu-bind (srun(1), https://slurm.schedmd.com/srun.html, read 2026-11-29): single:N, the
+    (local // N)-th GPU; map_gpu:LIST, LIST's entry for the task, the list reused from its start;
+    per_task:N, N GPUs of its own. Flux's -o gpu-affinity=per-task (flux-shell-options(7), read
+    2026-11-28): the shell's GPUs split evenly among its tasks. Others (srun's closest, mask_gpu;
+    flux's default `on`, every task the shell's GPUs) leave the list."""
+    for word in reversed([str(w) for w in words]):
+        mode, _, value = word.rpartition("verbose,")[2].replace("=", ":", 1).partition(":")
+        if mode == "single" and number(value):
+            return [listed[min(local // number(value), len(listed) - 1)]]
+        if mode == "map_gpu" and value:
+            ids = value.split(",")
+            return [ids[local % len(ids)]]
+        if mode == "per_task" and number(value):
+            return listed[local * number(value):(local + 1) * number(value)] or listed[-number(value):]
+        if mode == "gpu-affinity" and value == "per-task":
+            share = max(len(listed) // max(per_node, 1), 1)
+            return listed[local * share:(local + 1) * share] or listed[-share:]
+    return listed
 
 
 def listed_devices(g: dict, settings: dict) -> dict:
@@ -90,16 +118,10 @@ def set_devices_per_node(g: dict, opts: dict, per_node: int) -> int | None:
     return int(last_bound.split(",")[-1]) + 1 if last_bound else None
 
 
-# CUDA C Programming Guide, "CUDA Environment Variables" (https://docs.nvidia.com/cuda/cuda-c-programming-guide/,
-# read 2026-11-29): only the devices CUDA_VISIBLE_DEVICES lists are visible to a CUDA application; HIP's and
-# ROCr's variables alike (ROCm docs, unconfirmed). NVML (nvidia-smi) does not read it.
-VISIBLE_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-
-
 def visible_devices(env, node_devices: int) -> int:
     """torch.cuda.device_count() in `env`: the listed devices where a visibility variable is set, else the node's."""
-    listed = next((env[name] for name in VISIBLE_VARS if name in env), None)
-    return node_devices if listed is None else len([d for d in listed.split(",") if d.strip()])
+    listed = visible_list(env)
+    return node_devices if listed is None else len(listed)
 
 
 def hostfile_slots(path: str) -> int | None:

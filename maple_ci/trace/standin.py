@@ -158,7 +158,7 @@ def mpi_launch(name: str, argv: list) -> int:
         index = min(rank // per_node, len(nodes) - 1)
         env = {**os.environ, **ranks.rank_env(GRAMMARS[name], rank, rank % per_node, per_node, world, index),
                "MAPLE_TRACE_NODE": nodes[index], "MAPLE_TRACE_VIA": via(name),
-               **ranks.bound_devices(GRAMMARS[name], opts, rank % per_node, len(nodes))}
+               **ranks.bound_devices(GRAMMARS[name], opts, rank % per_node, len(nodes), per_node)}
         env.update(ranks.set_devices(GRAMMARS[name], opts, rank % per_node))
         status = max(status, run(command, env))
     return status
