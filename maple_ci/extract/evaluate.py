@@ -246,6 +246,8 @@ class Expander:
             return value
         if value is None and RUNTIME_NAME.fullmatch(name):
             return None  # the job sets it; the default is only what bash gives outside one
+        if value is None and name.isdigit() and not self.runtime:
+            return None  # a job argument (sbatch job.sh ARG): the default only where none is given
         return self.string(word) if op[-1] in "-=" else None
 
     def _string_operation(self, value: str, rest: str) -> Optional[str]:
