@@ -50,3 +50,9 @@ def test_what_cannot_be_kept_live_stays_literal_text():
     assert shell_word("${x:-$(id)}") == "'${x:-$(id)}'"
     # an unquoted ${v:+word} of an unset v is no word in the source; quotes would make it an empty one
     assert shell_word("${v:+--flag}") == "'${v:+--flag}'"
+
+
+def test_brace_expansion_makes_the_words_bash_makes(tmp_path):
+    body = 'srun python fit.py --seeds {1..3} --out=run{a,b} --spec "{x,y}" ${tag:-{p,q}}\n'
+    source, ported, _ = _argv(tmp_path, body, "polaris")
+    assert source[-9:] == ["--seeds", "1", "2", "3", "--out=runa", "--out=runb", "--spec", "{x,y}", "{p,q}"]
