@@ -38,6 +38,11 @@ HERE_DOCUMENT = "the here-document"  # what a submit line with no script file su
 COMMAND_LINE = "its command line"  # what `bsub [options] command` and `sbatch --wrap=...` submit
 
 
+# The submitter's own argument with its default (`${1:-configs/base.yaml}`): the port is of the
+# submitted job, which never gets the submitter's arguments, so the default is what it reads.
+_OWN_ARGUMENT = re.compile(r"\$\{[1-9][0-9]*:?[-=]([^$`{}]*)\}")
+
+
 def submitted(submits: list[tuple[list[str], Optional[str]]],
               read: Callable[[str], Optional[str]]) -> Optional[Submitted]:
     """The one script that the submit lines (argv, the input a here-document gives) submit: a file
@@ -46,6 +51,7 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     to port is the user's choice)."""
     found = {}
     for argv, stdin in submits:
+        argv = [_OWN_ARGUMENT.sub(r"\1", word) for word in argv]
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
         key, text, arguments = _job(unit, options, rest, stdin, read)
