@@ -15,6 +15,7 @@ import yaml
 
 from .errors import MapleError
 from .extract import extract, extract_script
+from .extract.submit import without_arguments
 from .files import read_text
 from .paths import bundled
 from .port import port_intent, program_from_trace
@@ -74,7 +75,7 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     problems = []
     if back.entrypoint != entrypoint:
         problems.append(f"{cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
-    if back.script_args not in (arguments, [as_port_reads(arg, back.env) for arg in arguments]):  # as the gate reads them
+    if _as_labelled(back, "script_args") not in (arguments, [as_port_reads(arg, back.env) for arg in arguments]):  # as the gate reads them
         problems.append(f"{cluster}: arguments {back.script_args} != {arguments}")
     return problems
 
@@ -112,9 +113,16 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
     return _real_report(cases, hits, ported, failures)
 
 
+def _as_labelled(intent, field: str):
+    """A field as the label gives it: the script submitted with no arguments, where a job argument
+    with a default (`${1:-2}`, kept live by the reader) is its default."""
+    value = getattr(intent, field)
+    return [without_arguments(word) for word in value] if field == "script_args" else value
+
+
 def _wrong_fields(intent, expect: dict) -> dict:
     return {field: {"got": getattr(intent, field), "expected": expect[field]}
-            for field in FIELDS if getattr(intent, field) != expect[field]}
+            for field in FIELDS if _as_labelled(intent, field) != expect[field]}
 
 
 def _share(part: float, total: int) -> float:

@@ -8,17 +8,26 @@ import shlex
 from .errors import MapleError
 from .extract.evaluate import PASS_THROUGH
 from .programs import carried
+from . import schedulers
 
 _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
-# A plain parameter expansion: $NAME, ${NAME}, or ${NAME:-default} with a default that needs no
-# quoting rules inside double quotes (no $, backtick, backslash, quote or brace), or a positional
-# parameter ($1, ${10}): the job's own argument, which the port takes as the source did. Not $((...)):
-# bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
-_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*(?::-[^$`\\\"'{}]*)?\}|[1-9]|\{[1-9][0-9]*\})")
-# Arithmetic over the port's own node count only ($((NNODES * 4)), a translated $SLURM_NTASKS), and the
-# count Slurm sets for a node's CPUs (a translated job-wide CPU count): the port sets NNODES to a number,
-# slurmd sets SLURM_CPUS_ON_NODE to one, so bash computes it (nested too) at run time and runs nothing else.
-_SIZE_ARITHMETIC = re.compile(r"\$\(\((?=[^)]*\bNNODES\b)(?:[\d\s+*/%()-]|\$\(\(|\bNNODES\b|\bSLURM_CPUS_ON_NODE\b)+\)\)")
+# A plain parameter expansion: $NAME, ${NAME}, or ${NAME} with one of bash's default operators
+# (${NAME:-word}, ${NAME-word}, ${NAME:=word}; bash(1) "Parameter Expansion"; not ${NAME:+word},
+# whose empty value an unquoted source drops as a word and the port's quotes would keep) whose word
+# holds only plain text and plain $NAME expansions (no backtick, backslash, quote or brace), or a
+# positional parameter ($1, ${10}, ${1:-default}): the job's own argument, which the port takes as the
+# source did. Not $((...)): bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
+_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[1-9]|\{(?:[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)"
+                        r"(?::?[-=](?:[^$`\\\"'{}]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})*)?\})")
+# The indices the schedulers set for a job array's subjob (SLURM_ARRAY_TASK_ID, PBS_ARRAY_INDEX, ...):
+# numbers the scheduler writes, as the node count is.
+_JOB_NUMBER = "|".join(name for unit in schedulers.all() for name in unit.job_vars.get("array_index", ()))
+# Arithmetic over the port's own node count ($((NNODES * 4)), a translated $SLURM_NTASKS), the count
+# Slurm sets for a node's CPUs (a translated job-wide CPU count) and a subjob's index
+# ($((PBS_ARRAY_INDEX + 1)), a translated $SLURM_ARRAY_TASK_ID): the port sets NNODES to a number, the
+# scheduler sets the others to one, so bash computes it (nested too) at run time and runs nothing else.
+_SIZE_ARITHMETIC = re.compile(r"\$\(\((?=[^)]*\b(?:NNODES|" + _JOB_NUMBER + r")\b)(?:[\d\s+*/%()-]|\$\(\(|\$\{?(?:"
+                              + _JOB_NUMBER + r")\}?|\b(?:NNODES|SLURM_CPUS_ON_NODE|" + _JOB_NUMBER + r")\b)+\)\)")
 
 
 
@@ -40,7 +49,7 @@ def shell_word(value) -> str:
         # Tilde expansion needs the ~ and its slash unquoted.
         return "~/" + shell_word(text[2:]) if text[2:] else text
     text = carried(text)
-    rest = _SIZE_ARITHMETIC.sub("", _EXPANSION.sub("", text))
+    rest = _EXPANSION.sub("", _SIZE_ARITHMETIC.sub("", text))
     if rest != text and not re.search(r'[$`\\"]', rest):
         return f'"{text}"'
     return shlex.quote(text)

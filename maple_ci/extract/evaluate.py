@@ -18,6 +18,7 @@ import ast
 import re
 from typing import Callable, Optional
 
+from .braces import expand_braces
 from .budget import Budget, trim
 from .lexer import closing
 
@@ -115,6 +116,8 @@ class Expander:
             value, end, _ = self._dollar(whole.group(1), 0)
             if isinstance(value, list) and end == len(whole.group(1)):
                 return list(value)  # "$@", "${a[@]}": a word per element, none when there are none
+        if split and len(braced := expand_braces(raw)) > 1:  # a command's words, not an assignment's value
+            return [word for each in braced for word in self.fields(each)]
         words = _Words(self.budget)
         i = 0
         while i < len(raw):
@@ -246,6 +249,8 @@ class Expander:
             return value
         if value is None and RUNTIME_NAME.fullmatch(name):
             return None  # the job sets it; the default is only what bash gives outside one
+        if value is None and name.isdigit() and not self.runtime:
+            return None  # a job argument (sbatch job.sh ARG): the default only where none is given
         return self.string(word) if op[-1] in "-=" else None
 
     def _string_operation(self, value: str, rest: str) -> Optional[str]:

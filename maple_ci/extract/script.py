@@ -28,7 +28,7 @@ from .options import last
 from .ray_cluster import ray_intent
 from .setup import REPORTING, setup_notes
 from .shell import bash_syntax_error, parse
-from .submit import submitted
+from .submit import submitted, without_arguments
 from .walk import Shell
 
 # Variables every target recomputes for itself; copying them across clusters would be wrong.
@@ -110,6 +110,8 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     _default_size(d, text, notes)
     shell = _walked(text, d, base_dir, root)
     launch = best(shell.launches)
+    live = _program_words(launch)
+    _read_bare(launch)
     _step_allocation(launch, d)
     if launch is None and follow_submit and (job := submitted(shell.submits, shell.read)):
         return _submitted_intent(job, base_dir, root)
@@ -126,7 +128,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         gpus_per_node=gpus_per_node,
         world_size=world,
         entrypoint=launch.entry if launch else None,
-        script_args=list(launch.args) if launch else [],
+        script_args=[arg for arg in live[1:] if without_arguments(arg)],  # `${5:-}` unquoted: no word
         walltime=d.walltime,
         account=d.account,
         queue=d.queue or _step_queue(launch, d),
@@ -141,7 +143,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         wrapper=launch.wrapper if launch else [],
         array=from_dropped(d.dropped),
         device_binding=source_binding(launch, d),
-        notes=_notes(notes, d, shell, launch),
+        notes=_notes(notes, d, shell, launch, live),
     ).with_defaults()
     intent = ray_intent(intent, launch, shell, d)
     strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
@@ -149,6 +151,22 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     if strategy is kind.NEXT:
         strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
     return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
+
+
+def _program_words(launch: Optional[Launch]) -> list:
+    """The program and its arguments as written, a job argument with its default kept one
+    (`${1:-base}`: the port passes the job's argument, or the default where none is given)."""
+    return [launch.entry or "", *launch.args] if launch else [""]
+
+
+def _read_bare(launch: Optional[Launch]) -> None:
+    """The launch as a submission with no arguments runs it, where the program, its configs and its
+    kind are read (`python ${1:-train.py}`, `--deepspeed ${2:-ds.json}`): a job argument's default."""
+    if launch is not None:
+        launch.entry = without_arguments(launch.entry) if launch.entry else launch.entry
+        launch.args = [without_arguments(arg) for arg in launch.args]
+        launch.stages = [(name, {option: [without_arguments(v) if isinstance(v, str) else v for v in values]
+                                 for option, values in options.items()}) for name, options in launch.stages]
 
 
 def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
@@ -285,7 +303,7 @@ def _env(shell: Shell, launch: Optional[Launch]) -> dict:
             if key not in RENDEZVOUS_VARS and isinstance(value, str)}
 
 
-def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launch]) -> list[str]:
+def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launch], words: list) -> list[str]:
     notes = list(notes)
     if launch:
         notes += [note for note in launch.notes if note not in notes]
@@ -294,7 +312,7 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     setup, named = setup_notes(shell, launch, line, None if from_dropped(array) else array)
     notes += _not_carried(d, shell, launch, named) + setup
     notes += [note for note in shell.notes if note not in notes]
-    taken = _job_arguments(launch)
+    taken = _job_arguments(words)
     if taken:
         notes.append(f"the program takes the job's own arguments ({', '.join(taken)}), as the source does: give them "
                      "after the script's name when you submit it (sbatch job.sh --config=mp); PBS passes none to a "
@@ -302,13 +320,12 @@ def _notes(notes: list[str], d: Directives, shell: Shell, launch: Optional[Launc
     return notes
 
 
-# The job script's own arguments as a launch word reads them: "$@", $1, ${10}
-_POSITIONAL = re.compile(re.escape(PASS_THROUGH) + r"|\$[1-9]|\$\{[1-9][0-9]*\}")
+# The job script's own arguments as a launch word reads them: "$@", $1, ${10}, ${1:-default}
+_POSITIONAL = re.compile(re.escape(PASS_THROUGH) + r"|\$[1-9]|\$\{[1-9][0-9]*(?::?[-=][^$`{}]*)?\}")
 
 
-def _job_arguments(launch: Optional[Launch]) -> list[str]:
+def _job_arguments(words: list) -> list[str]:
     """The job's own arguments the launch passes on (kept as shell words by the port: shell_word)."""
-    words = [launch.entry or "", *launch.args] if launch else []
     return sorted({found for word in words for found in _POSITIONAL.findall(word)})
 
 

@@ -38,6 +38,16 @@ HERE_DOCUMENT = "the here-document"  # what a submit line with no script file su
 COMMAND_LINE = "its command line"  # what `bsub [options] command` and `sbatch --wrap=...` submit
 
 
+_OWN_ARGUMENT = re.compile(r"\$\{[1-9][0-9]*:?[-=]([^$`{}]*)\}")
+
+
+def without_arguments(word: str) -> str:
+    """`word` as a script submitted with no arguments reads it: `${1:-configs/base.yaml}` is its
+    default. A submitter's own argument in its submit line is that too: the port is of the submitted
+    job, which never gets the submitter's arguments."""
+    return _OWN_ARGUMENT.sub(r"\1", word)
+
+
 def submitted(submits: list[tuple[list[str], Optional[str]]],
               read: Callable[[str], Optional[str]]) -> Optional[Submitted]:
     """The one script that the submit lines (argv, the input a here-document gives) submit: a file
@@ -46,6 +56,7 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     to port is the user's choice)."""
     found = {}
     for argv, stdin in submits:
+        argv = [without_arguments(word) for word in argv]
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
         key, text, arguments = _job(unit, options, rest, stdin, read)

@@ -1,0 +1,58 @@
+"""Shell expansions in a program's arguments, carried as bash evaluates them (issue 25 classes 1 and 3;
+bash(1) "Parameter Expansion" and "Arithmetic Expansion"): the trace of the source and of its port is
+the oracle. PBS is emulated by the trace (no PBS server runs here): a stand-in built from PBS's
+documented job variables (maple_ci/schedulers/pbs.py)."""
+
+from pathlib import Path
+
+from maple_ci.port import port
+from maple_ci.shell_words import shell_word
+from maple_ci.trace import trace_script
+from maple_ci.trace.compare import first_rank
+
+HEAD = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:20:00\n"
+
+
+def _argv(tmp_path: Path, body: str, target: str, args: tuple = ()) -> tuple:
+    """Rank 0's arguments in the source's trace and in its port's, and the port's text."""
+    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / "fit.py").write_text("print(1)\n")
+    path = tmp_path / "run.sh"
+    path.write_text(HEAD + body)
+    _, [result] = port(str(path), [target], tmp_path / "out")
+    assert result.status == "ok", result.checks
+    source = first_rank(trace_script(path, args=args, trusted=True))[-1].argv[1:]
+    ported = first_rank(trace_script(path, cluster=target, nodes=1, text=result.script, args=args, trusted=True))
+    assert source == ported[-1].argv[1:]
+    return source, ported[-1].argv[1:], result.script
+
+
+def test_a_subjob_index_inside_arithmetic_stays_evaluated_on_the_target(tmp_path):
+    body = "#SBATCH --array=2-5\nseed=7\nsrun python fit.py --shard $((SLURM_ARRAY_TASK_ID * 2 + seed))\n"
+    source, ported, script = _argv(tmp_path, body, "polaris")
+    assert '"$((PBS_ARRAY_INDEX * 2 + 7))"' in script
+    assert source == ported and source[-1].isdigit()
+
+
+def test_a_job_argument_with_a_default_stays_a_job_argument(tmp_path):
+    body = "srun python fit.py --tag ${1:-base} --mode ${2:-eval}\n"
+    given = _argv(tmp_path, body, "perlmutter", args=("run7",))
+    assert given[0][-4:] == given[1][-4:] == ["--tag", "run7", "--mode", "eval"]
+    assert '"${1:-base}"' in given[2]
+    bare = _argv(tmp_path, body, "perlmutter")
+    assert bare[0][-4:] == bare[1][-4:] == ["--tag", "base", "--mode", "eval"]
+
+
+def test_what_cannot_be_kept_live_stays_literal_text():
+    # command substitution and arithmetic over names the scheduler does not set are never run by a port
+    assert shell_word("$((FOO + 1))") == "'$((FOO + 1))'"
+    assert shell_word("x$((SLURM_ARRAY_TASK_ID))$(id)").startswith("'")
+    assert shell_word("${x:-$(id)}") == "'${x:-$(id)}'"
+    # an unquoted ${v:+word} of an unset v is no word in the source; quotes would make it an empty one
+    assert shell_word("${v:+--flag}") == "'${v:+--flag}'"
+
+
+def test_brace_expansion_makes_the_words_bash_makes(tmp_path):
+    body = 'srun python fit.py --seeds {1..3} --out=run{a,b} --spec "{x,y}" ${tag:-{p,q}}\n'
+    source, ported, _ = _argv(tmp_path, body, "polaris")
+    assert source[-9:] == ["--seeds", "1", "2", "3", "--out=runa", "--out=runb", "--spec", "{x,y}", "{p,q}"]
