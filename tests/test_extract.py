@@ -63,7 +63,8 @@ COUNTS = ("launcher", "nodes", "gpus_per_node", "world_size")
         script_args=["--model", "resnet50"], account="CSC123", queue="batch",
         python_env="conda activate /lustre/orion/csc123/proj-shared/envs/torch",
         env={"LD_LIBRARY_PATH": "$CRAY_LD_LIBRARY_PATH:$LD_LIBRARY_PATH",
-             "MIOPEN_USER_DB_PATH": "/tmp/miopen-$USER", "MIOPEN_CUSTOM_CACHE_DIR": "/tmp/miopen-$USER"})),
+             "MIOPEN_USER_DB_PATH": "/tmp/miopen-$USER", "MIOPEN_CUSTOM_CACHE_DIR": "/tmp/miopen-$USER",
+             "PYTHONUNBUFFERED": "1"})),  # python3 -u, carried as the variable python reads for it
     ("delta_srun_torchrun.sbatch", dict(
         launcher="torchrun", nodes=2, gpus_per_node=4, world_size=8, account="bbka-delta-gpu",
         queue="gpuA100x4", modules=["anaconda3_gpu", "nccl"], script_args=["--epochs", "5"])),
