@@ -81,6 +81,15 @@ _PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
                     r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)
 
 
+def _submit_line() -> re.Pattern:
+    """A line that starts with a scheduler's submit command and an option or a file (`sbatch --wrap="..."`,
+    `qsub -l select=2 job.pbs`): a script whose job is what it submits, never a request in words."""
+    from .. import schedulers
+
+    commands = "|".join(r"[ \t]+".join(map(re.escape, unit.submit)) for unit in schedulers.all() if unit.submit)
+    return re.compile(rf"^[ \t]*(?:\w+=\S*[ \t]+)*(?:\S*/)?(?:{commands})[ \t]+(?:-|\S+\.\w+\b|\S*/)", re.M)
+
+
 def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = None,
             root: Optional[str | Path] = None):
     """JobIntent of a launch script or of a request in words, whichever `text` is.
@@ -89,7 +98,8 @@ def extract(text: str, name: str = "<text>", base_dir: Optional[str | Path] = No
     only inside `root` (by default the git checkout holding the script, else its folder)."""
     _check_text(text, name)
     one_line_prose = "\n" not in text.strip() and _PROSE.search(text)
-    if _SCRIPT_HINT.search(text) or (_LAUNCH_LINE.search(text) and not one_line_prose):
+    launches = _LAUNCH_LINE.search(text) or _submit_line().search(text)
+    if _SCRIPT_HINT.search(text) or (launches and not one_line_prose):
         if base_dir is None and name != "<text>" and Path(name).is_file():
             base_dir = Path(name).parent
         # absolute, so that the walk's paths relative to the root hold from any working directory

@@ -146,7 +146,23 @@ def _shell(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Conte
     flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
     if flag:
         return _command_string(head, argv, flag, shell, stages, ctx)
+    operands = _shell_operands(argv[1:])
+    if shell.stdin is not None and (not operands or operands[0] is None):
+        # bash(1): "If no arguments remain after option processing, or -s is given, commands are read from
+        # the standard input" (a here-document, `cat <<EOF |`, `< file`); -s's operands are its $1...
+        return inner(shell.stdin, shell, stages, operands[1:], ctx)
     return _program(argv[1:] if head != "zsh" and len(argv) > 1 else argv, shell, stages, ctx)
+
+
+def _shell_operands(words: list[str]) -> list:
+    """A shell's words after its options (`-l`, `-x`, `-o pipefail`, `--login`); led by None when -s
+    is among them (the operands are then the positional parameters of what it reads)."""
+    reads_input = False
+    while words and words[0][:1] in "-+" and words[0] not in ("-", "--"):
+        reads_input = reads_input or (words[0][:2] != "--" and "s" in words[0][1:])
+        words = words[2:] if words[0] in ("-o", "+o", "-O", "+O") else words[1:]
+    words = words[1:] if words[:1] in (["-"], ["--"]) else words
+    return [None, *words] if reads_input else list(words)
 
 
 def _command_string(head: str, argv: list[str], flag: int, shell: "Shell", stages: list,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..launchers import parse_options
+from ..launchers.options import last
 from .. import schedulers
 
 
@@ -47,9 +48,11 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     for argv, stdin in submits:
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
-        text = read(rest[0]) if rest else stdin
+        wrapped = last(options, unit.wrap_option) if unit.wrap_option else None
+        text = read(rest[0]) if rest else f"#!/bin/sh\n{wrapped}\n" if wrapped else stdin
         if text is not None:
-            found.setdefault(rest[0] if rest else f"{HERE_DOCUMENT}\0{text}", (argv, unit, options, rest[1:], text))
+            what = rest[0] if rest else f"the --{unit.wrap_option} command" if wrapped else HERE_DOCUMENT
+            found.setdefault(what if rest else f"{what}\0{text}", (argv, unit, options, rest[1:], text))
     if len(found) != 1:
         return None
     path, (argv, unit, options, arguments, text) = next(iter(found.items()))
@@ -66,6 +69,8 @@ def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
     """The submit options as directive lines, and the variables they pass to the job."""
     lines, env = [], []
     for name, values in options.items():
+        if name == unit.wrap_option:  # the job's script itself (submitted)
+            continue
         for value in values:
             if name == unit.export_option:  # a value the submitter's shell expands ($i of its loop) is not known here
                 env += [tuple(item.split("=", 1)) for item in value.split(",") if "=" in item]

@@ -271,10 +271,11 @@ class Shell(Builtins, Branches):
 
     def _here_document(self, cmd: Command) -> None:
         """`cat > run.sh <<EOF`: the file's text, for a later `bash run.sh`; `read -r -d '' CMD <<EOF`: the
-        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`)."""
+        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`,
+        `bash < setup.sh`)."""
         piped, self.piped = self.piped, None
         text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
-        self.stdin = piped if text is None else text
+        self.stdin = text if text is not None else piped if piped is not None else self._input_file(cmd)
         if text is None:
             return
         if cmd.words[0] == "read":
@@ -284,6 +285,11 @@ class Shell(Builtins, Branches):
         elif cmd.words[0] in ("cat", "tee"):
             for path in map(self.expand.string, _written_files(cmd)):
                 self.files[path] = self.files[path.removeprefix("./")] = text
+
+    def _input_file(self, cmd: Command) -> Optional[str]:
+        """`bash < setup.sh`: the text of the checkout file a `<` redirection gives the command as its input."""
+        paths = [target for op, target in cmd.redirects if op == "<"]
+        return self.read(self.expand.string(paths[-1]).removeprefix("./")) if paths else None
 
     def _record_writes(self, cmd: Command) -> None:
         for op, target in cmd.redirects:

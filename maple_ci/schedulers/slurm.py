@@ -177,6 +177,9 @@ class Slurm(Scheduler):
     launchers = frozenset({"srun"})
     export_option = "export"
     passes_arguments = True
+    # sbatch(1) --wrap: "Sbatch will wrap the specified command string in a simple "sh" shell script, and
+    # submit that script" (https://slurm.schedmd.com/sbatch.html, read 2026-11-29)
+    wrap_option = "wrap"
     verify_backend = "slurm"
     fields = {
         "nodes": ("nodes", _nodes), "ntasks": ("ntasks", positive), "ntasks_per_node": ("ntasks_per_node", positive),
