@@ -125,3 +125,20 @@ def test_the_trace_runs_a_wrap_submit_lines_string_as_the_job(tmp_path):
     trace = trace_script(tmp_path / "job.sh", trusted=True)
     assert [(r.program, r.cwd.rsplit("/", 1)[-1]) for r in trace.ranks] == [
         (["../train.py", "--seed", "7"], "sub")]
+
+
+def test_a_submit_line_naming_its_job_by_the_site_s_absolute_path_reads_the_checkout_s_copy(tmp_path):
+    """The repository was checked out at /srv/u/repo on the site; the submit line names its job file there."""
+    (tmp_path / "sweeps" / "a").mkdir(parents=True)
+    (tmp_path / "sweeps" / "a" / "job.sh").write_text("#!/bin/bash\nsrun python3 ../../train.py --lr 3\n")
+    intent = read(tmp_path, "sbatch -N 1 --gres=gpu:4 -t 30 /srv/u/repo/sweeps/a/job.sh\n")
+    assert (intent.entrypoint, intent.script_args, intent.walltime) == ("../../train.py", ["--lr", "3"], "00:30:00")
+    assert "read as sweeps/a/job.sh" in note(intent, "outside the checkout")
+
+
+@pytest.mark.parametrize("launch", ['mpiexec -n 8 --ppn 4 "$@"', "srun -N 2 $@", 'srun --ntasks-per-node=1 "${@:1}"'])
+def test_a_launch_whose_program_is_the_job_s_arguments_is_refused_naming_them(launch, tmp_path):
+    intent = read(tmp_path, SLURM + launch + "\n")
+    assert (intent.entrypoint, intent.script_args) == (None, [])
+    assert "it is the job's arguments" in note(intent, "the program is not in the script")
+    assert not any("the program takes the job's own arguments" in n for n in intent.notes), intent.notes

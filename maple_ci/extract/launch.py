@@ -20,6 +20,7 @@ from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
+from .candidates import from_arguments
 from .consoles import CONSOLES, REMOTE, console, remote, site_wrapper
 from .frameworks import by_program, console_program, runtime_setup
 from .submit import is_submit
@@ -332,6 +333,7 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
     # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
     runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
+    runs_program = runs_program or from_arguments(entry)  # `srun -N 4 "$@"`: the job's arguments are its program
     # `llamafactory-cli train`, `fairseq-train` alone: a framework's console script is a program too
     trains = runs_python or bool(entry) and (entry.rsplit("/", 1)[-1] in CONSOLES or by_program(entry) is not None)
     score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0

@@ -186,6 +186,9 @@ def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> Jo
     intent = _extract_script(job.text, base_dir, root)
     note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
             "submit line's options and arguments written in; submit the port in place of both")
+    if job.read_as:
+        note += (f"; {job.path} is outside the checkout, so its file was read as {job.read_as}, the checkout's file "
+                 "at the end of that path: check that it is the same script")
     given = [f"the submit line sets {', '.join(job.given)} per submission, to a value its own shell expands "
              "(a loop's): give it when you submit the port, as the source did; without it the job stops at once"
              ] if job.given else []
@@ -305,7 +308,9 @@ _POSITIONAL = re.compile(re.escape(PASS_THROUGH) + r"|\$[1-9]|\$\{[1-9][0-9]*\}"
 
 def _job_arguments(launch: Optional[Launch]) -> list[str]:
     """The job's own arguments the launch passes on (kept as shell words by the port: shell_word)."""
-    words = [launch.entry or "", *launch.args] if launch else []
+    if not launch or from_arguments(launch.entry):  # the whole program is the job's arguments: _program_outside's note
+        return []
+    words = [launch.entry or "", *launch.args]
     return sorted({found for word in words for found in _POSITIONAL.findall(word)})
 
 

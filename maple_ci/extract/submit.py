@@ -28,6 +28,7 @@ class Submitted:
     text: str  # its text with the submit line written in
     line: str  # the submit line, for the note
     given: list = None  # variables it exports with a value its own shell expands per submission (A=$i)
+    read_as: Optional[str] = None  # the checkout's file read for a path outside it (_in_checkout)
 
 
 def is_submit(argv: list[str]) -> bool:
@@ -49,20 +50,36 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
         wrapped = last(options, unit.wrap_option) if unit.wrap_option else None
-        text = read(rest[0]) if rest else f"#!/bin/sh\n{wrapped}\n" if wrapped else stdin
+        read_as, text = _in_checkout(rest[0], read) if rest else (None, f"#!/bin/sh\n{wrapped}\n" if wrapped else stdin)
         if text is not None:
             what = rest[0] if rest else f"the --{unit.wrap_option} command" if wrapped else HERE_DOCUMENT
-            found.setdefault(what if rest else f"{what}\0{text}", (argv, unit, options, rest[1:], text))
+            found.setdefault(what if rest else f"{what}\0{text}", (argv, unit, options, rest[1:], text, read_as))
     if len(found) != 1:
         return None
-    path, (argv, unit, options, arguments, text) = next(iter(found.items()))
+    path, (argv, unit, options, arguments, text, read_as) = next(iter(found.items()))
     directives, env = _directives(unit, options)
     setup = [f"export {name}={shlex.quote(value)}" for name, value in env if not _expanded(value)]
     if arguments and unit.passes_arguments:  # qsub passes none to the job script
         setup.append("set -- " + " ".join(map(_argument, arguments)))
     given = {name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)}
     given = sorted(given | {name for word in arguments if unit.passes_arguments for name in _given_names(word)})
-    return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given)
+    return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given, read_as)
+
+
+def _in_checkout(path: str, read: Callable[[str], Optional[str]]) -> tuple[Optional[str], Optional[str]]:
+    """(the checkout file read for `path` when it is another, its text). A job file named by the site's
+    absolute path (`/home/u/repo/sweeps/a/train.sh`, where the repository was checked out there) is the
+    checkout's file at the longest end of that path found from the script's folder (`sweeps/a/train.sh`,
+    at least `train.sh` beside the script); the note names the file read, so a wrong match is seen."""
+    text = read(path)
+    if text is not None or not path.startswith("/"):
+        return None, text
+    parts = [part for part in path.split("/") if part]
+    for start in range(len(parts)):
+        text = read("/".join(parts[start:]))
+        if text is not None:
+            return "/".join(parts[start:]), text
+    return None, None
 
 
 def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:
