@@ -142,3 +142,17 @@ def test_a_launch_whose_program_is_the_job_s_arguments_is_refused_naming_them(la
     assert (intent.entrypoint, intent.script_args) == (None, [])
     assert "it is the job's arguments" in note(intent, "the program is not in the script")
     assert not any("the program takes the job's own arguments" in n for n in intent.notes), intent.notes
+
+
+# -- the framework a program's own module builds -------------------------------------------------
+
+@pytest.mark.parametrize("module, framework", [
+    ("import lightning as L\ndef build():\n    return L.Trainer(devices=4)\n", "lightning"),
+    ("import torch\ndef build():\n    return torch.nn.Linear(2, 2)\n", "pytorch"),
+])
+def test_a_program_whose_own_module_builds_the_trainer_is_read_through_that_module(module, framework, tmp_path):
+    (tmp_path / "src" / "kit").mkdir(parents=True)
+    (tmp_path / "src" / "kit" / "fit.py").write_text(module)
+    intent = read(tmp_path, SLURM + "srun torchrun --nproc_per_node=4 src/main.py\n",
+                  {"src/main.py": "import os, torch\nfrom kit.fit import build\nbuild()\n"})
+    assert intent.framework == framework

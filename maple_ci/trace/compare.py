@@ -27,7 +27,7 @@ from .skypilot import NODE_VARS
 
 _TORCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _PER_RANK = re.compile(r"^--local[_-]rank=\d+$")
-_SETUP = ("pip", "pip3", "uv", "git", "wget", "curl", "huggingface-cli", "wandb", "sbatch", "qsub")
+_SETUP = ("pip", "pip3", "uv", "virtualenv", "git", "wget", "curl", "huggingface-cli", "wandb", "sbatch", "qsub")
 # A script that reads its submit-time arguments is traced with one, so that a port that drops them shows.
 SUBMIT_ARGS = re.compile(r"\$\{?[@*1-9]")
 SAMPLE_ARGS = ("--maple-trace-argument=1",)
