@@ -139,7 +139,7 @@ def test_a_submit_line_naming_its_job_by_the_site_s_absolute_path_reads_the_chec
 @pytest.mark.parametrize("launch", ['mpiexec -n 8 --ppn 4 "$@"', "srun -N 2 $@", 'srun --ntasks-per-node=1 "${@:1}"'])
 def test_a_launch_whose_program_is_the_job_s_arguments_is_refused_naming_them(launch, tmp_path):
     intent = read(tmp_path, SLURM + launch + "\n")
-    assert (intent.entrypoint, intent.script_args) == (None, [])
+    assert (intent.entrypoint, intent.script_args, intent.strategy) == (None, [], None)
     assert "it is the job's arguments" in note(intent, "the program is not in the script")
     assert not any("the program takes the job's own arguments" in n for n in intent.notes), intent.notes
 

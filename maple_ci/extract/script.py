@@ -159,7 +159,9 @@ def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Pat
     """No program, or only the job's arguments as the program: unknown, with a note on how to give it."""
     if from_arguments(intent.entrypoint):
         why = f"it is the job's arguments, {intent.entrypoint}, given when the job is submitted"
-        return replace(intent, entrypoint=None, script_args=[], notes=[*intent.notes, program_hint(root, near, why)])
+        # what they run (a launcher forking workers, or not) is chosen then too: no strategy to read
+        return replace(intent, entrypoint=None, script_args=[], strategy=None,
+                       notes=[*intent.notes, program_hint(root, near, why)])
     if intent.entrypoint is None:
         return replace(intent, notes=[*intent.notes, program_hint(root, near, "no launch line runs one")])
     return intent
