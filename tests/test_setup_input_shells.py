@@ -156,3 +156,25 @@ def test_a_program_whose_own_module_builds_the_trainer_is_read_through_that_modu
     intent = read(tmp_path, SLURM + "srun torchrun --nproc_per_node=4 src/main.py\n",
                   {"src/main.py": "import os, torch\nfrom kit.fit import build\nbuild()\n"})
     assert intent.framework == framework
+
+
+# -- the folder the program runs in ---------------------------------------------------------------
+
+def test_a_cd_inside_a_function_the_script_calls_is_named_with_its_line(tmp_path):
+    text = SLURM + "go() {\n  cd experiments/$1\n  srun python ../../train.py\n}\ngo small\ngo large\n"
+    shown = note(read(tmp_path, text), "commands not carried over")
+    assert shown.count("`cd experiments/$1` (line 7)") == 1, shown
+
+
+def test_the_gate_fails_a_port_that_runs_the_program_in_another_folder_unless_the_header_names_the_cd(tmp_path):
+    from maple_ci.trace import trace_script
+    from maple_ci.trace.compare import compare, header_of
+
+    (tmp_path / "exp").mkdir()
+    read(tmp_path, SLURM + "cd exp\nsrun python ../train.py\n")
+    path = tmp_path / "job.sh"
+    port = "#!/bin/bash\n# Note: {}\n#SBATCH -N 2\nsrun python ../train.py\n"
+    silent, named = port.format("nothing"), port.format("commands not carried over: `cd exp` (line 6)")
+    source = trace_script(path, trusted=True)
+    assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == ["cwd"]
+    assert compare(source, trace_script(path, trusted=True, text=named), header_of(named)) == []

@@ -62,6 +62,7 @@ class Shell(Builtins, Branches):
     at: int = 0  # the line of the top-level command being read
     pyxis: dict = field(default_factory=dict)  # Pyxis containers the job names: --container-name -> image
     own_depth: int = 0  # the depth of this shell's own commands (a child's are its string's or script's)
+    calls: int = 0  # the script's function calls this shell is inside: their bodies are the script's own lines
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
 
@@ -253,7 +254,9 @@ class Shell(Builtins, Branches):
         saved = self.positional, self.arguments_known
         self.positional, self.arguments_known = arguments, True
         self.depth += 1
+        self.calls += 1
         self.run(self.functions[name])
+        self.calls -= 1
         self.depth -= 1
         self.positional, self.arguments_known = saved
 
@@ -262,12 +265,16 @@ class Shell(Builtins, Branches):
 
         # `VAR=x srun ...`: the program sees VAR, and a launcher reads its own (llamafactory-cli's NNODES)
         launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
-        if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
+        # what the port does not carry is listed (a function's body too, once, at its own lines); a wrapper's lines are its own
+        if self.depth == self.calls and not self.own_depth and not (self.calls and self._listed(cmd)):
             self.commands.append((cmd.line, cmd.words, launch))
         elif self.depth == self.own_depth:  # a command string's or a script's own (extract/setup.py)
             self.inner.append((self.at, cmd.words, launch))
         if _kept(launch, self.depth):
             self.launches.append(launch)
+
+    def _listed(self, cmd: Command) -> bool:
+        return any(line == cmd.line and words == cmd.words for line, words, _ in self.commands)
 
     def _here_document(self, cmd: Command) -> None:
         """`cat > run.sh <<EOF`: the file's text, for a later `bash run.sh`; `read -r -d '' CMD <<EOF`: the
