@@ -19,7 +19,7 @@ from ..errors import MapleError
 from ..files import inside, read_inside
 from .branches import UNEXPANDED, Branches, only_command
 from .budget import Budget
-from .builtins import BUILTINS, Builtins, let_values
+from .builtins import BUILTINS, Builtins, activation, exports, let_values
 from .evaluate import PASS_THROUGH, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
 
@@ -346,7 +346,7 @@ class Shell(Builtins, Branches):
         return old + text if isinstance(old, str) else text
 
     def _declare(self, head: str, raw: list[str]) -> None:
-        export = _exports(head, raw)
+        export = exports(head, raw)
         for word in raw:
             if not word.startswith("-"):
                 self._declare_name(word, export)
@@ -362,9 +362,9 @@ class Shell(Builtins, Branches):
         self.vars.update(let_values(expr, self.lookup))
 
     def _source(self, path: str, args: list[str]) -> None:
-        activation = _activation(path, args)
-        if activation:
-            self.python_env = activation
+        activated = activation(path, args)
+        if activated:
+            self.python_env = activated
             return
         text = self.read(path)
         if text is None:
@@ -384,11 +384,6 @@ def _as_list(value) -> list:
     return [value] if value else []
 
 
-def _exports(head: str, raw: list[str]) -> bool:
-    """Whether `export ...` / `declare -x ...` (flags as `-x`, `-rx`...) exports what it names."""
-    return head == "export" or "x" in "".join(w[1:] for w in raw if w.startswith("-"))
-
-
 def _kept(launch, depth: int) -> bool:
     """Whether a launch the walk met is one of the script's: scored, or inside a wrapper with an
     entry (the caller scores it)."""
@@ -399,11 +394,3 @@ def _written_files(cmd: Command) -> list[str]:
     """Where `cat > f <<EOF`, `cat >> f`, `tee f <<EOF` write the here-document, as written."""
     targets = [target for op, target in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
     return [target for target in targets if not target.startswith("-")]
-
-
-def _activation(path: str, args: list[str]) -> Optional[str]:
-    """The Python environment `source PATH ARGS` activates (a venv's bin/activate, conda's
-    `source activate NAME`); None for any other file."""
-    if path == "activate":
-        return " ".join(["conda", "activate", *args[:1]])
-    return f"source {path}" if path.endswith("/activate") else None
