@@ -136,10 +136,12 @@ def test_a_submit_line_naming_its_job_by_the_site_s_absolute_path_reads_the_chec
     assert "read as sweeps/a/job.sh" in note(intent, "outside the checkout")
 
 
-@pytest.mark.parametrize("launch", ['mpiexec -n 8 --ppn 4 "$@"', "srun -N 2 $@", 'srun --ntasks-per-node=1 "${@:1}"'])
-def test_a_launch_whose_program_is_the_job_s_arguments_is_refused_naming_them(launch, tmp_path):
-    intent = read(tmp_path, SLURM + launch + "\n")
-    assert (intent.entrypoint, intent.script_args, intent.strategy) == (None, [], None)
+@pytest.mark.parametrize("launch, strategy", [('mpiexec -n 8 --ppn 4 "$@"', None), ("srun -N 2 $@", None),
+                                              ('srun --ntasks-per-node=1 "${@:1}"', None),
+                                              ('python3 -u "${@:1}"', "single")])  # python runs one process
+def test_a_launch_whose_program_is_the_job_s_arguments_is_refused_naming_them(launch, strategy, tmp_path):
+    intent = read(tmp_path, SLURM.replace("--nodes=2", "--nodes=1") + launch + "\n")
+    assert (intent.entrypoint, intent.script_args, intent.strategy) == (None, [], strategy)
     assert "it is the job's arguments" in note(intent, "the program is not in the script")
     assert not any("the program takes the job's own arguments" in n for n in intent.notes), intent.notes
 

@@ -146,7 +146,9 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
     if strategy is kind.NEXT:
         strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
-    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
+    # `srun "$@"`: the job's arguments are the whole command (a launcher forking workers, or not), so no strategy
+    command = bool(launch) and not launch.names() & (DL_LAUNCHERS | {"python"})
+    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir, command))
 
 
 def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
@@ -155,12 +157,11 @@ def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
     return d.on_nodes_of(cores) if cores else d
 
 
-def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path]) -> JobIntent:
+def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path], command: bool) -> JobIntent:
     """No program, or only the job's arguments as the program: unknown, with a note on how to give it."""
     if from_arguments(intent.entrypoint):
         why = f"it is the job's arguments, {intent.entrypoint}, given when the job is submitted"
-        # what they run (a launcher forking workers, or not) is chosen then too: no strategy to read
-        return replace(intent, entrypoint=None, script_args=[], strategy=None,
+        return replace(intent, entrypoint=None, script_args=[], strategy=None if command else intent.strategy,
                        notes=[*intent.notes, program_hint(root, near, why)])
     if intent.entrypoint is None:
         return replace(intent, notes=[*intent.notes, program_hint(root, near, "no launch line runs one")])
