@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -81,6 +82,7 @@ _PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
                     r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)
 
 
+@lru_cache(maxsize=1)
 def _submit_line() -> re.Pattern:
     """A line that starts with a scheduler's submit command and an option or a file (`sbatch --wrap="..."`,
     `qsub -l select=2 job.pbs`): a script whose job is what it submits, never a request in words."""
