@@ -180,3 +180,16 @@ def test_the_gate_fails_a_port_that_runs_the_program_in_another_folder_unless_th
     source = trace_script(path, trusted=True)
     assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == ["cwd"]
     assert compare(source, trace_script(path, trusted=True, text=named), header_of(named)) == []
+
+
+def test_the_gate_counts_an_environment_the_port_does_not_make_as_set_up(tmp_path):
+    from maple_ci.trace import trace_script
+    from maple_ci.trace.compare import compare, header_of
+
+    read(tmp_path, SLURM + "virtualenv --system-site-packages venv\nsrun python train.py\n")
+    path = tmp_path / "job.sh"
+    port = "#!/bin/bash\n# Note: {}\n#SBATCH -N 2\nsrun python train.py\n"
+    silent, named = port.format("nothing"), port.format("the source creates ... (`virtualenv --system-site-packages venv`)")
+    source = trace_script(path, trusted=True)
+    assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == ["setup"]
+    assert compare(source, trace_script(path, trusted=True, text=named), header_of(named)) == []
