@@ -193,3 +193,12 @@ def test_the_gate_counts_an_environment_the_port_does_not_make_as_set_up(tmp_pat
     source = trace_script(path, trusted=True)
     assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == ["setup"]
     assert compare(source, trace_script(path, trusted=True, text=named), header_of(named)) == []
+
+
+def test_what_a_set_up_shell_exports_or_activates_stays_in_that_shell(tmp_path):
+    """bash reading a here-document is a child process: its exports and activation do not reach the job's later srun."""
+    body = ("srun --ntasks-per-node=1 bash <<'EOF'\nexport PIP_INDEX_URL=http://mirror\nmodule load gcc\n"
+            "source /tmp/env/bin/activate\npip install -e .\nEOF\nexport OMP_NUM_THREADS=2\nsrun python train.py\n")
+    intent = read(tmp_path, SLURM + body)
+    assert (intent.env, intent.modules, intent.python_env) == ({"OMP_NUM_THREADS": "2"}, [], None)
+    note(intent, "installs packages")

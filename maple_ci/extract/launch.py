@@ -21,7 +21,7 @@ from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PR
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .candidates import from_arguments
-from .consoles import CONSOLES, REMOTE, console, remote, site_wrapper
+from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import by_program, console_program, runtime_setup
 from .submit import is_submit
 from .shell import bash_syntax_error
@@ -151,8 +151,21 @@ def _shell(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Conte
     if shell.stdin is not None and (not operands or operands[0] is None):
         # bash(1): "If no arguments remain after option processing, or -s is given, commands are read from
         # the standard input" (a here-document, `cat <<EOF |`, `< file`); -s's operands are its $1...
-        return inner(shell.stdin, shell, stages, operands[1:], ctx)
+        return _input_script(shell, stages, operands[1:], ctx)
     return _program(argv[1:] if head != "zsh" and len(argv) > 1 else argv, shell, stages, ctx)
+
+
+def _input_script(shell: "Shell", stages: list, positional: list[str], ctx: _Context) -> Optional[Launch]:
+    """The script a shell reads from its input. It is a process of its own: what it exports, activates
+    or loads reaches what it runs, not the job's later commands, so a set-up shell (`srun bash <<EOF`
+    making an environment on each node) leaves the job's own environment as it was."""
+    env, modules, python_env = dict(shell.env), list(shell.modules), shell.python_env
+    found = inner(shell.stdin, shell, stages, positional, ctx)
+    if found is None:
+        shell.env.clear()
+        shell.env.update(env)
+        shell.modules[:], shell.python_env = modules, python_env
+    return found
 
 
 def _shell_operands(words: list[str]) -> list:
@@ -327,7 +340,7 @@ def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: li
 
 
 def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
-    entry = _on_path(entry)
+    entry = on_path(entry)
     names = {name for name, _ in stages}
     parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
@@ -341,18 +354,6 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
         score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes))
-
-
-# `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
-# the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
-# is `prog` as PATH finds it, on the target too.
-_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
-_ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
-
-
-def _on_path(entry: Optional[str]) -> Optional[str]:
-    found = _ON_PATH.fullmatch(entry or "")
-    return (found[1] or found[2]) if found else entry
 
 
 def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _Context,
