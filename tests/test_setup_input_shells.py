@@ -168,30 +168,24 @@ def test_a_cd_inside_a_function_the_script_calls_is_named_with_its_line(tmp_path
     assert shown.count("`cd experiments/$1` (line 7)") == 1, shown
 
 
-def test_the_gate_fails_a_port_that_runs_the_program_in_another_folder_unless_the_header_names_the_cd(tmp_path):
+@pytest.mark.parametrize("set_up, program, header, kind", [
+    # a cd the port does not make: the program's relative paths name other files
+    ("cd exp\n", "../train.py", "commands not carried over: `cd exp` (line 6)", "cwd"),
+    # an environment the port does not make
+    ("virtualenv --system-site-packages venv\n", "train.py",
+     "the source creates ... (`virtualenv --system-site-packages venv`)", "setup"),
+])
+def test_the_gate_fails_a_port_that_drops_set_up_unless_its_header_names_it(set_up, program, header, kind, tmp_path):
     from maple_ci.trace import trace_script
     from maple_ci.trace.compare import compare, header_of
 
     (tmp_path / "exp").mkdir()
-    read(tmp_path, SLURM + "cd exp\nsrun python ../train.py\n")
+    read(tmp_path, SLURM + set_up + f"srun python {program}\n")
     path = tmp_path / "job.sh"
-    port = "#!/bin/bash\n# Note: {}\n#SBATCH -N 2\nsrun python ../train.py\n"
-    silent, named = port.format("nothing"), port.format("commands not carried over: `cd exp` (line 6)")
+    port = "#!/bin/bash\n# Note: {}\n#SBATCH -N 2\nsrun python " + program + "\n"
+    silent, named = port.format("nothing"), port.format(header)
     source = trace_script(path, trusted=True)
-    assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == ["cwd"]
-    assert compare(source, trace_script(path, trusted=True, text=named), header_of(named)) == []
-
-
-def test_the_gate_counts_an_environment_the_port_does_not_make_as_set_up(tmp_path):
-    from maple_ci.trace import trace_script
-    from maple_ci.trace.compare import compare, header_of
-
-    read(tmp_path, SLURM + "virtualenv --system-site-packages venv\nsrun python train.py\n")
-    path = tmp_path / "job.sh"
-    port = "#!/bin/bash\n# Note: {}\n#SBATCH -N 2\nsrun python train.py\n"
-    silent, named = port.format("nothing"), port.format("the source creates ... (`virtualenv --system-site-packages venv`)")
-    source = trace_script(path, trusted=True)
-    assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == ["setup"]
+    assert [d.kind for d in compare(source, trace_script(path, trusted=True, text=silent), header_of(silent))] == [kind]
     assert compare(source, trace_script(path, trusted=True, text=named), header_of(named)) == []
 
 
