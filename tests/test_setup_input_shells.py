@@ -196,3 +196,18 @@ def test_what_a_set_up_shell_exports_or_activates_stays_in_that_shell(tmp_path):
     intent = read(tmp_path, SLURM + body)
     assert (intent.env, intent.modules, intent.python_env) == ({"OMP_NUM_THREADS": "2"}, [], None)
     note(intent, "installs packages")
+
+
+def test_a_bsub_line_whose_job_is_a_command_is_read_as_that_command(tmp_path):
+    """bsub(1): `bsub [options] command [arguments]`: the command is the job; the options its directives."""
+    intent = read(tmp_path, 'mkdir -p logs\nbsub -n 8 -q gpu_a100 -P proj7 -gpu "num=4" -W 2:00 python train.py --bf16\n')
+    assert (intent.scheduler, intent.entrypoint, intent.script_args) == ("lsf", "train.py", ["--bf16"])
+    assert (intent.queue, intent.account, intent.gpus_per_node, intent.walltime) == ("gpu_a100", "proj7", 4, "02:00:00")
+
+
+def test_a_job_script_run_by_the_site_s_absolute_path_is_read_from_the_checkout(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "go.sh").write_text("#!/bin/bash\ntorchrun --nproc_per_node=4 train.py --deep\n")
+    intent = read(tmp_path, SLURM + "srun bash /scratch/me/proj/runs/go.sh\n")
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "train.py", ["--deep"])
+    assert "read as runs/go.sh" in note(intent, "is outside the checkout")

@@ -23,7 +23,7 @@ from .budget import SYNTAX_CHECK_STEPS
 from .candidates import from_arguments
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import by_program, console_program, runtime_setup
-from .submit import is_submit
+from .submit import in_checkout, is_submit
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
@@ -296,6 +296,10 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
     program = argv[0]
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
     text = site_wrapper(program) if text is None else text
+    if text is None and program.startswith("/") and program.endswith(".sh"):  # a script at the site's path
+        read_as, text = in_checkout(program, shell.read)
+        ctx.notes += [f"{program} is outside the checkout, so it was read as {read_as}, the checkout's file at the "
+                      "end of that path: check that it is the same script"] if read_as else []
     if _is_wrapper(argv, text):
         return _through_wrapper(argv, text, shell, stages, ctx)
     if text is not None:

@@ -28,7 +28,7 @@ class Submitted:
     text: str  # its text with the submit line written in
     line: str  # the submit line, for the note
     given: list = None  # variables it exports with a value its own shell expands per submission (A=$i)
-    read_as: Optional[str] = None  # the checkout's file read for a path outside it (_in_checkout)
+    read_as: Optional[str] = None  # the checkout's file read for a path outside it (in_checkout)
 
 
 def is_submit(argv: list[str]) -> bool:
@@ -50,7 +50,9 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
         wrapped = last(options, unit.wrap_option) if unit.wrap_option else None
-        read_as, text = _in_checkout(rest[0], read) if rest else (None, f"#!/bin/sh\n{wrapped}\n" if wrapped else stdin)
+        read_as, text = in_checkout(rest[0], read) if rest else (None, f"#!/bin/sh\n{wrapped}\n" if wrapped else stdin)
+        if text is None and rest and unit.runs_command:  # `bsub -n 4 python train.py`: the command is the job
+            text, rest = f"#!/bin/sh\n{shlex.join(rest)}\n", [f"the command `{shlex.join(rest)[:80]}`"]
         if text is not None:
             what = rest[0] if rest else f"the --{unit.wrap_option} command" if wrapped else HERE_DOCUMENT
             found.setdefault(what if rest else f"{what}\0{text}", (argv, unit, options, rest[1:], text, read_as))
@@ -66,7 +68,7 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
     return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given, read_as)
 
 
-def _in_checkout(path: str, read: Callable[[str], Optional[str]]) -> tuple[Optional[str], Optional[str]]:
+def in_checkout(path: str, read: Callable[[str], Optional[str]]) -> tuple[Optional[str], Optional[str]]:
     """(the checkout file read for `path` when it is another, its text). A job file named by the site's
     absolute path (`/home/u/repo/sweeps/a/train.sh`, where the repository was checked out there) is the
     checkout's file at the longest end of that path found from the script's folder (`sweeps/a/train.sh`,

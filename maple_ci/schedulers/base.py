@@ -157,6 +157,7 @@ class Scheduler:
     export_option: ClassVar[Optional[str]] = None  # the submit option that passes variables to the job
     passes_arguments: ClassVar[bool] = False  # words after the script on the submit line reach it as $1...
     wrap_option: ClassVar[Optional[str]] = None  # the submit option whose value is the job's command string
+    runs_command: ClassVar[bool] = False  # the words after the options are the job's command (bsub), not a script file
     verify_backend: ClassVar[Optional[str]] = None
     # What the debug agent needs (debug/ reads these; it names no scheduler): regexes of the lines the
     # scheduler writes when it refuses or ends a job, how to look up a site value (fact -> command),

@@ -83,6 +83,9 @@ class Lsf(Scheduler):
     spec = Spec(aliases={**_NAMES, **_FLAGS}, flags=frozenset(_FLAGS.values()), value_default=True)
     submit = ("bsub",)  # CSM's bsub reads the file's #BSUB lines (Summit guide: "bsub myjob.lsf")
     cancel = ("bkill",)
+    # bsub(1): "bsub [options] command [arguments]": the job runs that command (IBM Spectrum LSF command
+    # reference, https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=reference-bsub, read 2026-11-29)
+    runs_command = True
     script_suffix = "lsf"
     var_prefix = "LSB_"
     job_vars = {
