@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 from functools import lru_cache
+from pathlib import Path
 from typing import Optional
 
 from .. import schedulers
@@ -87,7 +87,7 @@ def _script_hint() -> re.Pattern:
     units = schedulers.all()
     prefixes = "|".join(re.escape(unit.prefix) for unit in units)
     submits = "|".join(r"[ \t]+".join(map(re.escape, unit.submit)) for unit in units if unit.submit)
-    return re.compile(rf"\A#!|^[ \t]*(?:{prefixes})\s|^[ \t]*(?:{submits})[ \t]", re.M)
+    return re.compile(rf"\A#!|^[ \t]*(?:{prefixes})\s|^[ \t]*(?:\w+=\S*[ \t]+)*(?:\S*/)?(?:{submits})[ \t]", re.M)
 # "accelerate launch train.py on two nodes": a command quoted inside a sentence is a request
 _PROSE = re.compile(r"\b(?:on|across|with|using|over|for)\s+(?:[\w-]+\s+){0,2}"
                     r"(?:nodes?|gpus?|servers?|machines?|hours?|minutes?)\b", re.I)

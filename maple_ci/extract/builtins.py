@@ -69,6 +69,19 @@ def module_command(head: str, args: list[str], modules: list) -> None:
         action(words[1:], modules)
 
 
+def exports(head: str, raw: list[str]) -> bool:
+    """Whether `export ...` / `declare -x ...` (flags as `-x`, `-rx`...) exports what it names."""
+    return head == "export" or "x" in "".join(w[1:] for w in raw if w.startswith("-"))
+
+
+def activation(path: str, args: list[str]) -> Optional[str]:
+    """The Python environment `source PATH ARGS` activates (a venv's bin/activate, conda's
+    `source activate NAME`); None for any other file."""
+    if path == "activate":
+        return " ".join(["conda", "activate", *args[:1]])
+    return f"source {path}" if path.endswith("/activate") else None
+
+
 def let_values(expr: str, lookup) -> dict[str, str]:
     """What `let` / `(( ))` assigns (`a=2*b`, `a+=1`, `a++`), where its arithmetic is known."""
     from .evaluate import arith

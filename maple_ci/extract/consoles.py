@@ -10,6 +10,7 @@ string on each node: it is read as a script of its own; `pbsdsh SCRIPT ARGS` run
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Optional
 
@@ -137,3 +138,15 @@ def _idr_accelerate(argv, shell, stages, ctx):
 
 _READERS = {"colossalai": _colossalai, "tune": _tune, "torchrun_jsc": _torchrun_jsc, "composer": _composer,
             "llamafactory-cli": _llamafactory, "idr_accelerate": _idr_accelerate}
+
+
+# `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
+# the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
+# is `prog` as PATH finds it, on the target too.
+_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
+_ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
+
+
+def on_path(entry: Optional[str]) -> Optional[str]:
+    found = _ON_PATH.fullmatch(entry or "")
+    return (found[1] or found[2]) if found else entry

@@ -109,6 +109,30 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     return next((text for text in map(shell.read, [*candidates, *_checkout_tails(entry)]) if text), "")
 
 
+# `from pkg.mod import x`, `import pkg.mod as m`: absolute imports (a relative one is inside a package)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import\b|import[ \t]+([A-Za-z_][\w.]*))", re.M)
+_MAX_MODULES = 8
+
+
+def imported_sources(entry: Optional[str], shell: "Shell") -> list[str]:
+    """The texts of the checkout's modules the program's file imports, one level deep (`from
+    tqdne.training import get_pl_trainer`: tqdne/training.py), where a program builds its framework's
+    objects (a Lightning Trainer) outside its own file. Python looks for them first in the program's
+    folder (sys.path[0], the script's directory; the working directory for `-m`); the site's packages are
+    not in the checkout, so they are not found."""
+    source = program_source(entry, shell)
+    folder = entry.rsplit("/", 1)[0] + "/" if entry and "/" in entry and not entry.startswith("-m ") else ""
+    found = []
+    for match in _IMPORT.finditer(source):
+        path = folder + (match[1] or match[2]).replace(".", "/")
+        text = next((t for t in map(shell.read, (f"{path}.py", f"{path}/__init__.py")) if t), None)
+        if text and text not in found:
+            found.append(text)
+        if len(found) >= _MAX_MODULES:
+            break
+    return found
+
+
 def _checkout_tails(path: str) -> list[str]:
     """A program at a site path (`$HOME/examples/keras_mnist/mnist.py`, `/work/me/repo/train.py`):
     its trailing folder/file parts, longest first, down to its folder and file, which the checkout may

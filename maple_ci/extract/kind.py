@@ -12,7 +12,7 @@ from typing import Optional
 import yaml
 
 from .directives import count
-from .frameworks import LIGHTNING_CONSOLES, other_framework, program_source, tensorflow_strategy
+from .frameworks import LIGHTNING_CONSOLES, imported_sources, other_framework, program_source, tensorflow_strategy
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, RANK_VARIABLES
 from .launch import Launch
 from .options import last
@@ -140,7 +140,7 @@ def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program
     if "deepspeed" in names or deepspeed_config or option_in_args(args, "deepspeed") is not None:
         return "deepspeed"
     if ("lightning" in (launch.entry or "").lower() or launch.entry in LIGHTNING_CONSOLES or any(a.startswith(("--trainer.", "trainer.")) for a in args)
-            or _LIGHTNING.search(program)):
+            or _LIGHTNING.search(program) or any(map(_LIGHTNING.search, imported_sources(launch.entry, launch.shell)))):
         return "lightning"
     return "pytorch"
 

@@ -22,9 +22,10 @@ from ..values import env_rule
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
-from .consoles import CONSOLES, REMOTE, console, remote, site_wrapper
+from .candidates import from_arguments
+from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import by_program, console_program, runtime_setup
-from .submit import is_submit
+from .submit import in_checkout, is_submit
 from .shell import bash_syntax_error
 
 if TYPE_CHECKING:
@@ -150,7 +151,36 @@ def _shell(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Conte
     flag = next((i for i, a in enumerate(argv[1:], 1) if re.fullmatch(r"-[a-z]*c[a-z]*", a)), None)
     if flag:
         return _command_string(head, argv, flag, shell, stages, ctx)
+    operands = _shell_operands(argv[1:])
+    if shell.stdin is not None and (not operands or operands[0] is None):
+        # bash(1): "If no arguments remain after option processing, or -s is given, commands are read from
+        # the standard input" (a here-document, `cat <<EOF |`, `< file`); -s's operands are its $1...
+        return _input_script(shell, stages, operands[1:], ctx)
     return _program(argv[1:] if head != "zsh" and len(argv) > 1 else argv, shell, stages, ctx)
+
+
+def _input_script(shell: "Shell", stages: list, positional: list[str], ctx: _Context) -> Optional[Launch]:
+    """The script a shell reads from its input. It is a process of its own: what it exports, activates
+    or loads reaches what it runs, not the job's later commands, so a set-up shell (`srun bash <<EOF`
+    making an environment on each node) leaves the job's own environment as it was."""
+    env, modules, python_env = dict(shell.env), list(shell.modules), shell.python_env
+    found = inner(shell.stdin, shell, stages, positional, ctx)
+    if found is None:
+        shell.env.clear()
+        shell.env.update(env)
+        shell.modules[:], shell.python_env = modules, python_env
+    return found
+
+
+def _shell_operands(words: list[str]) -> list:
+    """A shell's words after its options (`-l`, `-x`, `-o pipefail`, `--login`); led by None when -s
+    is among them (the operands are then the positional parameters of what it reads)."""
+    reads_input = False
+    while words and words[0][:1] in "-+" and words[0] not in ("-", "--"):
+        reads_input = reads_input or (words[0][:2] != "--" and "s" in words[0][1:])
+        words = words[2:] if words[0] in ("-o", "+o", "-O", "+O") else words[1:]
+    words = words[1:] if words[:1] in (["-"], ["--"]) else words
+    return [None, *words] if reads_input else list(words)
 
 
 def _command_string(head: str, argv: list[str], flag: int, shell: "Shell", stages: list,
@@ -272,6 +302,10 @@ def _program(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Op
     program = argv[0]
     text = shell.read(program) if program.endswith(".sh") or "/" in program or program in shell.files else None
     text = site_wrapper(program) if text is None else text
+    if text is None and program.startswith("/") and program.endswith(".sh"):  # a script at the site's path
+        read_as, text = in_checkout(program, shell.read)
+        ctx.notes += [f"{program} is outside the checkout, so it was read as {read_as}, the checkout's file at the "
+                      "end of that path: check that it is the same script"] if read_as else []
     if _is_wrapper(argv, text):
         return _through_wrapper(argv, text, shell, stages, ctx)
     if text is not None:
@@ -338,12 +372,13 @@ def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: li
 
 
 def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
-    entry = _on_path(entry)
+    entry = on_path(entry)
     names = {name for name, _ in stages}
     parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
     runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
     # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
     runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
+    runs_program = runs_program or from_arguments(entry)  # `srun -N 4 "$@"`: the job's arguments are its program
     # `llamafactory-cli train`, `fairseq-train` alone: a framework's console script is a program too
     trains = runs_python or bool(entry) and (entry.rsplit("/", 1)[-1] in CONSOLES or by_program(entry) is not None)
     score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0
@@ -351,18 +386,6 @@ def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", 
         score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
     return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes), ctx.binding)
-
-
-# `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
-# the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
-# is `prog` as PATH finds it, on the target too.
-_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
-_ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
-
-
-def _on_path(entry: Optional[str]) -> Optional[str]:
-    found = _ON_PATH.fullmatch(entry or "")
-    return (found[1] or found[2]) if found else entry
 
 
 def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _Context,

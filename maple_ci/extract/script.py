@@ -150,7 +150,9 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
     if strategy is kind.NEXT:
         strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
-    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir))
+    # `srun "$@"`: the job's arguments are the whole command (a launcher forking workers, or not), so no strategy
+    command = bool(launch) and not launch.names() & (DL_LAUNCHERS | {"python"})
+    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir, command))
 
 
 def _program_words(launch: Optional[Launch]) -> list:
@@ -175,11 +177,12 @@ def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
     return d.on_nodes_of(cores) if cores else d
 
 
-def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path]) -> JobIntent:
+def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path], command: bool) -> JobIntent:
     """No program, or only the job's arguments as the program: unknown, with a note on how to give it."""
     if from_arguments(intent.entrypoint):
         why = f"it is the job's arguments, {intent.entrypoint}, given when the job is submitted"
-        return replace(intent, entrypoint=None, script_args=[], notes=[*intent.notes, program_hint(root, near, why)])
+        return replace(intent, entrypoint=None, script_args=[], strategy=None if command else intent.strategy,
+                       notes=[*intent.notes, program_hint(root, near, why)])
     if intent.entrypoint is None:
         return replace(intent, notes=[*intent.notes, program_hint(root, near, "no launch line runs one")])
     return intent
@@ -207,6 +210,9 @@ def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> Jo
     intent = _extract_script(job.text, base_dir, root)
     note = (f"this script submits {job.path} (`{job.line[:120]}`): the port is of {job.path} with the "
             "submit line's options and arguments written in; submit the port in place of both")
+    if job.read_as:
+        note += (f"; {job.path} is outside the checkout, so its file was read as {job.read_as}, the checkout's file "
+                 "at the end of that path: check that it is the same script")
     given = [f"the submit line sets {', '.join(job.given)} per submission, to a value its own shell expands "
              "(a loop's): give it when you submit the port, as the source did; without it the job stops at once"
              ] if job.given else []
@@ -326,6 +332,8 @@ _POSITIONAL = re.compile(re.escape(PASS_THROUGH) + r"|\$[1-9]|\$\{[1-9][0-9]*(?:
 
 def _job_arguments(words: list) -> list[str]:
     """The job's own arguments the launch passes on (kept as shell words by the port: shell_word)."""
+    if from_arguments(words[0]):  # the whole program is the job's arguments: _program_outside's note
+        return []
     return sorted({found for word in words for found in _POSITIONAL.findall(word)})
 
 

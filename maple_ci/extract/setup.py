@@ -25,6 +25,9 @@ REPORTING = re.compile(r"echo|printf|date|hostname|\w+-smi|env|printenv|sleep|se
 # `pip install`, `python -m pip install`, `uv pip install`, `conda install`, `python setup.py develop`
 _INSTALL = re.compile(r"(?:\S*/)?(?:(?:python[\d.]*\s+-m\s+)?pip\d?|uv\s+pip|conda|mamba|micromamba)\s+install\b.*"
                       r"|(?:\S*/)?python[\d.]*\s+setup\.py\s+(?:install|develop)\b.*", re.S)
+# Creating a Python environment: `python -m venv`, `virtualenv`, `uv venv`, `conda create`, `conda env create`
+_CREATE_ENV = re.compile(r"(?:\S*/)?(?:python[\d.]*\s+-m\s+(?:venv|virtualenv)|virtualenv|uv\s+venv"
+                         r"|(?:conda|mamba|micromamba)\s+(?:env\s+)?create)\b.*", re.S)
 # Launcher options that bind ranks to cores (srun's, Hydra/PALS's, Open MPI's; grammars.yaml names)
 _BINDING = ("cpu_bind", "hint", "distribution", "bind_to", "map_by", "depth", "cpus_per_proc")
 
@@ -36,8 +39,8 @@ def setup_notes(shell: "Shell", launch: Optional["Launch"], line: Optional[int],
     array in the target's form, schedulers/arrays.py)."""
     if launch is None:
         return [], set()
-    found = [_inner_commands(shell, launch), _installs(shell), _wrapper_installs(shell, launch), _written(shell, launch),
-             _array(shell, launch, array), _binding(launch, line), _runtime(shell)]
+    found = [_inner_commands(shell, launch, line), _environments(shell), _installs(shell), _wrapper_installs(shell, launch),
+             _written(shell, launch), _array(shell, launch, array), _binding(launch, line), _runtime(shell)]
     notes = [note for note, _ in found if note]
     return notes, {n for _, lines in found for n in lines}
 
@@ -46,17 +49,33 @@ def _words(words: list[str]) -> str:
     return " ".join(words)[:80]
 
 
-def _inner_commands(shell: "Shell", launch: "Launch") -> tuple[Optional[str], set]:
-    """The commands a launch's command string or script runs besides the program: `cd repo`,
-    `pip install -e .`; the port runs the program alone, from the submit directory."""
-    steps = [(line, words) for line, words, found in shell.inner
+def _inner_commands(shell: "Shell", launch: "Launch", line: Optional[int]) -> tuple[Optional[str], set]:
+    """The commands a launch's command string or script runs besides the program (`cd repo`), and
+    those of the other strings, scripts and inputs the job's shells read (`srun bash <<EOF` making a
+    virtualenv on each node): the port runs the program alone, from the submit directory."""
+    steps = [(at, words) for at, words, found in shell.inner
              if words and not _is(found, launch) and not REPORTING.fullmatch(words[0].rsplit("/", 1)[-1])
-             and not _INSTALL.fullmatch(" ".join(words))]  # an install has its own note
-    if not steps:
+             and not _INSTALL.fullmatch(" ".join(words)) and not _CREATE_ENV.fullmatch(" ".join(words))]
+    if not steps:  # an install and an environment have their own notes
         return None, set()
-    shown = "; ".join(f"`{_words(words)}` (line {line})" for line, words in steps[:6])
-    return (f"the launch's command string also runs {shown}, which the port does not: the program runs alone, "
-            "from the submit directory; do these steps in your environment on the target or write them in the port"), set()
+    own = "; ".join(f"`{_words(words)}` (line {at})" for at, words in steps if at == line)
+    other = "; ".join(f"`{_words(words)}` (in the shell of line {at})" for at, words in steps if at != line)
+    shown = ", and ".join(([f"the launch's command string also runs {own}"] if own else [])
+                          + ([f"the job's other shells run {other}"] if other else []))
+    return (f"{shown}, which the port does not: the program runs alone, from the submit directory; do these steps "
+            "in your environment on the target or write them in the port"), set()
+
+
+def _environments(shell: "Shell") -> tuple[Optional[str], set]:
+    """A Python environment the job creates (`virtualenv $SLURM_TMPDIR/env`, `conda env create -f
+    environment.yml`) for the program to run in: the port runs in the target's set-up instead."""
+    found = [(line, words) for line, words, _ in [*shell.commands, *shell.inner] if _CREATE_ENV.fullmatch(" ".join(words))]
+    if not found:
+        return None, set()
+    shown = "; ".join(f"`{_words(words)}` (line {line})" for line, words in found[:4])
+    return (f"the source creates the Python environment its program runs in ({shown}); the port does not: it uses "
+            "the target's framework set-up; create the environment once on the target and give it with --python-env"
+            ), {line for line, words in found if any(at == line and own == words for at, own, _ in shell.commands)}
 
 
 def _is(found, launch: "Launch") -> bool:

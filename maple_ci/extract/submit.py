@@ -27,6 +27,7 @@ class Submitted:
     text: str  # its text with the submit line written in
     line: str  # the submit line, for the note
     given: list = None  # variables it exports with a value its own shell expands per submission (A=$i)
+    read_as: Optional[str] = None  # the checkout's file read for a path outside it (in_checkout)
 
 
 def is_submit(argv: list[str]) -> bool:
@@ -59,34 +60,51 @@ def submitted(submits: list[tuple[list[str], Optional[str]]],
         argv = [without_arguments(word) for word in argv]
         unit = schedulers.by_submit(argv)
         options, rest = parse_options(argv[len(unit.submit):], unit.spec)
-        key, text, arguments = _job(unit, options, rest, stdin, read)
+        key, text, arguments, read_as = _job(unit, options, rest, stdin, read)
         if text is not None:
-            found.setdefault(key, (argv, unit, options, arguments, text))
+            found.setdefault(key, (argv, unit, options, arguments, text, read_as))
     if len(found) != 1:
         return None
-    path, (argv, unit, options, arguments, text) = next(iter(found.items()))
+    path, (argv, unit, options, arguments, text, read_as) = next(iter(found.items()))
     directives, env = _directives(unit, options)
     setup = [f"export {name}={shlex.quote(value)}" for name, value in env if not _expanded(value)]
     if arguments and unit.passes_arguments:  # qsub passes none to the job script
         setup.append("set -- " + " ".join(map(_argument, arguments)))
     given = {name for name, value in env if _expanded(value) and re.fullmatch(r"[A-Za-z_]\w*", name)}
     given = sorted(given | {name for word in arguments if unit.passes_arguments for name in _given_names(word)})
-    return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given)
+    return Submitted(path.split("\0")[0], _written_in(text, directives, setup), shlex.join(argv), given, read_as)
+
+
+def in_checkout(path: str, read: Callable[[str], Optional[str]]) -> tuple[Optional[str], Optional[str]]:
+    """(the checkout file read for `path` when it is another, its text). A job file named by the site's
+    absolute path (`/home/u/repo/sweeps/a/train.sh`, where the repository was checked out there) is the
+    checkout's file at the longest end of that path found from the script's folder (`sweeps/a/train.sh`,
+    at least `train.sh` beside the script); the note names the file read, so a wrong match is seen."""
+    text = read(path)
+    if text is not None or not path.startswith("/"):
+        return None, text
+    parts = [part for part in path.split("/") if part]
+    for start in range(len(parts)):
+        text = read("/".join(parts[start:]))
+        if text is not None:
+            return "/".join(parts[start:]), text
+    return None, None
 
 
 def _job(unit, options: dict, rest: list[str], stdin: Optional[str], read: Callable) -> tuple:
-    """(what the line submits, the job's text, its arguments): the script file, the input, the
-    command the submit option wraps (`sbatch --wrap="python t.py"`) or the command line itself
-    (`bsub -n 4 python t.py`); a script outside the checkout is a job of the line's size alone."""
+    """(what the line submits, the job's text, its arguments, the checkout file read for a site path):
+    the script file, the input, the command the submit option wraps (`sbatch --wrap="python t.py"`)
+    or the command line itself (`bsub -n 4 python t.py`); a script outside the checkout is a job of
+    the line's size alone."""
     wrapped = options.pop(unit.command_option, None) if unit.command_option else None
     if wrapped:
-        return f"{COMMAND_LINE}\0{wrapped[-1]}", f"#!/bin/sh\n{wrapped[-1]}\n", []
-    text = read(rest[0]) if rest else stdin
+        return f"{COMMAND_LINE}\0{wrapped[-1]}", f"#!/bin/sh\n{wrapped[-1]}\n", [], None
+    read_as, text = in_checkout(rest[0], read) if rest else (None, stdin)
     if text is None and rest and unit.runs_command:
-        return f"{COMMAND_LINE}\0{shlex.join(rest)}", shlex.join(rest), []
+        return f"{COMMAND_LINE}\0{shlex.join(rest)}", shlex.join(rest), [], None
     if text is None and rest:
-        return f"{rest[0]} (not in the checkout)", "", rest[1:]
-    return (rest[0] if rest else f"{HERE_DOCUMENT}\0{text}"), text, rest[1:]
+        return f"{rest[0]} (not in the checkout)", "", rest[1:], None
+    return (rest[0] if rest else f"{HERE_DOCUMENT}\0{text}"), text, rest[1:], read_as
 
 
 def _directives(unit, options: dict) -> tuple[list[str], list[tuple[str, str]]]:

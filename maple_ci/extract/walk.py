@@ -19,7 +19,7 @@ from ..errors import MapleError
 from ..files import inside, read_inside
 from .branches import UNEXPANDED, Branches, only_command
 from .budget import Budget
-from .builtins import BUILTINS, Builtins, let_values
+from .builtins import BUILTINS, Builtins, activation, exports, let_values
 from .evaluate import PASS_THROUGH, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
 
@@ -62,6 +62,7 @@ class Shell(Builtins, Branches):
     at: int = 0  # the line of the top-level command being read
     pyxis: dict = field(default_factory=dict)  # Pyxis containers the job names: --container-name -> image
     own_depth: int = 0  # the depth of this shell's own commands (a child's are its string's or script's)
+    calls: int = 0  # the script's function calls this shell is inside: their bodies are the script's own lines
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
     job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
@@ -254,7 +255,9 @@ class Shell(Builtins, Branches):
         saved = self.positional, self.arguments_known
         self.positional, self.arguments_known = arguments, True
         self.depth += 1
+        self.calls += 1
         self.run(self.functions[name])
+        self.calls -= 1
         self.depth -= 1
         self.positional, self.arguments_known = saved
 
@@ -263,16 +266,21 @@ class Shell(Builtins, Branches):
 
         # `VAR=x srun ...`: the program sees VAR, and a launcher reads its own (llamafactory-cli's NNODES)
         launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
-        if not self.depth:  # what the port does not carry is listed; a wrapper's lines are its own
+        # what the port does not carry is listed (a function's body too, once, at its own lines); a wrapper's lines are its own
+        if self.depth == self.calls and not self.own_depth and not (self.calls and self._listed(cmd)):
             self.commands.append((cmd.line, cmd.words, launch))
         elif self.depth == self.own_depth:  # a command string's or a script's own (extract/setup.py)
             self.inner.append((self.at, cmd.words, launch))
         if _kept(launch, self.depth):
             self.launches.append(launch)
 
+    def _listed(self, cmd: Command) -> bool:
+        return any(line == cmd.line and words == cmd.words for line, words, _ in self.commands)
+
     def _here_document(self, cmd: Command) -> None:
         """`cat > run.sh <<EOF`: the file's text, for a later `bash run.sh`; `read -r -d '' CMD <<EOF`: the
-        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`)."""
+        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`,
+        `bash < setup.sh`)."""
         piped, self.piped = self.piped, None
         text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
         self.stdin = text if text is not None else piped if piped is not None else self._input_file(cmd)
@@ -287,8 +295,10 @@ class Shell(Builtins, Branches):
                 self.files[path] = self.files[path.removeprefix("./")] = text
 
     def _input_file(self, cmd: Command) -> Optional[str]:
-        """The text of the file a `<` redirect gives the command as its input (`bsub < job.sh`)."""
-        return next((self.read(self.expand.string(target)) for op, target in cmd.redirects if op == "<"), None)
+        """The text of the checkout file a `<` redirect gives the command as its input (`bsub < job.sh`,
+        `bash < setup.sh`)."""
+        paths = [target for op, target in cmd.redirects if op == "<"]
+        return self.read(self.expand.string(paths[-1]).removeprefix("./")) if paths else None
 
     def _record_writes(self, cmd: Command) -> None:
         for op, target in cmd.redirects:
@@ -338,7 +348,7 @@ class Shell(Builtins, Branches):
         return old + text if isinstance(old, str) else text
 
     def _declare(self, head: str, raw: list[str]) -> None:
-        export = _exports(head, raw)
+        export = exports(head, raw)
         for word in raw:
             if not word.startswith("-"):
                 self._declare_name(word, export)
@@ -354,9 +364,9 @@ class Shell(Builtins, Branches):
         self.vars.update(let_values(expr, self.lookup))
 
     def _source(self, path: str, args: list[str]) -> None:
-        activation = _activation(path, args)
-        if activation:
-            self.python_env = activation
+        activated = activation(path, args)
+        if activated:
+            self.python_env = activated
             return
         text = self.read(path)
         if text is None:
@@ -376,11 +386,6 @@ def _as_list(value) -> list:
     return [value] if value else []
 
 
-def _exports(head: str, raw: list[str]) -> bool:
-    """Whether `export ...` / `declare -x ...` (flags as `-x`, `-rx`...) exports what it names."""
-    return head == "export" or "x" in "".join(w[1:] for w in raw if w.startswith("-"))
-
-
 def _kept(launch, depth: int) -> bool:
     """Whether a launch the walk met is one of the script's: scored, or inside a wrapper with an
     entry (the caller scores it)."""
@@ -391,11 +396,3 @@ def _written_files(cmd: Command) -> list[str]:
     """Where `cat > f <<EOF`, `cat >> f`, `tee f <<EOF` write the here-document, as written."""
     targets = [target for op, target in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
     return [target for target in targets if not target.startswith("-")]
-
-
-def _activation(path: str, args: list[str]) -> Optional[str]:
-    """The Python environment `source PATH ARGS` activates (a venv's bin/activate, conda's
-    `source activate NAME`); None for any other file."""
-    if path == "activate":
-        return " ".join(["conda", "activate", *args[:1]])
-    return f"source {path}" if path.endswith("/activate") else None

@@ -8,6 +8,7 @@ Compared (rank 0 of each side, and the programs run outside any launcher):
 - the variables the job gives the program (its own exports and a launcher's, such as accelerate's
   ACCELERATE_MIXED_PRECISION), and the launcher variables the program identifies itself by;
 - the devices a rank sees, when the source's rank saw more than one;
+- the folder rank 0's program runs in (a `cd` the port does not make: its relative paths name other files);
 - set-up commands the source ran (pip install, a data step) that the port does not.
 """
 
@@ -28,7 +29,7 @@ from .skypilot import NODE_VARS
 
 _TORCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _PER_RANK = re.compile(r"^--local[_-]rank=\d+$")
-_SETUP = ("pip", "pip3", "uv", "git", "wget", "curl", "huggingface-cli", "wandb", "sbatch", "qsub")
+_SETUP = ("pip", "pip3", "uv", "virtualenv", "git", "wget", "curl", "huggingface-cli", "wandb", "sbatch", "qsub")
 # A script that reads its submit-time arguments is traced with one, so that a port that drops them shows.
 SUBMIT_ARGS = re.compile(r"\$\{?[@*1-9]")
 SAMPLE_ARGS = ("--maple-trace-argument=1",)
@@ -36,7 +37,7 @@ SAMPLE_ARGS = ("--maple-trace-argument=1",)
 
 @dataclass
 class Difference:
-    kind: str  # program | setup | processes | env | devices | none
+    kind: str  # program | setup | processes | env | devices | cwd | none
     message: str
     keys: tuple  # words whose presence in the header's notes names the difference
     other_keys: tuple = ()  # or these: the same difference named from the port's side
@@ -183,6 +184,9 @@ def compare(source: Trace, port: Trace, header: str) -> list[Difference]:
                                     f"of its node's {source.allocation.gpus_per_node} devices, the port's "
                                     f"{_device_count(dst[-1], port.allocation.gpus_per_node)} of "
                                     f"{port.allocation.gpus_per_node}", ("sees", "devices")))
+    if dst and src[-1].cwd != dst[-1].cwd:
+        found.append(Difference("cwd", f"rank 0 runs its program in {src[-1].cwd} in the source and in {dst[-1].cwd} "
+                                "in the port", ("`cd ",)))
     for words in _setup_commands(source):
         if words not in _setup_commands(port):
             found.append(Difference("setup", f"the source runs `{_shown(words)}`; the port does not", (words[0],)))
@@ -208,7 +212,7 @@ def _not_traced(results: list, why: str) -> None:
 
 # What an option of `maple port` changes on purpose (the user's word, not the port's doing): the gate
 # does not hold those differences against the port.
-ASKED = {"entrypoint": ("program", "processes", "devices"), "script_args": ("program",),
+ASKED = {"entrypoint": ("program", "processes", "devices", "cwd"), "script_args": ("program",),
          "framework": ("processes", "devices", "env"), "strategy": ("processes", "devices", "env"),
          "gpus_per_node": ("processes", "devices")}
 

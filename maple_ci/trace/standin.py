@@ -334,15 +334,17 @@ def submit(name: str, argv: list) -> int:
     opts, rest = parse_options(argv, spec(grammar)) if grammar else ({}, [])
     record("submit", [name, *argv])
     print("Submitted batch job 424243" if name == "sbatch" else "424243.trace")
-    if not rest or not os.path.isfile(rest[0]):
+    wrapped = last(opts, SUBMIT_WRAP[name]) if name in SUBMIT_WRAP and not rest else None
+    if not wrapped and (not rest or not os.path.isfile(rest[0])):
         return 0
     exported = [item for value in opts.get("export", []) + opts.get("v", []) for item in value.split(",") if "=" in item]
     env = {k: v for k, v in os.environ.items() if k != "MAPLE_TRACE_VIA"}
     env.update(item.split("=", 1) for item in exported)
-    return run(["bash", *rest], env)
+    return run(["sh", "-c", wrapped] if wrapped else ["bash", *rest], env)
 
 
 SUBMIT_GRAMMARS = {"sbatch": "srun", "qsub": "qsub"}
+SUBMIT_WRAP = {"sbatch": "wrap"}  # sbatch(1) --wrap: the job is that string under sh (schedulers/slurm.py, command_option)
 
 
 MODULE_LAUNCHERS = {"torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
