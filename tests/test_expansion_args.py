@@ -43,6 +43,15 @@ def test_a_job_argument_with_a_default_stays_a_job_argument(tmp_path):
     assert bare[0][-4:] == bare[1][-4:] == ["--tag", "base", "--mode", "eval"]
 
 
+def test_a_job_argument_whose_default_is_another_expansion_is_read_down_to_one_default(tmp_path):
+    """`${1:-${CFG:-a.yaml}}` (the argument, else a variable, else a file): the variable's default is
+    read as every variable's is, the job argument stays live (before: passed as literal text)."""
+    body = 'CONFIG_FILE=${1:-${CFG:-conf/a.yaml}}\nsrun python fit.py --config $CONFIG_FILE\n'
+    given = _argv(tmp_path, body, "perlmutter", args=("conf/b.yaml",))
+    assert given[1][-2:] == ["--config", "conf/b.yaml"] and '"${1:-conf/a.yaml}"' in given[2]
+    assert _argv(tmp_path, body, "polaris")[1][-2:] == ["--config", "conf/a.yaml"]
+
+
 def test_what_cannot_be_kept_live_stays_literal_text():
     # command substitution and arithmetic over names the scheduler does not set are never run by a port
     assert shell_word("$((FOO + 1))") == "'$((FOO + 1))'"

@@ -53,3 +53,13 @@ def test_a_submitted_script_outside_the_checkout_keeps_the_submit_line_s_size_an
     assert (intent.scheduler, intent.nodes, intent.walltime, intent.queue) == ("slurm", 2, "01:30:00", "long")
     assert intent.entrypoint is None  # the program is in a file this checkout does not hold: refused by name
     assert any("/home/them/jobs/train.sbatch (not in the checkout)" in note for note in intent.notes)
+
+
+def test_a_submitter_that_writes_its_job_keeps_its_own_reading_when_the_line_says_nothing(tmp_path):
+    """`cat > job.sh <<EOF ... sbatch job.sh`: the submitted file is the script's own output, not a
+    file of the checkout; a submit line without options tells nothing of it, so the submitter's own
+    directives stand (before: an empty job with no scheduler)."""
+    intent = submitter(tmp_path, "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -t 10\nprintf '#!/bin/bash\\n' > job.sh\n"
+                       "echo 'srun python fit.py' >> job.sh\nsbatch job.sh\n")
+    assert (intent.scheduler, intent.nodes, intent.walltime) == ("slurm", 1, "00:10:00")
+    assert intent.entrypoint is None  # what it runs only the run shows: `maple port` takes it from the trace

@@ -250,7 +250,9 @@ class Expander:
         if value is None and RUNTIME_NAME.fullmatch(name):
             return None  # the job sets it; the default is only what bash gives outside one
         if value is None and name.isdigit() and not self.runtime:
-            return None  # a job argument (sbatch job.sh ARG): the default only where none is given
+            # a job argument (sbatch job.sh ARG): its default where none is given (${1:-${C:-a}} -> ${1:-a})
+            default = self.string(word) if "$" in word else None
+            return f"${{{name}{op}{default}}}" if isinstance(default, str) and "$" not in default else None
         return self.string(word) if op[-1] in "-=" else None
 
     def _string_operation(self, value: str, rest: str) -> Optional[str]:

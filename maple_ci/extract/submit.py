@@ -94,15 +94,15 @@ def in_checkout(path: str, read: Callable[[str], Optional[str]]) -> tuple[Option
 def _job(unit, options: dict, rest: list[str], stdin: Optional[str], read: Callable) -> tuple:
     """(what the line submits, the job's text, its arguments, the checkout file read for a site path):
     the script file, the input, the command the submit option wraps (`sbatch --wrap="python t.py"`)
-    or the command line itself (`bsub -n 4 python t.py`); a script outside the checkout is a job of
-    the line's size alone."""
+    or the command line itself (`bsub -n 4 python t.py`); a script outside the checkout (or one the
+    submitter writes) is a job of the line's size alone, where the line gives one."""
     wrapped = options.pop(unit.command_option, None) if unit.command_option else None
     if wrapped:
         return f"{COMMAND_LINE}\0{wrapped[-1]}", f"#!/bin/sh\n{wrapped[-1]}\n", [], None
     read_as, text = in_checkout(rest[0], read) if rest else (None, stdin)
     if text is None and rest and unit.runs_command:
         return f"{COMMAND_LINE}\0{shlex.join(rest)}", shlex.join(rest), [], None
-    if text is None and rest:
+    if text is None and rest and options:  # with no options the line tells nothing: the submitter's own reading stands
         return f"{rest[0]} (not in the checkout)", "", rest[1:], None
     return (rest[0] if rest else f"{HERE_DOCUMENT}\0{text}"), text, rest[1:], read_as
 
