@@ -170,7 +170,8 @@ def program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobInten
         return intent
     entrypoint, args = program_line(shlex.join(words), None)
     note = f"the program was found by tracing the script (static reading found none): {shlex.join(words)[:200]}"
-    return replace(intent, entrypoint=entrypoint, script_args=args or [], notes=[*intent.notes, note])
+    kept = [n for n in intent.notes if not n.startswith("the program is not in the script")]  # now it is known
+    return replace(intent, entrypoint=entrypoint, script_args=args or [], notes=[*kept, note])
 
 
 def write_results(results: list[PortResult], out_dir: Path) -> None:
