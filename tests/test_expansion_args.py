@@ -65,3 +65,11 @@ def test_brace_expansion_makes_the_words_bash_makes(tmp_path):
     body = 'srun python fit.py --seeds {1..3} --out=run{a,b} --spec "{x,y}" ${tag:-{p,q}}\n'
     source, ported, _ = _argv(tmp_path, body, "polaris")
     assert source[-9:] == ["--seeds", "1", "2", "3", "--out=runa", "--out=runb", "--spec", "{x,y}", "{p,q}"]
+
+
+def test_a_quoted_empty_argument_stays_a_word_where_an_empty_job_argument_makes_none():
+    """bash: `''` is one (empty) word; an unquoted `${5:-}` with no fifth argument is none."""
+    from maple_ci.extract import extract
+
+    intent = extract("#!/bin/bash\n#SBATCH -N 1\nsrun python fit.py --tag '' --b ${5:-} --c x\n")
+    assert intent.script_args == ["--tag", "", "--b", "--c", "x"]

@@ -128,7 +128,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         gpus_per_node=gpus_per_node,
         world_size=world,
         entrypoint=launch.entry if launch else None,
-        script_args=[arg for arg in live[1:] if without_arguments(arg)],  # `${5:-}` unquoted: no word
+        script_args=[arg for arg in live[1:] if not arg or without_arguments(arg)],  # `${5:-}`: no word; `''`: one
         walltime=d.walltime,
         account=d.account,
         queue=d.queue or _step_queue(launch, d),
