@@ -119,3 +119,11 @@ def test_assigning_a_variable_the_job_s_environment_holds_exports_it_as_bash_doe
     sge = extract_script("#!/bin/bash\n#$ -l node_f=1\n#$ -l h_rt=600\n" + body, None, "a.sh")
     slurm = extract_script("#!/bin/bash\n#SBATCH -N 1\n" + body, None, "b.sh")
     assert sge.env.get("JOB_NAME") == "sweep-lr3" and "JOB_NAME" not in slurm.env
+
+
+def test_a_boolean_gpu_resource_is_one_gpu_and_says_so():
+    """A site's BOOL `gpu` complex (complex(5): TRUE/FALSE): `-l gpu=true` asks for one; before, the
+    script was refused as a malformed GPU count."""
+    d = get("sge").read("#$ -l gpu=true\n#$ -l h_rt=0:30:0\n#!/bin/bash\npython3 train.py\n")
+    assert (d.gpus_per_node, d.walltime) == (1, "00:30:00")
+    assert any("gpu=true" in note for note in d.notes)

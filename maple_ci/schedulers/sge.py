@@ -9,6 +9,8 @@ Sources (read 2026-11-29):
   NSLOTS, NHOSTS, PE_HOSTFILE): https://gridscheduler.sourceforge.net/htmlman/htmlman1/qsub.html
 - ABCI 2.0 User Guide, "Job Execution" (`#$ -l rt_F=N`: N nodes of resource type F, the full node;
   `-g group` at qsub is the group charged): https://docs.abci.ai/v2/en/job-execution/  # unconfirmed (archived)
+- Grid Engine's complex(5): a BOOL attribute takes TRUE/FALSE (or 1/0), case-insensitive:
+  https://gridscheduler.sourceforge.net/htmlman/htmlman5/complex.html
 - Grid Engine's sge_types(5), time_specifier: seconds, or "3 decimal integer numbers separated by colon
   signs" (hours, minutes, seconds), a zero field may be left empty (1::1); no days field. Its parser
   (source/libs/uti/sge_parse_num_par.c, sge_parse_num_val) takes exactly those forms: `1:30` and
@@ -40,6 +42,15 @@ _NAMES = {"q": "queue", "P": "account", "g": "account", "N": "job_name", "l": "l
 _FLAGS = frozenset({"cwd", "export_all", "notify"})
 _NOT_PORTED = frozenset({"output", "error", "join", "array", "mail", "mail_list", "hold_jid", "cwd", "wd", "shell",
                          "binary", "reserve", "now", "notify"})
+
+
+def sge_gpus(value: str, d: Directives) -> int:
+    """`-l gpu=N`, or a site's BOOL `gpu` resource: complex(5) reads TRUE/true (or 1) as requested,
+    one of it (UCL's `-l gpu=true`)."""
+    if value.lower() == "true":
+        d.notes.append("-l gpu=true (a Grid Engine BOOL resource) read as one GPU (unconfirmed for the site)")
+        return 1
+    return gpu_count(value, d)
 
 
 def sge_time(value: str, d: Directives) -> str:
@@ -95,7 +106,7 @@ class Sge(Pbs):
     not_ported = _NOT_PORTED
     # -l gpu=N: the GPU consumable as sites name it, per host of a one-slot-per-host job  # unconfirmed
     fields = {"h_rt": ("walltime", lambda value, d: sge_time(value, d)), **dict.fromkeys(FULL_NODES, ("nodes", positive)),
-              "gpu": ("gpus_per_node", gpu_count),
+              "gpu": ("gpus_per_node", sge_gpus),
               # Notre Dame CRC's `-l gpu_card=N`, GPUs of the job's one host (docs.crc.nd.edu; unconfirmed, not read today)
               "gpu_card": ("gpus_per_node", gpu_count),
               "account": ("account", as_written), "queue": ("queue", as_written)}
