@@ -73,3 +73,11 @@ def test_a_quoted_empty_argument_stays_a_word_where_an_empty_job_argument_makes_
 
     intent = extract("#!/bin/bash\n#SBATCH -N 1\nsrun python fit.py --tag '' --b ${5:-} --c x\n")
     assert intent.script_args == ["--tag", "", "--b", "--c", "x"]
+
+
+def test_a_comment_in_backquotes_inside_a_continued_launch_is_no_word():
+    """`` `# why` `` between continued lines (a way to comment an option): bash substitutes nothing."""
+    from maple_ci.extract import extract
+
+    intent = extract("#!/bin/bash\n#SBATCH -N 1\nsrun python \\\n  `# the site's own wrapper` \\\n  fit.py --x 1\n")
+    assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--x", "1"])

@@ -283,6 +283,8 @@ class Expander:
 
     def _substitution(self, command: str) -> Optional[str]:
         """The output of the few commands whose output is known; None (kept as written) otherwise."""
+        if not command.strip() or command.lstrip().startswith("#"):
+            return ""  # `# a note` inside a continued launch line: bash runs nothing, so no word
         words = command.split()
         output = self.output_of(command)
         if output is not None:
