@@ -80,7 +80,8 @@ def model_notes(intent: JobIntent, template: TemplateMeta) -> list[str]:
         return []
     why = ("Lightning's cluster environments expect the scheduler to start every rank" if intent.framework == "lightning"
            else f"{template.cluster} runs {template.framework} only as {forced} ({template.launcher})")
-    return [f"the source starts {process_model(intent)} ({intent.launcher}); {why}, so the port does: the program gets "
+    return [f"the source starts {process_model(intent)} ({intent.launcher}); {why}, so the port does, one process per "
+            "device (so as many per node as the node's devices): the program gets "
             "RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as before; check it reads nothing else "
             "of its old launcher's (torchrun's LOCAL_WORLD_SIZE, MPI's rank variables)"]
 
