@@ -120,3 +120,13 @@ def test_the_gate_passes_a_port_that_gives_the_variable_python_reads_for_the_opt
     assert compare(trace_script(source), trace_script(source, text=carried), header_of(carried)) == []
     half = carried.replace("export PYTHONFAULTHANDLER=1\n", "")
     assert [d.kind for d in compare(trace_script(source), trace_script(source, text=half), header_of(half))] == ["program"]
+
+
+def test_a_setuptools_command_before_the_program_is_set_up_not_the_job():
+    """`python setup.py install` (or develop, build_ext) packages the checkout; the job is what runs after."""
+    from maple_ci.extract import extract
+
+    intent = extract("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:1\ncd ~/proj\npython setup.py install\n"
+                     "python -u fit.py cfg.yml\n")
+    assert (intent.entrypoint, intent.script_args) == ("fit.py", ["cfg.yml"])
+    assert any("setup.py install" in note for note in intent.notes)

@@ -319,6 +319,8 @@ def _python(argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Opt
     options, runs = python_command(argv[1:])
     if not runs or runs[0] in ("-c", "-"):
         return None  # inline code (or stdin) is not a training program we can port
+    if runs[0].rsplit("/", 1)[-1] == "setup.py":
+        return None  # setuptools' commands (setup.py install, develop, build_ext): set-up, never the job
     if options and PYTHON_OPTIONS_NOTE not in " ".join(ctx.notes):
         _carry_python_options(options, ctx)
     if runs[0] == "-m" and len(runs) > 1:
