@@ -23,9 +23,9 @@ def _sequence(body: str):
     return [str(v) if numbers else chr(v) for v in values]
 
 
-def _parts(word: str, open_at: int):
-    """(end of the brace group, its comma-separated items at depth 1) for the `{` at open_at."""
-    depth, quote, items, start, i = 0, None, [], open_at + 1, open_at
+def _unquoted(word: str, start: int = 0):
+    """(index, character) of each character of `word` from `start` that no quote or backslash hides."""
+    quote, i = None, start
     while i < len(word):
         char = word[i]
         if quote:
@@ -34,7 +34,16 @@ def _parts(word: str, open_at: int):
             quote = char
         elif char == "\\":
             i += 1
-        elif char == "{":
+        else:
+            yield i, char
+        i += 1
+
+
+def _parts(word: str, open_at: int):
+    """(end of the brace group, its comma-separated items at depth 1) for the `{` at open_at."""
+    depth, items, start = 0, [], open_at + 1
+    for i, char in _unquoted(word, open_at):
+        if char == "{":
             depth += 1
         elif char == "}":
             depth -= 1
@@ -43,33 +52,24 @@ def _parts(word: str, open_at: int):
         elif char == "," and depth == 1:
             items.append(word[start:i])
             start = i + 1
-        i += 1
     return None, []
+
+
+def _next_open(word: str, start: int):
+    return next((i for i, char in _unquoted(word, start) if char == "{"), None)
 
 
 def expand_braces(word: str) -> list[str]:
     """The words bash's brace expansion makes of `word` (itself when there is none)."""
-    quote, i = None, 0
-    while i < len(word):
-        char = word[i]
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "\\":
-            i += 1
-        elif char == "{":
-            end, items = _parts(word, i)
-            if end is None:
-                return [word]
-            if word[i - 1:i] == "$":  # a parameter's braces, whatever they hold
-                i = end + 1
-                continue
-            inner = items if len(items) > 1 else _sequence(items[0])
-            if inner:
-                pre, post = word[:i], word[end + 1:]
-                words = [w for item in inner for w in expand_braces(pre + item + post)]
-                return words if len(words) <= _MOST else [word]
-            i = end  # `{x}` or `${...}`-like text: braces that expand nothing stay text
-        i += 1
+    i = _next_open(word, 0)
+    while i is not None:
+        end, items = _parts(word, i)
+        if end is None:
+            return [word]
+        inner = None if word[i - 1:i] == "$" else items if len(items) > 1 else _sequence(items[0])  # ${...}: a parameter
+        if inner:
+            pre, post = word[:i], word[end + 1:]
+            words = [w for item in inner for w in expand_braces(pre + item + post)]
+            return words if len(words) <= _MOST else [word]
+        i = _next_open(word, end + 1)  # `{x}` or a parameter's braces: text that expands nothing
     return [word]
