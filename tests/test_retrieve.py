@@ -186,8 +186,8 @@ def test_list_filters_by_cluster_and_framework(library):
     assert [t.id for t in list_templates(cluster="beta")] == ["beta-pytorch-ddp", "beta-deepspeed-zero3"]  # profile order
     assert {t.cluster for t in list_templates(framework="accelerate")} == {"alpha"}
     assert len(list_templates()) == len(SYNTHETIC)
-    with pytest.raises(MapleError, match="unknown framework 'mxnet'"):
-        list_templates(framework="mxnet")
+    with pytest.raises(MapleError, match="unknown framework 'theano'"):
+        list_templates(framework="theano")
 
 
 def test_table_is_built_once_then_opened(library, build_count, tmp_path, monkeypatch):
