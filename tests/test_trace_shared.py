@@ -8,7 +8,6 @@ without it these fail rather than skip, as the other trace tests do.
 
 from pathlib import Path
 
-
 from maple_ci.errors import MapleError
 from maple_ci.trace import sandbox, trace_script, trace_with_ports
 
