@@ -49,7 +49,7 @@ def trace_silent(set_dir: Path) -> dict:
     from maple_ci.errors import MapleError
     from maple_ci.extract import extract
     from maple_ci.port import port_intent, program_from_trace
-    from maple_ci.trace import trace_script
+    from maple_ci.trace import trace_with_ports
     from maple_ci.trace.compare import SAMPLE_ARGS, SUBMIT_ARGS, compare, header_of, stops_itself
 
     counts = {"ports": 0, "ok": 0, "silent": 0, "loud": 0, "untraceable": 0, "cases": []}
@@ -62,19 +62,22 @@ def trace_silent(set_dir: Path) -> dict:
             if intent.entrypoint is None:  # as maple port does
                 intent = program_from_trace(intent, case["path"], trusted=False)
             results = port_intent(intent, list(TARGETS), case["file"], out, source_text=text)
-            source = trace_script(case["path"], cluster=intent.source_cluster, checkout=set_dir, args=args, trusted=True,
-                                  gpus=intent.gpus_per_node)  # as maple port's gate traces it
+            todo = [result for result in results if result.status == "ok"]
+            # traced as maple port's gate traces them: side by side, the source on the devices its launch used
+            source, ports = trace_with_ports(case["path"], [(r.cluster, r.script) for r in todo],
+                                             cluster=intent.source_cluster, checkout=set_dir, args=args, trusted=True,
+                                             gpus=intent.gpus_per_node)
+            if isinstance(source, MapleError):
+                raise source
         except MapleError as error:
             counts["cases"].append((case["file"], "refused or untraceable", str(error)[:200]))
             counts["untraceable"] += 1
             continue
-        for result in results:
-            counts["ports"] += 1
-            if result.status != "ok":
-                counts["loud"] += 1
-                continue
-            port = trace_script(case["path"], cluster=result.cluster, nodes=len(source.allocation.nodes),
-                                checkout=set_dir, args=args, trusted=True, text=result.script)
+        counts["ports"] += len(results)
+        counts["loud"] += len(results) - len(todo)
+        for result, port in zip(todo, ports):
+            if isinstance(port, MapleError):
+                raise port
             found = compare(source, port, header_of(result.script))
             if stops_itself(port):
                 counts["loud"] += 1
