@@ -170,3 +170,10 @@ def write_inside(folder: Path, relative: Path, text: str, mode: Optional[int] = 
         _replace(fd, parts[-1], text, mode, name)
     finally:
         os.close(fd)
+
+
+def trailing_paths(path: str, shortest: int = 1) -> list[str]:
+    """`a/b/c`, `b/c`, `c` for `/x/a/b/c`: the path's trailing parts, longest first, down to `shortest`
+    parts: where a file named by a site's path may lie in the checkout cloned there."""
+    parts = [part for part in path.split("/") if part]
+    return ["/".join(parts[start:]) for start in range(len(parts) - shortest + 1)]

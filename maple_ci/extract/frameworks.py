@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional
 
+from ..files import trailing_paths
 from ..intent import OWN_RUNTIME
 
 if TYPE_CHECKING:
@@ -137,11 +138,10 @@ def _checkout_tails(path: str) -> list[str]:
     """A program at a site path (`$HOME/examples/keras_mnist/mnist.py`, `/work/me/repo/train.py`):
     its trailing folder/file parts, longest first, down to its folder and file, which the checkout may
     hold (the repository cloned there on the site)."""
-    parts = path.split("/")
-    if len(parts) < 3 or not path.endswith(".py"):
+    if len(path.split("/")) < 3 or not path.endswith(".py"):
         return []
-    tails = ["/".join(parts[-k:]) for k in range(len(parts) - 1, 1, -1)]
-    return [tail for tail in tails if "$" not in tail and not tail.startswith("/")]
+    tails = trailing_paths(path, shortest=2)[0 if path.startswith("/") else 1:]  # a relative path is itself read already
+    return [tail for tail in tails if "$" not in tail]
 
 
 def _console_module(word: str, shell: "Shell") -> Optional[str]:

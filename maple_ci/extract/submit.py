@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..files import trailing_paths
 from ..launchers import parse_options
 from .. import schedulers
 
@@ -83,11 +84,10 @@ def in_checkout(path: str, read: Callable[[str], Optional[str]]) -> tuple[Option
     text = read(path)
     if text is not None or not path.startswith("/"):
         return None, text
-    parts = [part for part in path.split("/") if part]
-    for start in range(len(parts)):
-        text = read("/".join(parts[start:]))
+    for tail in trailing_paths(path):
+        text = read(tail)
         if text is not None:
-            return "/".join(parts[start:]), text
+            return tail, text
     return None, None
 
 
