@@ -79,3 +79,26 @@ def test_a_word_the_header_names_from_the_port_s_side_is_named(tmp_path):
     # a short or numeric word is not taken as named just because the header holds it somewhere
     number = "#!/bin/bash\n# Note: 1 node\nsrun python train.py 1\n"
     assert [d.kind for d in compare(trace_script(path), trace_script(path, text=number), header_of(number))] == ["program"]
+
+
+def test_a_site_storage_name_the_source_uses_as_its_own_variable_is_not_a_difference(tmp_path):
+    """The trace exports $PROJECT, $DATA... on every allocation, as the centers that set them do; a
+    script that reuses such a name for a plain variable (bash keeps an exported name exported) would
+    otherwise hand it to its program in the trace only, and fail a port that inlines the value."""
+    path = _checkout(tmp_path, SOURCE.replace("torchrun", 'PROJECT=reproducibility\nDATA=/d\ntorchrun')
+                     .replace("--lr 0.1", '--lr 0.1 --project "$PROJECT" --data $DATA'))
+    code, checks = _port(path)
+    assert code == 0 and checks[0]["ok"], checks
+
+
+def test_a_site_storage_variable_the_port_sets_otherwise_is_a_difference():
+    from maple_ci.trace import Rank
+    from maple_ci.trace.compare import _env_differences
+
+    def rank(env):
+        return Rank(0, 1, "n1", ["python", "train.py"], "/work", [], env, "all")
+    assert _env_differences(rank({"PROJECT": "a"}), rank({})) == []
+    [found] = _env_differences(rank({"PROJECT": "a"}), rank({"PROJECT": "b"}))
+    assert found.message == "the program gets PROJECT='a' in the source and 'b' in the port"
+    [found] = _env_differences(rank({"MYPROJ": "a"}), rank({}))
+    assert "unset in the port" in found.message

@@ -24,7 +24,7 @@ from ..errors import MapleError
 from ..verify.record import without_record
 from . import Rank, Trace
 from ..launchers.options import PYTHON_OPTIONS_NOTE, python_option_env
-from .allocation import grammars
+from .allocation import SITE_VARS, grammars
 from .skypilot import NODE_VARS
 
 _TORCH_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -133,11 +133,14 @@ def _python_options_kept(source: Rank, port: Rank) -> bool:
 
 
 def _env_differences(source: Rank, port: Rank) -> list:
+    """The variables the source's program gets and the port's does not. A site's storage variable
+    ($PROJECT, $DATA...) the source reassigns reaches its program only because the trace exports the
+    stand-in on every cluster; a port that leaves it at the site's value is not a difference."""
     found = []
     for name, value in sorted(source.env.items()):
         if name in _TORCH_VARS or name in launcher_vars():
             continue
-        if port.env.get(name) != value:
+        if port.env.get(name) != value and not (name in SITE_VARS and name not in port.env):
             now = "unset" if name not in port.env else f"{port.env[name]!r}"
             found.append(Difference("env", f"the program gets {name}={value!r} in the source and {now} in the port",
                                     (name,)))
