@@ -69,8 +69,11 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     scheduler, per_node = get_profile(cluster).scheduler, back.gpus_per_node or 1
     # a job array's count and bounds are the constants of the port's own array directive (schedulers/arrays.py)
     had = ranks_per_node(expect["nodes"], expect.get("world_size"), expect.get("gpus_per_node"))
-    entrypoint = translate(expect["entrypoint"], scheduler, per_node, back.array, had)
-    arguments = [translate(arg, scheduler, per_node, back.array, had) for arg in expect["script_args"]]
+    try:
+        entrypoint = translate(expect["entrypoint"], scheduler, per_node, back.array, had)
+        arguments = [translate(arg, scheduler, per_node, back.array, had) for arg in expect["script_args"]]
+    except MapleError as error:  # a labelled word the target's scheduler has no equivalent for: no port can match it
+        return [f"{cluster}: the label has no {scheduler} form ({error})"]
     arguments = relabelled(arguments, expect, back)
     problems = []
     if back.entrypoint != entrypoint:

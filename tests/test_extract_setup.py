@@ -173,3 +173,13 @@ def test_a_program_in_the_checkout_gets_no_site_path_note(tmp_path):
     intent = read(SLURM + "srun python src/train.py --data /tmp/d\n", tmp_path)
     [result] = port_intent(intent, ["polaris"], "job.sh", tmp_path / "out")
     assert "the program itself is at a path" not in result.script
+
+
+def test_the_array_s_own_id_reaches_a_pbs_port_as_pbs_names_it(tmp_path):
+    """PBS Pro's PBS_ARRAY_ID is the whole array's id, as Slurm's SLURM_ARRAY_JOB_ID (both schedulers'
+    docs): a run folder named after it keeps one folder per array on either."""
+    from maple_ci.schedulers.jobvars import translate
+
+    assert translate("runs/${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}", "pbs", 4, "0-3") == \
+        "runs/${PBS_ARRAY_ID}_${PBS_ARRAY_INDEX}"
+    assert translate("runs/$PBS_ARRAY_ID", "slurm", 4, "0-3") == "runs/$SLURM_ARRAY_JOB_ID"

@@ -54,3 +54,16 @@ def test_each_field_is_extracted_right_in_98_percent_of_real_scripts(report, fie
 def test_95_percent_port_to_three_targets_with_the_same_program_arguments_and_size(report):
     assert report["port"]["targets"] == list(TARGETS)
     assert report["port"]["accuracy"] >= 0.95, _failures(report)
+
+
+def test_a_label_the_target_scheduler_cannot_express_counts_that_port_wrong_and_says_why():
+    """A labelled word with no equivalent on the target's scheduler (jobvars.translate refuses it)
+    makes that one port wrong, named, not the whole benchmark run stop."""
+    from maple_ci.bench_real import _program_problems
+    from maple_ci.extract import extract_script
+
+    back = extract_script("#!/bin/bash\n#PBS -l select=1:ngpus=4\nmpiexec -n 4 python train.py --mem 1\n")
+    expect = {"entrypoint": "train.py", "script_args": ["--mem", "$SLURM_MEM_PER_NODE"], "nodes": 1,
+              "world_size": 4, "gpus_per_node": 4}
+    [problem] = _program_problems("polaris", back, expect)
+    assert problem.startswith("polaris: the label has no pbs form") and "SLURM_MEM_PER_NODE" in problem

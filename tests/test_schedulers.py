@@ -15,7 +15,7 @@ UNITS = schedulers.all()
 CONCEPTS = {"submit_dir", "job_id", "job_name", "array_index", "nodes", "ranks", "ranks_per_node", "node_list",
             "node_file", "rank", "local_rank", "cpus_per_task",  # cpus_per_task: the trace's job (Slurm's -c)
             "cpus", "gpus", "cpus_on_node", "node_cpus",  # the job's CPUs and GPUs in all, a node's CPUs (NCI Gadi's names)
-            "array_count", "array_min", "array_max",  # a job array's constants (schedulers/arrays.py)
+            "array_count", "array_min", "array_max", "array_job_id",  # a job array's constants and id
             "node_index", "node_tmp"}  # a rank's node's index, a node-local folder per job
 ids = [unit.name for unit in UNITS]
 

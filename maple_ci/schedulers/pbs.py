@@ -119,6 +119,8 @@ class Pbs(Scheduler):
         "job_id": ("PBS_JOBID",),
         "job_name": ("PBS_JOBNAME",),
         "array_index": ("PBS_ARRAY_INDEX",),
+        # the whole array's id, 1234[] (PBS Pro; MetaCentrum's PBS Pro guide, wiki.metacentrum.cz, read 2026-11-29)
+        "array_job_id": ("PBS_ARRAY_ID",),
         "nodes": ("PBS_JOBSIZE", "PBS_NUM_NODES"),
         "ranks": ("PBS_NP",),
         "ranks_per_node": ("PBS_NUM_PPN",),

@@ -86,6 +86,7 @@ class Slurm(Scheduler):
         "job_id": ("SLURM_JOB_ID", "SLURM_JOBID"),
         "job_name": ("SLURM_JOB_NAME",),
         "array_index": ("SLURM_ARRAY_TASK_ID",),
+        "array_job_id": ("SLURM_ARRAY_JOB_ID",),  # the whole array's id (job_array.html, read 2026-11-29)
         # https://slurm.schedmd.com/job_array.html (read 2026-11-29): set in each array task
         "array_count": ("SLURM_ARRAY_TASK_COUNT",),
         "array_min": ("SLURM_ARRAY_TASK_MIN",),
