@@ -110,7 +110,7 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
     source starts another count per node, the header says so (the trace gate reads "process(es) per
     node"), and why it matters: fewer than the node's GPUs (each drives several, or leaves some idle),
     or a count the program may fix itself (a shard count, InternEvo's GPU_NUMS)."""
-    nodes, world, devices = intent.nodes, intent.world_size, intent.gpus_per_node
+    nodes, world, devices = intent.nodes, intent.processes(), intent.gpus_per_node
     started = nodes and world and -(-world // nodes)  # the first node's, where the world does not fill its nodes alike
     if not started or intent.launcher == "python" or started == ranks_per_node:
         return None

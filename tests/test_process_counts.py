@@ -57,20 +57,26 @@ def test_an_engine_servers_directives_give_its_devices_where_they_ask(tmp_path):
     assert (intent.gpus_per_node, intent.world_size) == (4, 2)
 
 
+STARTED_ONCE = {"by bash": "python -m sglang.launch_server --model-path org/m --tp 4",
+                "by a one-task srun": "srun -n 1 python3 -m vllm.entrypoints.openai.api_server --model org/m -tp 4"}
+
+
 @pytest.mark.parametrize("target", ["perlmutter", "polaris", "frontier"])
-def test_a_ported_engine_server_is_one_process_with_its_devices_and_the_gate_agrees(target, tmp_path):
+@pytest.mark.parametrize("started", sorted(STARTED_ONCE))
+def test_a_ported_engine_server_is_one_process_with_its_devices_and_the_gate_agrees(started, target, tmp_path):
     """The port starts the server once, carries its flags, and gives it the four devices; the trace
-    (the oracle) sees one process with four devices on both sides."""
-    text = "#!/bin/bash\n#SBATCH -N 1 --gpus-per-node=4 -t 45\npython -m sglang.launch_server --model-path org/m --tp 4\n"
+    (the oracle) sees one process with four devices on both sides. No note of another process count."""
+    text = f"#!/bin/bash\n#SBATCH -N 1 --gpus-per-node=4 -t 45\n{STARTED_ONCE[started]}\n"
     path = write(tmp_path, text)
     intent = extract_script(text, tmp_path, "job.sh", tmp_path)
     [result] = port_intent(intent, [target], "job.sh", tmp_path / "out", source_text=text,
-                           python_envs={"default": "/site/envs/sglang"})
+                           python_envs={"default": "/site/envs/serving"})
     assert result.status == "ok", [c.message for c in result.checks if not c.ok]
     assert "one process with 4 devices" in header_of(result.script)
     assert "world size changes" not in header_of(result.script)
+    assert "process(es) per node" not in header_of(result.script)
     back = extract_script(result.script)
-    assert back.script_args[-2:] == ["--tp", "4"] and back.processes() == 1
+    assert back.script_args == intent.script_args and back.processes() == 1
     source = trace_script(path, checkout=tmp_path, gpus=4)
     port = trace_script(path, cluster=target, nodes=1, checkout=tmp_path, text=result.script)
     [rank] = port.ranks
