@@ -110,8 +110,8 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
     source starts another count per node, the header says so (the trace gate reads "process(es) per
     node"), and why it matters: fewer than the node's GPUs (each drives several, or leaves some idle),
     or a count the program may fix itself (a shard count, InternEvo's GPU_NUMS)."""
-    nodes, world, devices = intent.nodes, intent.processes(), intent.gpus_per_node
-    started = nodes and world and -(-world // nodes)  # the first node's, where the world does not fill its nodes alike
+    nodes, processes, devices = intent.nodes, intent.processes(), intent.gpus_per_node
+    started = nodes and processes and -(-processes // nodes)  # the first node's, where they do not fill its nodes alike
     if not started or intent.launcher == "python" or started == ranks_per_node:
         return None
     why = (" (torchrun's default: the source gives no --nproc_per_node)"
@@ -121,7 +121,7 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
                 f"several devices (or leaves some idle); the port starts one per device, {ranks_per_node} per node: a "
                 "program that uses several GPUs per process (DataParallel, device_map, its own workers) must be "
                 "changed for that, or ported with its own launcher line (--entrypoint)")
-    return (f"the source starts {started} process(es) per node{why} ({intent.launcher}: {world} on {nodes} node(s)); "
+    return (f"the source starts {started} process(es) per node{why} ({intent.launcher}: {processes} on {nodes} node(s)); "
             f"the port starts one per device of the target's nodes, {ranks_per_node} per node: a program that fixes "
             "its process count (a shard count, GPUs per node in its config or environment) or sizes its work by "
             "it must be changed for that, or ported with its own launcher line (--entrypoint)")

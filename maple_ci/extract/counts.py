@@ -45,8 +45,9 @@ def _outer_counts(outer: tuple, d: Directives, value: Value) -> Counts:
     if ppn is None and tasks and (nodes or d.nodes):
         ppn = per_node(tasks, nodes or d.nodes)
     if tasks is None and ppn and (nodes or d.nodes):
-        # a count per node alone starts it on every node of the launch (Open MPI mpirun(1) -npernode: "on each
-        # node, launch this many processes"; https://manpages.ubuntu.com/manpages/focal/en/man1/mpiexec.openmpi.1.html, read 2026-11-29)
+        # a count per node alone starts it on every node of the launch (Open MPI's mpirun(1) -npernode: "on
+        # each node, launch this many processes"; Open MPI 4.0.3,
+        # https://manpages.ubuntu.com/manpages/focal/en/man1/mpiexec.openmpi.1.html, read 2026-11-29)
         tasks = ppn * (nodes or d.nodes)
     if nodes is None and tasks and ppn:
         nodes = per_node(tasks, ppn)
