@@ -5,8 +5,8 @@ on how many nodes, and how many devices each uses, in forms the reader used to m
   its world size is what its flags say, its one process gets that many devices in every port (vLLM's
   "Parallelism and Scaling" and "Data Parallel Deployment", SGLang's "Server Arguments", read 2026-11-29).
 - A per-node count with no total starts it on every node (Open MPI's mpirun(1) -npernode), and an MPI
-  launcher with no count starts one rank per slot (Torque's ppn): more ranks than a node's devices is
-  kept or the port fails, naming it.
+  launcher with no count starts one rank per slot (Torque's ppn), and LSF's span[hosts=1] holds every slot
+  on one host: as the trace counts them; more ranks than a node's devices is kept or the port fails, naming it.
 - Grid Engine's whole-node resource types (`-l f_node=2`) fix the node count as Slurm's -N does.
 - One process shown a device list by the script (`CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1}`)
   uses those devices (bash's ${parameter:-word}: the list where the scheduler set none).
@@ -31,6 +31,17 @@ SERVERS = {
                            "--tensor-parallel-size 2", 4),
     "sglang tp and dp sizes": ("python -m sglang.launch_server --model-path org/m --tp-size 2 --dp-size 2", 4),
     "sglang tp alone": ("python -m sglang.launch_server --model-path org/m --tp 2", 2),
+}
+
+# The static reading counts what the trace (the launchers' and schedulers' documented behaviour) starts.
+COUNTED = {
+    "Open MPI -npernode alone": ("#!/bin/bash\n#SBATCH --nodes=2 --gres=gpu:4 --time=20\n"
+                                 "mpirun -npernode 8 --bind-to none python solver.py --steps 10\n", (2, 8, 16)),
+    "Torque ppn slots": ("#!/bin/bash\n#PBS -l nodes=2:ppn=8:gpus=4\n#PBS -l walltime=00:30:00\n"
+                         "mpirun python solver.py\n", (2, 8, 16)),
+    # IBM LSF 10.1 "Span string": span[hosts=1] puts every slot on one host
+    "LSF span[hosts=1]": ("#!/bin/bash\n#BSUB -n 6\n#BSUB -R \"span[hosts=1]\"\n#BSUB -gpu \"num=6\"\n#BSUB -W 30\n"
+                          "mpirun -np 6 python solver.py\n", (1, 6, 6)),
 }
 
 
@@ -87,20 +98,12 @@ def test_a_ported_engine_server_is_one_process_with_its_devices_and_the_gate_agr
 def test_npernode_without_a_total_starts_that_many_on_every_node_and_the_port_is_loud(tmp_path):
     """Eight ranks per node of four GPUs (two ranks share each): the port cannot start one per device
     silently."""
-    text = ("#!/bin/bash\n#SBATCH --nodes=2 --gres=gpu:4 --time=20\n"
-            "mpirun -npernode 8 --bind-to none python solver.py --steps 10\n")
+    text = COUNTED["Open MPI -npernode alone"][0]
     intent = extract_script(text, tmp_path, "job.sh", tmp_path)
     assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 4, 16)
     [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out", source_text=text)
     assert result.status != "ok"
     assert "the source starts 8 process(es) per node" in header_of(result.script)
-
-
-def test_torques_ppn_slots_are_the_ranks_of_an_mpirun_with_no_count(tmp_path):
-    """Torque: `nodes=2:ppn=8` lists each node 8 times in $PBS_NODEFILE; mpirun starts one rank a slot."""
-    text = "#!/bin/bash\n#PBS -l nodes=2:ppn=8:gpus=4\n#PBS -l walltime=00:30:00\ncd $PBS_O_WORKDIR\nmpirun python solver.py\n"
-    intent = extract_script(text, tmp_path, "job.sh", tmp_path)
-    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 4, 16)
 
 
 def test_grid_engines_whole_node_type_fixes_the_node_count_and_the_port_keeps_it(tmp_path):
@@ -129,3 +132,13 @@ def test_a_job_that_sets_no_device_list_is_one_process_on_one_device(tmp_path):
     """The default list is read only from the script's own assignment: a list from outside stays unknown."""
     text = "#!/bin/bash\n#SBATCH -N 1 -t 90\nexport CUDA_VISIBLE_DEVICES=$GPUS\npython fit.py\n"
     assert extract_script(text, tmp_path, "job.sh", tmp_path).gpus_per_node == 1
+
+
+@pytest.mark.parametrize("kind", sorted(COUNTED))
+def test_the_static_reading_counts_the_ranks_the_trace_starts(kind, tmp_path):
+    text, (nodes, per_node, world) = COUNTED[kind]
+    path = write(tmp_path, text, {"solver.py": "import torch\n"})
+    intent = extract_script(text, tmp_path, "job.sh", tmp_path)
+    assert (intent.nodes, intent.world_size) == (nodes, world)
+    [launch] = trace_script(path, checkout=tmp_path).launches
+    assert (len(launch["nodes"]), launch["per_node"], launch["ranks"]) == (nodes, per_node, world)
