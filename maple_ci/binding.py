@@ -60,7 +60,7 @@ def _carried(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta,
 
 def _bound_here(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta) -> Optional[str]:
     """The source's ranks see the node's devices; the target's launch shows each rank only its own."""
-    several = intent.gpus_per_node != 1 and intent.world_size != 1 and intent.strategy != "single"
+    several = intent.gpus_per_node != 1 and intent.processes() != 1 and intent.strategy != "single"
     if not (profile.rank_binding and template.shape in PER_DEVICE_SHAPES and several):
         return None
     return (f"each rank of the port sees only its own device ({profile.display_name}'s launch binds it: "

@@ -143,9 +143,19 @@ class JobIntent:
         process whose parallelism is its own (a JAX process on its node's devices) takes the
         one-process template, and so does one inference server whose tensor or pipeline parallelism is
         its own (ENGINES)."""
-        if self.world_size == 1 and (self.strategy is None or self.framework in ENGINES):
+        if (self.world_size == 1 and (self.strategy is None or self.framework in ENGINES)) or self.engine_server():
             return "single"
         return TEMPLATE_STRATEGIES.get(self.strategy, self.strategy)
+
+    def engine_server(self) -> bool:
+        """One inference server (ENGINES) on one node, started once: its tensor, pipeline and data
+        parallel workers are its own processes, so its world_size counts their devices (tests/data/real's
+        labels), not the processes its launch starts. On Ray, Ray places the workers (extract/ray_cluster.py)."""
+        return self.framework in ENGINES and self.launcher in PER_DEVICE_LAUNCHERS and (self.nodes or 1) == 1
+
+    def processes(self) -> Optional[int]:
+        """The processes the launch starts: one for an engine's server, else one per rank."""
+        return 1 if self.engine_server() else self.world_size
 
     def with_defaults(self) -> "JobIntent":
         """world_size follows nodes * gpus_per_node unless the script said otherwise."""

@@ -36,16 +36,16 @@ def same_model(one: JobIntent, other: JobIntent) -> bool:
     """Whether two jobs start their program the same way: one rank started by srun or mpiexec
     (srun -n 1 python x.py) is one process too, and so is a launcher per node with one worker on one node."""
     models = {process_model(one), process_model(other)}
-    if one.world_size == other.world_size == 1:
+    if one.processes() == other.processes() == 1:
         return True  # one process however it is started (torchrun --nproc_per_node 1 on one node, srun -n 1)
-    single = 1 in (one.world_size, other.world_size)
+    single = 1 in (one.processes(), other.processes())
     return len(models) == 1 or (models == {ONE_PROCESS, PER_DEVICE} and single)
 
 
 def model_given(intent: JobIntent) -> bool:
     """Whether the source says how its program starts: a request in words (or a bare command) for
     several devices leaves the process model to the target's templates."""
-    return not (intent.scheduler == "none" and intent.launcher == "python" and intent.world_size != 1)
+    return not (intent.scheduler == "none" and intent.launcher == "python" and intent.processes() != 1)
 
 
 def template_model(template: TemplateMeta) -> str:
@@ -58,7 +58,7 @@ def forced_change(intent: JobIntent, template: TemplateMeta) -> Optional[str]:
     """The model the target forces on this port (no supported template there for the same framework
     and strategy starts the source's model), or None when the port must keep the source's model."""
     want, got = process_model(intent), template_model(template)
-    if want == got or (got == ONE_PROCESS and intent.world_size == 1) or not model_given(intent):
+    if want == got or (got == ONE_PROCESS and intent.processes() == 1) or not model_given(intent):
         return None
     if intent.framework == "lightning" and got == PER_DEVICE:
         return got  # retrieval's rule: Lightning's SLURM/MPI environments expect the scheduler to start every rank
@@ -110,8 +110,8 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
     source starts another count per node, the header says so (the trace gate reads "process(es) per
     node"), and why it matters: fewer than the node's GPUs (each drives several, or leaves some idle),
     or a count the program may fix itself (a shard count, InternEvo's GPU_NUMS)."""
-    nodes, world, devices = intent.nodes, intent.world_size, intent.gpus_per_node
-    started = nodes and world and -(-world // nodes)  # the first node's, where the world does not fill its nodes alike
+    nodes, processes, devices = intent.nodes, intent.processes(), intent.gpus_per_node
+    started = nodes and processes and -(-processes // nodes)  # the first node's, where they do not fill its nodes alike
     if not started or intent.launcher == "python" or started == ranks_per_node:
         return None
     why = (" (torchrun's default: the source gives no --nproc_per_node)"
@@ -121,7 +121,7 @@ def _processes_per_node(intent: JobIntent, ranks_per_node: int) -> Optional[str]
                 f"several devices (or leaves some idle); the port starts one per device, {ranks_per_node} per node: a "
                 "program that uses several GPUs per process (DataParallel, device_map, its own workers) must be "
                 "changed for that, or ported with its own launcher line (--entrypoint)")
-    return (f"the source starts {started} process(es) per node{why} ({intent.launcher}: {world} on {nodes} node(s)); "
+    return (f"the source starts {started} process(es) per node{why} ({intent.launcher}: {processes} on {nodes} node(s)); "
             f"the port starts one per device of the target's nodes, {ranks_per_node} per node: a program that fixes "
             "its process count (a shard count, GPUs per node in its config or environment) or sizes its work by "
             "it must be changed for that, or ported with its own launcher line (--entrypoint)")
@@ -183,8 +183,8 @@ def world_change_notes(intent: JobIntent, profile: ClusterProfile, shape: tuple[
 def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
     """A size chosen at submit time: the ranks per node change, or a world size the source fixed
     (`#SBATCH -n 2`) does, with the default node count."""
-    if intent.world_size and intent.world_size != nodes * gpus:
-        return (f"world size changes from {intent.world_size} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
+    if intent.processes() and intent.processes() != nodes * gpus:
+        return (f"world size changes from {intent.processes()} to {nodes * gpus} ({nodes} node(s) unless chosen at submit "
                 f"time x {gpus} {unit}: the target's node shape, one rank per device); check batch size and learning rate")
     if not intent.gpus_per_node or intent.gpus_per_node == gpus:
         return None
@@ -193,7 +193,7 @@ def _per_node_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Opt
 
 
 def _world_change(intent: JobIntent, nodes: int, gpus: int, unit: str) -> Optional[str]:
-    source_world = intent.world_size or (intent.gpus_per_node and intent.nodes * intent.gpus_per_node)
+    source_world = intent.processes() or (intent.gpus_per_node and intent.nodes * intent.gpus_per_node)
     if not source_world or source_world == nodes * gpus:
         return None
     return (f"world size changes from {source_world} to {nodes * gpus} ({nodes} nodes x {gpus} {unit}: "

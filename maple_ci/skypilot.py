@@ -171,7 +171,7 @@ def _launch(intent) -> str:
 
     program = " ".join(shell_word(word) for word in [intent.entrypoint, *intent.script_args])
     runner = "python" if intent.entrypoint.endswith(".py") else ""
-    if intent.launcher == "python" and (intent.world_size or 1) == 1:
+    if intent.launcher == "python" and (intent.processes() or 1) == 1:
         return f"{runner} {program}".strip()
     if intent.launcher != "torchrun":
         raise MapleError(f"the source starts its ranks with {intent.launcher}; a SkyPilot task is written for "

@@ -169,7 +169,7 @@ def _process_devices(intent: JobIntent, profile: ClusterProfile, notes: list[str
         notes.append(f"one process with the node's {profile.devices_per_node} devices: the source runs it on a machine of "
                      f"its own, and a {intent.framework} process uses every device it sees")
         return profile.devices_per_node
-    if intent.world_size not in (None, 1) or given == 1:
+    if intent.processes() not in (None, 1) or given == 1:
         return 1
     devices = min(given, profile.devices_per_node)
     notes.append(f"one process with {devices} devices, as the source gives its one process {given}"
@@ -215,10 +215,12 @@ def resolve_job(intent: JobIntent, profile: ClusterProfile, template: TemplateMe
     queue, walltime = _walltime(intent, profile, nodes, queue, notes)
     # One process stays one (the single-device templates), with the devices the source gave it;
     # other jobs fill the node.
-    gpus = 1 if template.strategy == "single" else profile.devices_per_node
-    devices = _process_devices(intent, profile, notes) if template.strategy == "single" else 1
-    world_size = nodes * gpus
-    notes += world_change_notes(intent, profile, (nodes, gpus))
+    single = template.strategy == "single"
+    gpus = 1 if single else profile.devices_per_node
+    devices = _process_devices(intent, profile, notes) if single else 1
+    # one process runs on the first node however many the job holds (a source's whole-node request)
+    world_size = 1 if single else nodes * gpus
+    notes += world_change_notes(intent, profile, (1 if single else nodes, gpus))
     account = _account(intent, profile, notes)
     tasks = gpus if template.launcher in PER_DEVICE_LAUNCHERS else 1
     return Job(

@@ -97,10 +97,12 @@ def test_a_one_gpu_pbs_port_runs_one_process(slurm_cluster, tmp_path, master_por
 def test_a_one_process_job_that_asks_for_more_nodes_keeps_them_and_says_so(tmp_path):
     # The size is the source's: a program may start workers of its own on the other nodes; the
     # port does not shrink the job, it names the mismatch, and the static check fails it (loud).
+    # Its world is still one process (no note of a world size that changes to one per node).
     text = SOURCES["sbatch"].replace("#SBATCH -N 1", "#SBATCH -N 2")
     [result] = port_intent(extract(text, "two.sh"), ["perlmutter"], "two.sh", tmp_path)
     assert "#SBATCH --nodes=2" in result.script
     assert "the program starts once (one process on one GPU) but the source asks for 2 nodes" in result.script
+    assert "world size changes" not in result.script
     assert result.status == "failed"
 
 

@@ -44,6 +44,11 @@ def _outer_counts(outer: tuple, d: Directives, value: Value) -> Counts:
     nodes, tasks, ppn = _srun_counts(opts, d, value) if name == "srun" else _mpi_counts(name, opts, d, value)
     if ppn is None and tasks and (nodes or d.nodes):
         ppn = per_node(tasks, nodes or d.nodes)
+    if tasks is None and ppn and (nodes or d.nodes):
+        # a count per node alone starts it on every node of the launch (Open MPI's mpirun(1) -npernode: "on
+        # each node, launch this many processes"; Open MPI 4.0.3,
+        # https://manpages.ubuntu.com/manpages/focal/en/man1/mpiexec.openmpi.1.html, read 2026-11-29)
+        tasks = ppn * (nodes or d.nodes)
     if nodes is None and tasks and ppn:
         nodes = per_node(tasks, ppn)
     return Counts(nodes, ppn, tasks)
@@ -77,8 +82,8 @@ def _mpi_counts(name: str, opts: dict, d: Directives, value: Value) -> tuple:
     ppn = grammar.count("per_node", lambda option: count(value(opts, option)))
     if ppr := re.fullmatch(r"ppr:(\d+):node\b.*", value(opts, "map_by") or ""):
         ppn = int(ppr.group(1))
-    if tasks is None and name == "ibrun":
-        tasks = d.tasks()  # ibrun starts the allocation's tasks by default
+    if tasks is None and (name == "ibrun" or ppn is None and grammar.trace.get("default_per_node") == "slots"):
+        tasks = d.tasks()  # one rank per slot of the allocation, its task count (grammars.yaml; ibrun's default)
     nodes, slots = _host_slots(value(opts, "host"))
     nodes = nodes or count(value(opts, "nodes"))
     if tasks is None and ppn is None and nodes and isinstance(grammar.trace.get("default_per_node"), int):
@@ -103,8 +108,10 @@ def _without_per_node_launcher(launch: Launch, outer: bool, started: Counts) -> 
         return started
     if outer:  # a wrapper script: only the node count is known
         return Counts(nodes=started.nodes)
-    if launch.entry:  # plain python: one process, on one device
-        return Counts(1, 1, 1)
+    if launch.entry:  # plain python: one process, on the devices the script makes visible (DataParallel's), else one
+        visible = _visible_devices(lambda opts, name: launch.shell.resolve(last(opts, name)),
+                                   launch.shell.vars.get("CUDA_VISIBLE_DEVICES"))
+        return Counts(1, count(visible) or 1, 1)
     return Counts()
 
 
@@ -114,11 +121,19 @@ def _torchrun(opts: dict, value: Value, outer: bool, cfg: dict) -> Counts:
     return Counts(nodes, count(_visible_devices(value) if workers in ("gpu", "auto") else workers))
 
 
-def _visible_devices(value: Value) -> Optional[str]:
+# `CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0,1,2,3}`: the scheduler's list where it set one (a job
+# that asks for GPUs, whose count the directives give), else the default's (bash's ${parameter:-word})
+_DEFAULT_LIST = re.compile(r"\$\{CUDA_VISIBLE_DEVICES:?-([\d,]+)\}")
+
+
+def _visible_devices(value: Value, written: Optional[str] = None) -> Optional[str]:
     """torchrun --nproc-per-node=gpu (auto on a GPU node) starts one worker per GPU the node shows it
-    (torchrun's documentation, read 2026-11-29): as many as the CUDA_VISIBLE_DEVICES the script sets
-    lists; None when it sets none (the allocation's GPUs decide)."""
+    (torchrun's documentation, read 2026-11-29), and a single process sees them all (DataParallel's
+    devices): as many as the CUDA_VISIBLE_DEVICES the script sets lists; None when it sets none (the
+    allocation's GPUs decide). `written`: the script's assignment, where it names a default list."""
     listed = value({"devices": ["$CUDA_VISIBLE_DEVICES"]}, "devices") or ""
+    if not listed and isinstance(written, str) and (default := _DEFAULT_LIST.fullmatch(written)):
+        listed = default.group(1)
     devices = [device for device in listed.split(",") if device.strip()]
     return str(len(devices)) if devices and "$" not in listed else None
 

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 # --tensor-parallel-size; --pp-size, --pipeline-parallel-size). One engine process drives them all.
 ENGINE_SIZES = {"vllm": (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp")),
                 "sglang": (("--tensor-parallel-size", "--tp-size", "--tp"), ("--pipeline-parallel-size", "--pp-size"))}
+# Data-parallel replicas, each with its own tensor x pipeline GPUs: vLLM's "Data Parallel Deployment"
+# (docs/serving/data_parallel_deployment.md: each DP engine owns TP workers) and SGLang's Server Arguments
+# ("--dp 2 --tp 2 uses 4 GPUs in total"), both read 2026-11-29.
+ENGINE_REPLICAS = {"vllm": ("--data-parallel-size", "-dp"), "sglang": ("--data-parallel-size", "--dp-size", "--dp")}
 
 
 def _value(args: list[str], spellings: tuple[str, ...]) -> Optional[str]:
@@ -55,6 +59,25 @@ def engine_sizes(launch: "Launch", framework: str) -> Optional[tuple[int, int]]:
             return None
         sizes.append(size)
     return sizes[0], sizes[1]
+
+
+def engine_devices(launch: "Launch", framework: str) -> Optional[int]:
+    """The GPUs an engine's one server drives: data-parallel replicas x tensor x pipeline size."""
+    sizes = engine_sizes(launch, framework)
+    replicas = _value(launch.args, ENGINE_REPLICAS[framework])
+    replicas = 1 if replicas is None else count(launch.shell.resolve(replicas))
+    return sizes[0] * sizes[1] * replicas if sizes and replicas else None
+
+
+def server_intent(intent: "JobIntent", launch: Optional["Launch"], d: "Directives") -> "JobIntent":
+    """An engine's server started once on one node (JobIntent.engine_server): its world is the GPUs
+    its size flags name, on the node's GPUs where the directives give none."""
+    if launch is None or intent.world_size != 1 or not intent.engine_server():
+        return intent
+    devices = engine_devices(launch, intent.framework)
+    if devices is None:
+        return intent
+    return replace(intent, world_size=devices, gpus_per_node=d.gpus_per_node or devices)
 
 
 def engine_strategy(launch: "Launch", framework: str) -> Optional[str]:
@@ -89,7 +112,7 @@ def ray_intent(intent: "JobIntent", launch: Optional["Launch"], shell: "Shell", 
     sizes = engine_sizes(launch, intent.framework) if intent.framework in ENGINE_SIZES else None
     given_nodes = d.nodes if d.nodes_given else None
     if sizes:
-        world = sizes[0] * sizes[1]
+        world = engine_devices(launch, intent.framework) or sizes[0] * sizes[1]
         nodes = given_nodes or sizes[1]
         per_node = world // nodes if world % nodes == 0 else None
     else:

@@ -25,7 +25,7 @@ from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
 from .options import last
-from .ray_cluster import ray_intent
+from .ray_cluster import ray_intent, server_intent
 from .setup import REPORTING, setup_notes
 from .shell import bash_syntax_error, parse
 from .submit import submitted, without_arguments
@@ -145,7 +145,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         device_binding=source_binding(launch, d),
         notes=_notes(notes, d, shell, launch, live),
     ).with_defaults()
-    intent = ray_intent(intent, launch, shell, d)
+    intent = server_intent(ray_intent(intent, launch, shell, d), launch, d)
     strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
         kind.own_strategy(intent.framework, launch, program, intent.world_size, intent.gpus_per_node)
     if strategy is kind.NEXT:

@@ -36,6 +36,9 @@ _NAMES = {"nnodes": "nodes", "n": "slots", "W": "walltime", "P": "project", "G":
 _FLAGS = {"N": "mail_end", "B": "mail_begin", "XF": "x11", "Is": "interactive", "I": "interactive", "K": "wait",
           "x": "exclusive", "rn": "no_rerun", "r": "rerun", "shared-launch": "shared_launch"}
 _PTILE = re.compile(r"span\[\s*ptile\s*=\s*(\d+)\s*\]")
+# "span[hosts=1]: Indicates that all the processors allocated to this job must be on the same host"
+# (IBM LSF 10.1, "Span string", https://www.ibm.com/docs/SSWRJV_10.1.0/lsf_admin/span_string.html, read 2026-11-29)
+_ONE_HOST = re.compile(r"span\[\s*hosts\s*=\s*1\s*\]")
 _GPU_NUM = re.compile(r"(?:^|:)num=(\d+)")
 # What a job asks for that a port does not translate: output, dependency, node flags (SMT level, MPS,
 # NVMe), mail, reservations and staging.
@@ -161,6 +164,9 @@ class Lsf(Scheduler):
         project = last.get("project")
         if d.account is None and project is not None:  # OLCF charges -P, LLNL -G
             d.set("account", project.value, project.line)
+        resources = last.get("resources")
+        if d.nodes is None and d.ntasks and resources and _ONE_HOST.search(resources.value or ""):
+            d.ntasks_per_node = d.ntasks  # -n 8 -R "span[hosts=1]": the 8 slots on one host
         if d.nodes is None and d.ntasks and d.ntasks_per_node:  # classic LSF: -n 8 -R "span[ptile=4]"
             d.nodes_given = True
             d.set("nodes", per_node(d.ntasks, d.ntasks_per_node), d.lines["ntasks"])

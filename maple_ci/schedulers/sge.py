@@ -53,6 +53,12 @@ def sge_gpus(value: str, d: Directives) -> int:
     return gpu_count(value, d)
 
 
+def full_nodes(value: str, d: Directives) -> int:
+    """`-l f_node=2`: two whole nodes, a node count as fixed as Slurm's -N (the job holds them, whatever runs)."""
+    d.nodes_given = True
+    return positive(value, d)
+
+
 def sge_time(value: str, d: Directives) -> str:
     """A time_specifier (sge_types(5)) as HH:MM:SS: seconds, or hours:minutes:seconds with empty
     fields 0. Four fields are read as days first, with a note: Grid Engine documents no days field,
@@ -105,7 +111,7 @@ class Sge(Pbs):
     export_option = "env"
     not_ported = _NOT_PORTED
     # -l gpu=N: the GPU consumable as sites name it, per host of a one-slot-per-host job  # unconfirmed
-    fields = {"h_rt": ("walltime", lambda value, d: sge_time(value, d)), **dict.fromkeys(FULL_NODES, ("nodes", positive)),
+    fields = {"h_rt": ("walltime", lambda value, d: sge_time(value, d)), **dict.fromkeys(FULL_NODES, ("nodes", full_nodes)),
               "gpu": ("gpus_per_node", sge_gpus),
               # Notre Dame CRC's `-l gpu_card=N`, GPUs of the job's one host (docs.crc.nd.edu; unconfirmed, not read today)
               "gpu_card": ("gpus_per_node", gpu_count),

@@ -46,17 +46,22 @@ def rendezvous_given(script: str, intent: JobIntent) -> set[str]:
 
 
 def _ranks_per_node(intent: JobIntent) -> Optional[int]:
-    """Ranks the launch line starts on a node: its world size over its nodes where both read back
-    and divide (the directives' GPU count says what a node has, not what the launch starts)."""
-    if intent.world_size and intent.nodes and intent.world_size % intent.nodes == 0:
-        return intent.world_size // intent.nodes
+    """Ranks the launch line starts on a node: its processes over its nodes where both read back
+    and divide, one where fewer processes than nodes start (one process of a job holding two nodes);
+    the directives' GPU count says what a node has, not what the launch starts."""
+    processes = intent.processes()
+    if processes and intent.nodes and processes < intent.nodes:
+        return 1
+    if processes and intent.nodes and processes % intent.nodes == 0:
+        return processes // intent.nodes
     return intent.gpus_per_node
 
 
 def _ranks_per_device(intent: JobIntent) -> float:
     """More than 1 only where the launch starts more ranks than the devices it binds them to."""
-    if intent.world_size and intent.nodes and intent.gpus_per_node:
-        return max(1.0, intent.world_size / (intent.nodes * intent.gpus_per_node))
+    processes = intent.processes()
+    if processes and intent.nodes and intent.gpus_per_node:
+        return max(1.0, processes / (intent.nodes * intent.gpus_per_node))
     return 1.0
 
 
@@ -129,8 +134,8 @@ def _size(back: JobIntent, intent: JobIntent, per_node: int, world: Optional[int
         checks.append(_check("ranks-per-device", f"the source runs {source_rpd:g} rank(s) per device, the port "
                                                  f"{port_rpd:g}", ""))
     if world is not None:
-        checks.append(_check("world-size", None if back.world_size == world else (
-            f"the launch line starts {back.world_size} ranks in all, the port asked for {world}"),
+        checks.append(_check("world-size", None if back.processes() == world else (
+            f"the launch line starts {back.processes()} ranks in all, the port asked for {world}"),
             f"{world} ranks in all, as asked"))
     return checks
 

@@ -213,7 +213,7 @@ def _world_size(script: str, profile: ClusterProfile, nodes: Optional[int], inte
     if found.world_size is None or found.gpus_per_node is None or nodes is None:
         return _fail("world-size", "cannot read the number of ranks from the launch line; world size not checked",
                      line, "warning")
-    if found.world_size == intent.world_size == nodes == 1 and found.gpus_per_node <= profile.devices_per_node:
+    if found.processes() == intent.processes() == nodes == 1 and found.gpus_per_node <= profile.devices_per_node:
         return _ok("world-size", f"one process with {found.gpus_per_node} device(s), as the source", line)
     if found.gpus_per_node > profile.devices_per_node:
         return _fail("world-size", f"{found.gpus_per_node} ranks per node but {profile.display_name} nodes have "
