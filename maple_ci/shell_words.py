@@ -19,6 +19,11 @@ _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 # source did. Not $((...)): bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[1-9]|\{(?:[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)"
                         r"(?::?[-=](?:[^$`\\\"'{}]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})*)?\})")
+# An element of an array the port writes before its launch (JobIntent.arrays), or one that a note names:
+# `${NAME[SUBSCRIPT]}` whose subscript is arithmetic over numbers and plain names only, so bash works it
+# out as on the source and runs nothing (bash(1) "Arrays"); the names are a loop's plain values or the
+# scheduler's numbers.
+_ELEMENT = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\[(?:[\w\s+*/%()-]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*\]\}")
 # The indices the schedulers set for a job array's subjob (SLURM_ARRAY_TASK_ID, PBS_ARRAY_INDEX, ...):
 # numbers the scheduler writes, as the node count is.
 _JOB_NUMBER = "|".join(name for unit in schedulers.all() for name in unit.job_vars.get("array_index", ()))
@@ -49,7 +54,7 @@ def shell_word(value) -> str:
         # Tilde expansion needs the ~ and its slash unquoted.
         return "~/" + shell_word(text[2:]) if text[2:] else text
     text = carried(text)
-    rest = _EXPANSION.sub("", _SIZE_ARITHMETIC.sub("", text))
+    rest = _EXPANSION.sub("", _ELEMENT.sub("", _SIZE_ARITHMETIC.sub("", text)))
     if rest != text and not re.search(r'[$`\\"]', rest):
         return f'"{text}"'
     return shlex.quote(text)

@@ -373,6 +373,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         executable=executable,
         checks=[*given_checks(intent.given_env), *([check] if check else [])],
         args=args,
+        loops=intent.loops,
+        arrays=intent.arrays,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,

@@ -66,6 +66,8 @@ class Shell(Builtins, Branches):
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
     job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
+    assigned: dict = field(default_factory=dict)  # the line of each variable's last top-level assignment
+    around: tuple = ()  # the loops around the top-level command being read (shell.Loop), outermost first
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -147,7 +149,7 @@ class Shell(Builtins, Branches):
         return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
                      list(positional), name, arguments_known, self.env, self.modules, self.python_env, [], self.notes,
                      self.depth + 1, nested=self.nested, budget=self.budget, inner=self.inner, written=self.written,
-                     at=self.at, own_depth=self.depth + 1)
+                     at=self.at, own_depth=self.depth + 1, around=self.around)
 
     # -- reading files the script names ---------------------------------------------------------
 
@@ -221,7 +223,8 @@ class Shell(Builtins, Branches):
 
     def command(self, cmd: Command) -> None:
         if not self.depth:
-            self.at = cmd.line
+            self.at, self.around = cmd.line, cmd.loops
+        self._loop_variables(cmd)
         self._here_document(cmd)
         self._record_writes(cmd)
         if cmd.words and cmd.words[0].startswith("(("):
@@ -266,6 +269,8 @@ class Shell(Builtins, Branches):
 
         # `VAR=x srun ...`: the program sees VAR, and a launcher reads its own (llamafactory-cli's NNODES)
         launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
+        if launch:
+            launch.loops = self.around + (cmd.loops if self.depth else ())
         # what the port does not carry is listed (a function's body too, once, at its own lines); a wrapper's lines are its own
         if self.depth == self.calls and not self.own_depth and not (self.calls and self._listed(cmd)):
             self.commands.append((cmd.line, cmd.words, launch))
@@ -273,6 +278,13 @@ class Shell(Builtins, Branches):
             self.inner.append((self.at, cmd.words, launch))
         if _kept(launch, self.depth):
             self.launches.append(launch)
+
+    def _loop_variables(self, cmd: Command) -> None:
+        """A loop's variable holds each of its values in turn: read flat, the body sees none of them
+        (its expansions are kept for the job, `--config=prefix_${v}`), not one set before the loop."""
+        for loop in cmd.loops:
+            if loop.keyword in ("for", "select") and loop.words and loop.words[0] in self.vars:
+                del self.vars[loop.words[0]]
 
     def _listed(self, cmd: Command) -> bool:
         return any(line == cmd.line and words == cmd.words for line, words, _ in self.commands)
@@ -337,6 +349,7 @@ class Shell(Builtins, Branches):
 
     def _assign_scalar(self, name: str, text: str, append: bool, export: bool) -> None:
         self.vars[name] = self._appended(name, text) if append else text
+        self.assigned[name] = self.at
         if export or name in self.env or name in self.job_env:
             self.env[name] = self.vars[name]
 
