@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Optional
 
+from .branches import RUN_TIME_VALUE
 from .builtins import let_values
 from .evaluate import arith
 from .shell import Loop
@@ -48,8 +49,7 @@ def loops(launch: Optional["Launch"], shell: "Shell") -> tuple[list[list[str]], 
 def _described(loop: Loop, values: Optional[list[str]]) -> str:
     if values is not None:
         return f"line {loop.line}: {values[0]} in {' '.join(values[1:])}"
-    head = " ".join(loop.words) if loop.words else " ".join(w for c in loop.condition for w in c.words)
-    return f"line {loop.line}: `{loop.keyword} {head[:80]}`, whose values only the job knows"
+    return f"line {loop.line}: `{loop.keyword} {_header(loop)[:80]}`, whose values only the job knows"
 
 
 def loop_values(loop: Loop, shell: "Shell") -> Optional[list[str]]:
@@ -140,8 +140,21 @@ def unknown_notes(words: list[str], shell: "Shell") -> list[str]:
         if not isinstance(value, str) or (shell.lookup(name) is not None and not element):
             continue
         used = " ".join(word for word in words if re.search(rf"\$\{{?{name}\b", word))[:120]
-        where = f" at line {shell.assigned[name]}" if name in shell.assigned else ""
-        notes.append(f"`{used}` reads ${name}, which the source sets{where} from what only its job knows "
-                     f"(`{value[:80]}`); the port does not run that line, so ${name} is empty there unless you set it "
-                     "before the launch")
+        notes.append(f"`{used}` reads ${name}, which the source sets {_how(name, value, shell)}; the port does not "
+                     f"run that line, so ${name} is empty there unless you set it before the launch")
     return notes
+
+
+def _how(name: str, value: str, shell: "Shell") -> str:
+    """Where and how the script sets a variable whose value only its job knows."""
+    where = f"at line {shell.assigned[name]} " if name in shell.assigned else ""
+    if name in shell.looped:
+        loop = shell.looped[name][0][-1]
+        return f"{where}in the loop at line {loop.line} (`{loop.keyword} {_header(loop)[:60]}`), whose passes only its job knows"
+    if value == RUN_TIME_VALUE:
+        return f"{where}in branches that test what only its job knows"
+    return f"{where}from what only its job knows (`{value[:80]}`)"
+
+
+def _header(loop: Loop) -> str:
+    return " ".join(loop.words) if loop.words else " ".join(w for c in loop.condition for w in c.words)

@@ -67,6 +67,7 @@ class Shell(Builtins, Branches):
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
     job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
     assigned: dict = field(default_factory=dict)  # the line of each variable's last top-level assignment
+    looped: dict = field(default_factory=dict)  # variables set inside loops: name -> (those loops, value before)
     around: tuple = ()  # the loops around the top-level command being read (shell.Loop), outermost first
 
     def lookup(self, name: str):
@@ -74,7 +75,12 @@ class Shell(Builtins, Branches):
             return self._parameter(name)
         value = self.vars.get(name)
         # A variable holding what only the job knows ($(hostname), $((N * 4)) over unknowns) is
-        # referred to by name, as written; `resolve` still looks inside it for counts.
+        # referred to by name, as written; `resolve` still looks inside it for counts. One a loop sets,
+        # read after that loop, is its value before the loop (a submission with no arguments runs no pass
+        # of a `while` over "$@", as a branch's default is read), or, where it had none, only the job knows it.
+        if name in self.looped and not {id(loop) for loop in self.looped[name][0]} <= {id(loop) for loop in self.around}:
+            value = self.looped[name][1]
+            return value or None
         return None if isinstance(value, str) and _UNKNOWN_OUTPUT.fullmatch(value) else value
 
     def _parameter(self, name: str):
@@ -149,7 +155,7 @@ class Shell(Builtins, Branches):
         return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
                      list(positional), name, arguments_known, self.env, self.modules, self.python_env, [], self.notes,
                      self.depth + 1, nested=self.nested, budget=self.budget, inner=self.inner, written=self.written,
-                     at=self.at, own_depth=self.depth + 1, around=self.around)
+                     at=self.at, own_depth=self.depth + 1, around=self.around, looped=self.looped)
 
     # -- reading files the script names ---------------------------------------------------------
 
@@ -323,6 +329,8 @@ class Shell(Builtins, Branches):
 
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
+        before = self.looped.pop(name, None)  # its own value read in its own loop (`X="$X,$i"`): as flattened
+        before = before[1] if before else self.lookup(name)
         if index is not None:
             self.vars[name] = self._with_element(name, index, self.expand.string(value))
         elif value.startswith("(") and value.endswith(")"):
@@ -330,6 +338,8 @@ class Shell(Builtins, Branches):
             self.vars[name] = _as_list(self.vars.get(name) if append else None) + items
         else:
             self._assign_scalar(name, self.expand.string(value), append, export)
+        if self.around:
+            self.looped[name] = (self.around, before)
 
     def _array_items(self, text: str) -> list[str]:
         """The fields of the words of `NAME=( ... )` (`NAME+=( ... )` adds them)."""
