@@ -46,6 +46,19 @@ def loops(launch: Optional["Launch"], shell: "Shell") -> tuple[list[list[str]], 
                 "around the port's launch"]
 
 
+def repeated(launch: "Launch", shell: "Shell") -> str:
+    """How a loop repeats a launch the port does not run, with the words each pass gives its program
+    (`, once per value of algo: ring ringX, as --config=p_ring, --config=p_ringX`); '' outside a loop."""
+    found = [loop_values(loop, shell) for loop in launch.loops]
+    if not found or None in found or len(found) > 1:
+        return ""
+    name, values = found[0][0], found[0][1:]
+    reading = re.compile(rf"\$(?:{name}\b|\{{{name}\}})")
+    words = [word for word in launch.args if reading.search(word)]
+    shown = ", ".join(reading.sub(value, word) for value in values[:8] for word in words)
+    return f", once per value of {name}: {' '.join(values)}" + (f", as {shown}" if shown else "")
+
+
 def _described(loop: Loop, values: Optional[list[str]]) -> str:
     if values is not None:
         return f"line {loop.line}: {values[0]} in {' '.join(values[1:])}"

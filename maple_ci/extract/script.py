@@ -24,7 +24,7 @@ from .directives import Directives, parse_directives, runtime_vars
 from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
-from .live import arrays as indexed_arrays, loops as launch_loops, unknown_notes
+from .live import arrays as indexed_arrays, loops as launch_loops, repeated, unknown_notes
 from .options import last
 from .ray_cluster import ray_intent
 from .setup import REPORTING, setup_notes
@@ -361,7 +361,7 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
             continue
         if launch and found and found.score and found.entry:  # another launch of the job, before or after
             entry = found.entry.split(" ", 1) if found.entry.startswith("-m ") else [found.entry]  # "-m pkg.mod"
-            others.append(f"`{shlex.join([*entry, *found.args])[:160]}` (line {line})")
+            others.append(f"`{shlex.join([*entry, *found.args])[:160]}` (line {line}{repeated(found, shell)})")
             continue
         head = words[0].rsplit("/", 1)[-1] if words else ""
         if _LOGGING.fullmatch(head) and not (found and found.score):
