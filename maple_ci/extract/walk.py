@@ -75,12 +75,9 @@ class Shell(Builtins, Branches):
             return self._parameter(name)
         value = self.vars.get(name)
         # A variable holding what only the job knows ($(hostname), $((N * 4)) over unknowns) is
-        # referred to by name, as written; `resolve` still looks inside it for counts. One a loop sets,
-        # read after that loop, is its value before the loop (a submission with no arguments runs no pass
-        # of a `while` over "$@", as a branch's default is read), or, where it had none, only the job knows it.
-        if name in self.looped and not {id(loop) for loop in self.looped[name][0]} <= {id(loop) for loop in self.around}:
-            value = self.looped[name][1]
-            return value or None
+        # referred to by name, as written; `resolve` still looks inside it for counts.
+        if self._after_its_loop(name):
+            return self.looped[name][1] or None
         return None if isinstance(value, str) and _UNKNOWN_OUTPUT.fullmatch(value) else value
 
     def _parameter(self, name: str):
@@ -285,13 +282,6 @@ class Shell(Builtins, Branches):
         if _kept(launch, self.depth):
             self.launches.append(launch)
 
-    def _loop_variables(self, cmd: Command) -> None:
-        """A loop's variable holds each of its values in turn: read flat, the body sees none of them
-        (its expansions are kept for the job, `--config=prefix_${v}`), not one set before the loop."""
-        for loop in cmd.loops:
-            if loop.keyword in ("for", "select") and loop.words and loop.words[0] in self.vars:
-                del self.vars[loop.words[0]]
-
     def _listed(self, cmd: Command) -> bool:
         return any(line == cmd.line and words == cmd.words for line, words, _ in self.commands)
 
@@ -329,8 +319,7 @@ class Shell(Builtins, Branches):
 
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
-        before = self.looped.pop(name, None)  # its own value read in its own loop (`X="$X,$i"`): as flattened
-        before = before[1] if before else self.lookup(name)
+        before = self._before_loop(name)
         if index is not None:
             self.vars[name] = self._with_element(name, index, self.expand.string(value))
         elif value.startswith("(") and value.endswith(")"):
@@ -338,8 +327,7 @@ class Shell(Builtins, Branches):
             self.vars[name] = _as_list(self.vars.get(name) if append else None) + items
         else:
             self._assign_scalar(name, self.expand.string(value), append, export)
-        if self.around:
-            self.looped[name] = (self.around, before)
+        self._set_in_loop(name, before)
 
     def _array_items(self, text: str) -> list[str]:
         """The fields of the words of `NAME=( ... )` (`NAME+=( ... )` adds them)."""
