@@ -109,3 +109,15 @@ def test_an_unsafe_subscript_or_loop_value_is_not_carried_live():
     assert shell_word("${A[$(touch x)]}").startswith("'")  # a command in a subscript is never run
     intent = extract(HEAD + "for v in 'a;b' c; do srun python fit.py --v $v; done\n")
     assert intent.loops == [] and any("inside a loop" in note for note in intent.notes)
+
+
+def test_a_variable_branches_set_from_what_only_the_job_knows_is_named_with_its_values(tmp_path):
+    text = (HEAD + "#SBATCH --array=0-3\nMODES=(off 0.5 0.9 off)\nMODE=${MODES[$((SLURM_ARRAY_TASK_ID))]}\n"
+            "if [ \"$MODE\" = off ]; then\n  DROP=dropout=none\nelse\n  DROP=dropout=$MODE\nfi\n"
+            "srun python fit.py \"$DROP\" --tag=t\n")
+    intent, results, source, ports = _traced(tmp_path, text, ("perlmutter",))
+    assert intent.script_args == ["$DROP", "--tag=t"]
+    header = header_of(results[0].script)
+    assert "reads $DROP" in header and "`dropout=none`" in header
+    assert _programs(source)[-1] == ["fit.py", "dropout=none", "--tag=t"]
+    assert compare(source, ports[0], header) == []  # the port's empty word is named, with the value it stands for

@@ -107,6 +107,8 @@ class Branches:
             self.run(body)
             outcomes.append(self.vars)
         self.vars = _merged(outcomes)
+        for name in [name for name, value in self.vars.items() if value == RUN_TIME_VALUE]:  # for the header's note
+            self.candidates[name] = list(dict.fromkeys(v for o in outcomes if isinstance(v := o.get(name), str)))
 
     def _test(self, condition: list[Node]) -> Optional[bool]:
         """The outcome of `[ ... ]`, `[[ ... ]]` or `test ...` over known values; None otherwise."""

@@ -165,7 +165,8 @@ def _how(name: str, value: str, shell: "Shell") -> str:
         loop = shell.looped[name][0][-1]
         return f"{where}in the loop at line {loop.line} (`{loop.keyword} {_header(loop)[:60]}`), whose passes only its job knows"
     if value == RUN_TIME_VALUE:
-        return f"{where}in branches that test what only its job knows"
+        shown = ", ".join(f"`{each[:60]}`" for each in shell.candidates.get(name, [])[:4] if each != RUN_TIME_VALUE)
+        return f"{where}in branches that test what only its job knows" + (f" (to {shown})" if shown else "")
     return f"{where}from what only its job knows (`{value[:80]}`)"
 
 

@@ -67,6 +67,7 @@ class Shell(Builtins, Branches):
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
     job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
     assigned: dict = field(default_factory=dict)  # the line of each variable's last top-level assignment
+    candidates: dict = field(default_factory=dict)  # the values branches that only the job decides give a variable
     looped: dict = field(default_factory=dict)  # variables set inside loops: name -> (those loops, value before)
     around: tuple = ()  # the loops around the top-level command being read (shell.Loop), outermost first
 
