@@ -41,9 +41,19 @@ def loops(launch: Optional["Launch"], shell: "Shell") -> tuple[list[list[str]], 
         return [values for _, values in found], []
     words = " ".join([launch.entry or "", *launch.args])[:160]
     shown = "; ".join(_described(loop, values) for loop, values in found)
-    return [], [f"the source runs its launch (`{words}`) inside a loop ({shown}), once per value; the port runs it "
-                "once, and the loop's variable is empty there: run the port once per value, or write the loop "
-                "around the port's launch"]
+    names = [name for loop, _ in found if (name := _variable(loop))]
+    empty = f", where {', '.join(names)} {'is' if len(names) == 1 else 'are'} empty" if names else ""
+    return [], [f"the source runs its launch (`{words}`) inside a loop ({shown}), once per pass; the port runs it "
+                f"once{empty}: run the port once per pass, or write the loop around the port's launch"]
+
+
+def _variable(loop: Loop) -> Optional[str]:
+    """The variable a loop sets each pass (`for NAME in`, `while read NAME`); None for `while true`."""
+    if loop.keyword in ("for", "select") and loop.words and not loop.words[0].startswith("(("):
+        return loop.words[0]
+    reads = [c.words for c in loop.condition if c.words[:1] == ["read"]]
+    names = [w for w in reads[0][1:] if re.fullmatch(r"[A-Za-z_]\w*", w)] if reads else []
+    return names[-1] if names else None
 
 
 def repeated(launch: "Launch", shell: "Shell") -> str:
@@ -62,7 +72,7 @@ def repeated(launch: "Launch", shell: "Shell") -> str:
 def _described(loop: Loop, values: Optional[list[str]]) -> str:
     if values is not None:
         return f"line {loop.line}: {values[0]} in {' '.join(values[1:])}"
-    return f"line {loop.line}: `{loop.keyword} {_header(loop)[:80]}`, whose values only the job knows"
+    return f"line {loop.line}: `{loop.keyword} {_header(loop)[:80]}`, whose passes only the job knows"
 
 
 def loop_values(loop: Loop, shell: "Shell") -> Optional[list[str]]:
