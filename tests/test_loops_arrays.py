@@ -121,3 +121,15 @@ def test_a_variable_branches_set_from_what_only_the_job_knows_is_named_with_its_
     assert "reads $DROP" in header and "`dropout=none`" in header
     assert _programs(source)[-1] == ["fit.py", "dropout=none", "--tag=t"]
     assert compare(source, ports[0], header) == []  # the port's empty word is named, with the value it stands for
+
+
+@pytest.mark.parametrize("words, values", [
+    ("$(seq 3)", ["1", "2", "3"]), ("`seq 0 2 $LAST`", ["0", "2", "4"]), ("$(seq 6 -3 0)", ["6", "3", "0"]),
+    ("{1..2} x", ["1", "2", "x"]), ('"${NAMES[@]}"', ["a b", "c"]),
+])
+def test_the_values_a_for_loop_gives_its_variable(words, values):
+    intent = extract(HEAD + f"LAST=4\nNAMES=('a b' c)\nfor k in {words}; do srun python fit.py --k \"$k\"; done\n")
+    if " " in "".join(values):  # a value that is not a plain word (live.py _PLAIN): named, not carried
+        assert intent.loops == [] and any("inside a loop" in note for note in intent.notes)
+    else:
+        assert intent.loops == [["k", *values]]

@@ -81,7 +81,7 @@ def loop_values(loop: Loop, shell: "Shell") -> Optional[list[str]]:
     if loop.keyword in ("for", "select") and len(loop.words) == 1 and loop.words[0].startswith("(("):
         found = _counted(loop.words[0][2:-2], shell)
     elif loop.keyword == "for" and len(loop.words) >= 2 and loop.words[1] == "in":
-        values = [field for word in loop.words[2:] for field in shell.expand.fields(word)]
+        values = [field for word in loop.words[2:] for field in _sequence(word, shell) or shell.expand.fields(word)]
         found = [loop.words[0], *values]
     elif loop.keyword == "while":
         found = _read_lines(loop, shell)
@@ -90,6 +90,21 @@ def loop_values(loop: Loop, shell: "Shell") -> Optional[list[str]]:
     plain = found and re.fullmatch(r"[A-Za-z_]\w*", found[0]) and len(found) <= MAX_VALUES + 1 \
         and all(_PLAIN.fullmatch(value) for value in found)
     return found if plain else None
+
+
+def _sequence(word: str, shell: "Shell") -> Optional[list[str]]:
+    """`$(seq LAST)`, `$(seq FIRST LAST)`, `$(seq FIRST INCREMENT LAST)`: the integers seq(1) prints
+    (GNU coreutils manual, "seq: Print numeric sequences"), where the script knows the bounds; else None."""
+    match = re.fullmatch(r"\$\(\s*seq\s+([^()`]*)\)|`\s*seq\s+([^()`]*)`", word)
+    bounds = [field for part in (match.group(1) or match.group(2)).split() for field in shell.expand.fields(part)] \
+        if match else []
+    if not 1 <= len(bounds) <= 3 or not all(re.fullmatch(r"-?\d+", bound) for bound in bounds):
+        return None
+    numbers = [int(bound) for bound in bounds]
+    first, step, last = {1: (1, 1, *numbers), 2: (numbers[0], 1, numbers[-1]), 3: tuple(numbers)}[len(numbers)]
+    if step == 0 or (last - first) // step > MAX_VALUES:
+        return None
+    return [str(n) for n in range(first, last + (1 if step > 0 else -1), step)]
 
 
 def _counted(header: str, shell: "Shell") -> Optional[list[str]]:
