@@ -133,3 +133,12 @@ def test_the_values_a_for_loop_gives_its_variable(words, values):
         assert intent.loops == [] and any("inside a loop" in note for note in intent.notes)
     else:
         assert intent.loops == [["k", *values]]
+
+
+def test_the_trace_runs_shuf_so_a_launch_reading_its_output_is_traced(tmp_path):
+    """shuf(1) only prints (GNU coreutils): a port number drawn with it reaches the launcher as on the job."""
+    from maple_ci.trace import trace_script
+
+    path = _checkout(tmp_path, HEAD + "PORT=$(shuf -i 30000-65000 -n 1)\n"
+                     "torchrun --nproc_per_node 4 --master_port $PORT fit.py --port-was-drawn\n")
+    assert _programs(trace_script(path, checkout=tmp_path, trusted=True))[0] == ["fit.py", "--port-was-drawn"]
