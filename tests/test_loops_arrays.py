@@ -106,7 +106,8 @@ def test_an_array_element_the_port_cannot_write_out_is_named():
 def test_an_unsafe_subscript_or_loop_value_is_not_carried_live():
     from maple_ci.shell_words import shell_word
 
-    assert shell_word("${A[$(touch x)]}").startswith("'")  # a command in a subscript is never run
+    assert shell_word("${A[$(touch x)]}", ["A"]).startswith("'")  # a command in a subscript is never run
+    assert shell_word("${A[$i]}").startswith("'") and shell_word("${A[$i]}", ["A"]) == "\"${A[$i]}\""  # only a written array
     intent = extract(HEAD + "for v in 'a;b' c; do srun python fit.py --v $v; done\n")
     assert intent.loops == [] and any("inside a loop" in note for note in intent.notes)
 
