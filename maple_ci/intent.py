@@ -100,6 +100,11 @@ class JobIntent:
     # --gpus-per-task=1`, `./set_affinity_gpu_polaris.sh`, `jsrun -g 1`); None where its ranks see
     # the node's devices. The port binds its ranks too, or says it cannot (binding.py).
     device_binding: Optional[str] = None
+    # The loops that repeat the launch, each [NAME, value...] outermost first (`for v in a b c`, a counted
+    # `for ((...))` or `while read` written out as its values), and the script's arrays its words index
+    # with what only the job knows (`${A[$SLURM_ARRAY_TASK_ID]}`): the port writes both around its launch.
+    loops: list[list[str]] = field(default_factory=list)
+    arrays: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # what extraction assumed or dropped, for the port's header
     missing: list[str] = field(default_factory=list)
 

@@ -19,6 +19,10 @@ _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 # source did. Not $((...)): bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[1-9]|\{(?:[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)"
                         r"(?::?[-=](?:[^$`\\\"'{}]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})*)?\})")
+# An element of an array the port writes before its launch (JobIntent.arrays): `${NAME[SUBSCRIPT]}` whose
+# subscript is arithmetic over numbers and plain names only, so bash works it out as on the source and
+# runs nothing (bash(1) "Arrays"); the names are a loop's plain values or the scheduler's numbers.
+_ELEMENT = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[(?:[\w\s+*/%()-]|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)*\]\}")
 # The indices the schedulers set for a job array's subjob (SLURM_ARRAY_TASK_ID, PBS_ARRAY_INDEX, ...):
 # numbers the scheduler writes, as the node count is.
 _JOB_NUMBER = "|".join(name for unit in schedulers.all() for name in unit.job_vars.get("array_index", ()))
@@ -36,20 +40,23 @@ def comment(text: str) -> str:
     return re.sub(r"[\x00-\x1f\x7f]", "?", str(text))
 
 
-def shell_word(value) -> str:
+def shell_word(value, arrays=()) -> str:
     """`value` as one shell word that keeps the value's plain parameter expansions (_EXPANSION)
     and, at its start, `~/`: those mean the target's own $SCRATCH or home. The word goes in double
     quotes when, the expansions aside, nothing in it is special there ($, backtick, backslash,
     double quote); otherwise it is quoted literally (shlex.quote), so command substitution,
-    arithmetic and other ${...} forms from a user's script are never run."""
+    arithmetic and other ${...} forms from a user's script are never run. An element of one of
+    `arrays` (those the port writes) is kept too; of any other array it would be empty there."""
     text = str(value)
     if text == PASS_THROUGH:  # the job's own arguments, passed on as the source passes them
         return text
     if text.startswith("~/"):
         # Tilde expansion needs the ~ and its slash unquoted.
-        return "~/" + shell_word(text[2:]) if text[2:] else text
+        return "~/" + shell_word(text[2:], arrays) if text[2:] else text
     text = carried(text)
-    rest = _EXPANSION.sub("", _SIZE_ARITHMETIC.sub("", text))
+    kept = _ELEMENT.sub(lambda element: "" if element.group(1) in arrays else element.group(0),
+                        _SIZE_ARITHMETIC.sub("", text))
+    rest = _EXPANSION.sub("", kept)
     if rest != text and not re.search(r'[$`\\"]', rest):
         return f'"{text}"'
     return shlex.quote(text)

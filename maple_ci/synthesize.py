@@ -309,11 +309,11 @@ def _require_usable(template: TemplateMeta, profile: ClusterProfile) -> None:
         raise MapleError(f"{template.framework} {template.strategy} cannot run on {profile.display_name}: {template.reason}")
 
 
-def _literal_argument_notes(args: list[str]) -> list[str]:
+def _literal_argument_notes(args: list[str], arrays: dict) -> list[str]:
     """Arguments the source computed in the shell ($(...), $((...))) and the port passes as text."""
     return [f"argument {arg!r} is passed as literal text: a port never runs what the source computed "
             "($(...), $((...))); put the value in yourself"
-            for arg in args if "$" in arg and shell_word(arg).startswith("'")]
+            for arg in args if "$" in arg and shell_word(arg, arrays).startswith("'")]
 
 
 def _source_setup_notes(intent: JobIntent, profile: ClusterProfile, framework: str) -> list[str]:
@@ -339,7 +339,7 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
     job.notes += shape_notes + program_notes(args, intent.framework, nodes, job.gpus_per_node)
     setup = profile.setup_for(template.framework)
     site_env, user_env = _script_env(intent, profile, setup.env, job)
-    job.notes += _literal_argument_notes(intent.script_args)
+    job.notes += _literal_argument_notes(intent.script_args, intent.arrays)
     if intent.array:  # port.py refuses a target with no array form before rendering
         job.array, array_notes = directive_value(intent.array, profile.scheduler)
         job.notes += array_notes
@@ -375,6 +375,8 @@ def render(intent: JobIntent, profile: ClusterProfile, template: TemplateMeta, s
         executable=executable,
         checks=[*given_checks(intent.given_env), *([check] if check else [])],
         args=args,
+        loops=intent.loops,
+        arrays=intent.arrays,
         deepspeed=_deepspeed(intent) if template.framework == "deepspeed" else None,
         configs=intent.configs,
         container=container.words,

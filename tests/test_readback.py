@@ -125,7 +125,7 @@ def test_maple_port_exits_1_when_a_template_drops_the_arguments(tmp_path):
     the scripts, reports the failed read-back check naming the lost arguments and exits 1."""
     library = shutil.copytree(templates_dir(), tmp_path / "templates")
     launch = library / "launch" / "_launch.j2"
-    dropped = launch.read_text().replace("{% for word in args %} {{ word|arg }}{% endfor %}", "")
+    dropped = launch.read_text().replace("{% for word in args %} {{ word|arg(arrays) }}{% endfor %}", "")
     assert dropped != launch.read_text()
     launch.write_text(dropped)
     source = tmp_path / "job.sh"

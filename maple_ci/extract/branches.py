@@ -1,5 +1,7 @@
 """if/elif/else and case as the walk (walk.py) reads them: the branch bash would take when the
-script's own values decide it; every branch that may run, merged, when only the job knows."""
+script's own values decide it; every branch that may run, merged, when only the job knows. Loops
+are read flat (shell.py), each command knowing the loops around it: a loop's variable, and one a loop
+sets read after it, are what only the job knows (bash(1) "Looping Constructs")."""
 
 from __future__ import annotations
 
@@ -22,7 +24,31 @@ _TESTS = ("[", "[[", "test")
 
 
 class Branches:
-    """The walk's Shell reading if and case statements (it provides run, expand, vars)."""
+    """The walk's Shell reading if and case statements and loops (it provides run, expand, vars, looped,
+    around)."""
+
+    def _loop_variables(self, cmd: Command) -> None:
+        """A loop's variable holds each of its values in turn: read flat, the body sees none of them
+        (its expansions are kept for the job, `--config=prefix_${v}`), not one set before the loop."""
+        for loop in cmd.loops:
+            if loop.keyword in ("for", "select") and loop.words and loop.words[0] in self.vars:
+                del self.vars[loop.words[0]]
+
+    def _after_its_loop(self, name: str) -> bool:
+        """Whether `name` was set inside a loop the command being read is not in: which pass set it last
+        only the run shows. Its value is then the one from before the loop (a submission with no
+        arguments makes no pass of a `while` over "$@", as a branch's default is read), or unknown."""
+        return name in self.looped and not {id(loop) for loop in self.looped[name][0]} <= {id(loop) for loop in self.around}
+
+    def _before_loop(self, name: str):
+        """`name`'s value before the loops of the command being read assign it (read flat, its own value
+        in its own loop, `X="$X,$i"`, is as before)."""
+        earlier = self.looped.pop(name, None)
+        return earlier[1] if earlier else self.lookup(name)
+
+    def _set_in_loop(self, name: str, before) -> None:
+        if self.around:
+            self.looped[name] = (self.around, before)
 
     def _if(self, node: If) -> None:
         """The branch bash takes when the tests are decided by the script's own values; every
@@ -81,6 +107,8 @@ class Branches:
             self.run(body)
             outcomes.append(self.vars)
         self.vars = _merged(outcomes)
+        for name in [name for name, value in self.vars.items() if value == RUN_TIME_VALUE]:  # for the header's note
+            self.candidates[name] = list(dict.fromkeys(v for o in outcomes if isinstance(v := o.get(name), str)))
 
     def _test(self, condition: list[Node]) -> Optional[bool]:
         """The outcome of `[ ... ]`, `[[ ... ]]` or `test ...` over known values; None otherwise."""

@@ -61,6 +61,11 @@ DEVICES = "__devices__"  # the devices each node of the job holds, where its dir
 PASS_THROUGH = '"$@"'
 
 
+class Written(str):
+    """An expansion only the job can do, as the job's bash should see it: `${A[$SLURM_ARRAY_TASK_ID % 8]}`
+    with the script's own values put in its subscript (bash(1) "Arrays": the subscript is arithmetic)."""
+
+
 def arith(expr: str, lookup: Lookup) -> Optional[int]:
     """Value of a $(( )) expression; None if a name in it is unknown or it is not arithmetic."""
     unknown = []
@@ -202,6 +207,8 @@ class Expander:
             value = self._parameter(match.group(0))
         else:
             return "$", i + 1, True
+        if isinstance(value, Written):
+            return str(value), end, False
         return (raw[i:end], end, False) if value is None else (value, end, True)
 
     def _get(self, name: str, index: Optional[str]) -> Optional[object]:
@@ -218,7 +225,9 @@ class Expander:
         if index == "*":
             return " ".join(items)
         position = arith(index, self.lookup)
-        return items[position] if position is not None and -len(items) <= position < len(items) else ""
+        if position is None:  # only the job knows the index (`${A[$SLURM_ARRAY_TASK_ID]}`, a loop's `${A[$i]}`)
+            return Written(f"${{{name}[{self._own_values(index)}]}}")
+        return items[position] if -len(items) <= position < len(items) else ""
 
     def _parameter(self, body: str) -> Optional[object]:
         match = _PARAM.fullmatch(body)
@@ -226,6 +235,8 @@ class Expander:
             return None
         length, indirect, name, index, rest = match.groups()
         value = self._get(name, index)
+        if isinstance(value, Written):  # bash's array element, kept for the job to look up
+            return value if not (rest or length or indirect) else None
         if indirect:
             value = self._get(value, None) if isinstance(value, str) and value else None
         if length:
@@ -275,11 +286,14 @@ class Expander:
             return str(value)
         if self.runtime:
             return None
-        # Keep it for `resolve`, with the script's own values put in (they are gone by then).
+        return "$((" + self._own_values(expr) + "))"  # for `resolve` and the job: the script's values are gone by then
+
+    def _own_values(self, expr: str) -> str:
+        """An arithmetic expression with the script's own values put in for its names; the others as written."""
         def own(match):
             known = self.lookup(match.group(1) or match.group(2))
             return known if isinstance(known, str) and known else match.group(0)
-        return "$((" + re.sub(r"\$\{?([A-Za-z_]\w*)\}?|\b([A-Za-z_]\w*)\b", own, expr) + "))"
+        return re.sub(r"\$\{?([A-Za-z_]\w*)\}?|\b([A-Za-z_]\w*)\b", own, expr)
 
     def _substitution(self, command: str) -> Optional[str]:
         """The output of the few commands whose output is known; None (kept as written) otherwise."""

@@ -62,6 +62,7 @@ class Launch:
     wrapper: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     binding: Optional[str] = None  # a per-rank wrapper that binds each rank to one device (JobIntent.device_binding)
+    loops: tuple = ()  # the script's loops that repeat it, outermost first (shell.Loop)
 
     def names(self) -> set:
         return {name for name, _ in self.stages}

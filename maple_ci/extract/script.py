@@ -24,6 +24,7 @@ from .directives import Directives, parse_directives, runtime_vars
 from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
+from .live import arrays as indexed_arrays, loops as launch_loops, repeated, unknown_notes
 from .options import last
 from .ray_cluster import ray_intent, server_intent
 from .setup import REPORTING, setup_notes
@@ -119,6 +120,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     program = kind.program_text(launch, shell) if launch else ""
     notes = _one_node(launch, d, notes)
     nodes, gpus_per_node, world = _sizes(launch, d, cfg.accelerate)
+    loops, loop_notes = launch_loops(launch, shell)
     intent = JobIntent(
         source_cluster=source,
         scheduler=_scheduler(text, d, launch),
@@ -143,7 +145,9 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         wrapper=launch.wrapper if launch else [],
         array=from_dropped(d.dropped),
         device_binding=source_binding(launch, d),
-        notes=_notes(notes, d, shell, launch, live),
+        loops=loops,
+        arrays=indexed_arrays(live, shell),
+        notes=_notes(notes, d, shell, launch, live) + loop_notes + unknown_notes(live, shell),
     ).with_defaults()
     intent = server_intent(ray_intent(intent, launch, shell, d), launch, d)
     strategy = kind.NEXT if intent.framework in TEMPLATE_FRAMEWORKS else \
@@ -357,7 +361,7 @@ def _not_carried(d: Directives, shell: Shell, launch: Optional[Launch], named: s
             continue
         if launch and found and found.score and found.entry:  # another launch of the job, before or after
             entry = found.entry.split(" ", 1) if found.entry.startswith("-m ") else [found.entry]  # "-m pkg.mod"
-            others.append(f"`{shlex.join([*entry, *found.args])[:160]}` (line {line})")
+            others.append(f"`{shlex.join([*entry, *found.args])[:160]}` (line {line}{repeated(found, shell)})")
             continue
         head = words[0].rsplit("/", 1)[-1] if words else ""
         if _LOGGING.fullmatch(head) and not (found and found.score):

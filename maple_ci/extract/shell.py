@@ -3,7 +3,8 @@ are kept as written (quotes included, so `evaluate` can expand them by bash's ow
 their redirections, here-documents and function definitions.
 
 Control flow is flattened: the commands of every branch and loop body are listed in order, as a
-reader scanning for the launch line would. `bash -n` has accepted the text before it gets here, so
+reader scanning for the launch line would; each command keeps the loops around it (bash(1)
+"Looping Constructs"), so that a launch a loop repeats is carried with its loop or named. `bash -n` has accepted the text before it gets here, so
 the lexer never has to report a syntax error; on text bash would reject it still ends.
 """
 
@@ -18,8 +19,21 @@ from typing import Optional, Union
 from .budget import Budget
 from .lexer import Lexer
 
-_SKIPPED_KEYWORDS = {"do", "while", "until", "!", "done", "esac", "}"}
+_SKIPPED_KEYWORDS = {"!", "esac", "}"}
 _CASE_CLAUSE_ENDS = (";;", ";&", ";;&")
+
+
+@dataclass
+class Loop:
+    """A `for`/`select`/`while`/`until` loop around commands, as written."""
+
+    keyword: str
+    line: int
+    words: list = field(default_factory=list)  # for/select: NAME `in` WORDS..., or the one ((init; test; step)) word
+    condition: list = field(default_factory=list)  # while/until: the commands of the test
+    redirects: list = field(default_factory=list)  # after `done`: the loop's input (`done <<< "$LIST"`, `done < f`)
+    heredoc: Optional[tuple] = None  # (body, whether its $-expansions run) for `done <<EOF`
+    header: bool = True  # still reading its words or test (until `do`)
 
 
 @dataclass
@@ -30,6 +44,7 @@ class Command:
     heredoc: Optional[tuple[str, bool]] = None  # (body, whether its $-expansions run)
     starts: list[int] = field(default_factory=list)  # where each word begins in the text (the verifier's edits)
     piped: bool = False  # its output is the next command's input (`cat <<EOF | sbatch`)
+    loops: tuple = ()  # the loops around it, outermost first
 
 
 @dataclass
@@ -89,6 +104,7 @@ class _Block:
     """The nodes of one command list being read, and the simple command being gathered."""
 
     until: set  # the words (or `)`, `;;`) that end the list at a command start
+    loops: list  # the parser's open loops, innermost last
     nodes: list = field(default_factory=list)
     words: list = field(default_factory=list)
     starts: list = field(default_factory=list)
@@ -100,7 +116,10 @@ class _Block:
 
     def flush(self, piped: bool = False) -> None:
         if self.words or self.redirects:
-            self.nodes.append(Command(self.words, self.line, self.redirects, self.heredoc, self.starts, piped))
+            command = Command(self.words, self.line, self.redirects, self.heredoc, self.starts, piped, tuple(self.loops))
+            self.nodes.append(command)
+            if self.loops and self.loops[-1].header:  # a while/until test
+                self.loops[-1].condition.append(command)
         self.words, self.starts, self.redirects, self.heredoc = [], [], [], None
 
     def ends_at(self, operator: str) -> bool:
@@ -115,11 +134,13 @@ class _Parser:
 
     def __init__(self, tokens: list):
         self.tokens, self.i = tokens, 0
+        self.loops: list[Loop] = []  # open loops, innermost last
+        self.closed: Optional[Loop] = None  # the loop whose `done` was just read: its redirects follow
 
     def block(self, until: set) -> list[Node]:
         """Commands until a word in `until` ("}", "then", "fi"...) at a command start, a `)` or `;;`
         that `until` names, or the end; `i` ends just past what ended the list."""
-        block = _Block(until)
+        block = _Block(until, self.loops)
         while self.i < len(self.tokens) and not block.ended:
             kind, value, at, offset = self.tokens[self.i]
             self.i += 1
@@ -128,6 +149,7 @@ class _Parser:
         return block.nodes
 
     def _operator(self, block: _Block, value: str, at: int, offset: int) -> None:
+        self.closed = None
         if block.ends_at(value):
             block.ended = True
         elif value == "(" and not block.words:  # a subshell: its commands run like any others
@@ -138,11 +160,18 @@ class _Parser:
 
     def _redirect(self, block: _Block, value: tuple, at: int, offset: int) -> None:
         operator, target, body = value
+        if self.closed is not None:  # `done < file`: the loop's input
+            self.closed.redirects.append((operator, target))
+            self.closed.heredoc = body or self.closed.heredoc
+            return
         block.redirects.append((operator, target))
         block.heredoc = body or block.heredoc
 
     def _word(self, block: _Block, value: str, at: int, offset: int) -> None:
+        self.closed = None
         if block.skip_to_separator:
+            if self.loops and self.loops[-1].header and self.loops[-1].keyword in ("for", "select"):
+                self.loops[-1].words.append(value)
             return
         if block.words or not self._command_start(block, value, at, offset):
             block.words.append(value)
@@ -159,7 +188,7 @@ class _Parser:
         elif value in self._COMPOUND:
             self._COMPOUND[value](self, block)
         elif value.startswith("(("):
-            block.nodes.append(Command([value], at, starts=[offset]))
+            block.nodes.append(Command([value], at, starts=[offset], loops=tuple(self.loops)))
         elif value not in _SKIPPED_KEYWORDS:
             return self._function(block, at)
         return True
@@ -175,9 +204,19 @@ class _Parser:
         block.nodes.extend(self.block({"}"}))
 
     def _loop_header(self, block: _Block) -> None:
-        block.skip_to_separator = True
+        self.loops.append(Loop(self.tokens[self.i - 1][1], block.line))
+        block.skip_to_separator = self.loops[-1].keyword in ("for", "select")
 
-    _COMPOUND = {"if": _if, "case": _case, "{": _group, "for": _loop_header, "select": _loop_header}
+    def _do(self, block: _Block) -> None:
+        if self.loops:
+            self.loops[-1].header = False
+
+    def _done(self, block: _Block) -> None:
+        if self.loops:
+            self.closed = self.loops.pop()
+
+    _COMPOUND = {"if": _if, "case": _case, "{": _group, "for": _loop_header, "select": _loop_header,
+                 "while": _loop_header, "until": _loop_header, "do": _do, "done": _done}
 
     def _if_statement(self) -> If:
         """The if statement whose `if` was just read; `i` ends past its `fi`."""

@@ -66,6 +66,10 @@ class Shell(Builtins, Branches):
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
     job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
+    assigned: dict = field(default_factory=dict)  # the line of each variable's last top-level assignment
+    candidates: dict = field(default_factory=dict)  # the values branches that only the job decides give a variable
+    looped: dict = field(default_factory=dict)  # variables set inside loops: name -> (those loops, value before)
+    around: tuple = ()  # the loops around the top-level command being read (shell.Loop), outermost first
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -73,6 +77,8 @@ class Shell(Builtins, Branches):
         value = self.vars.get(name)
         # A variable holding what only the job knows ($(hostname), $((N * 4)) over unknowns) is
         # referred to by name, as written; `resolve` still looks inside it for counts.
+        if self._after_its_loop(name):
+            return self.looped[name][1] or None
         return None if isinstance(value, str) and _UNKNOWN_OUTPUT.fullmatch(value) else value
 
     def _parameter(self, name: str):
@@ -147,7 +153,7 @@ class Shell(Builtins, Branches):
         return Shell(self.root, self.base_dir, self.runtime, dict(self.vars), self.functions, self.files,
                      list(positional), name, arguments_known, self.env, self.modules, self.python_env, [], self.notes,
                      self.depth + 1, nested=self.nested, budget=self.budget, inner=self.inner, written=self.written,
-                     at=self.at, own_depth=self.depth + 1)
+                     at=self.at, own_depth=self.depth + 1, around=self.around, looped=self.looped)
 
     # -- reading files the script names ---------------------------------------------------------
 
@@ -221,7 +227,8 @@ class Shell(Builtins, Branches):
 
     def command(self, cmd: Command) -> None:
         if not self.depth:
-            self.at = cmd.line
+            self.at, self.around = cmd.line, cmd.loops
+        self._loop_variables(cmd)
         self._here_document(cmd)
         self._record_writes(cmd)
         if cmd.words and cmd.words[0].startswith("(("):
@@ -266,6 +273,8 @@ class Shell(Builtins, Branches):
 
         # `VAR=x srun ...`: the program sees VAR, and a launcher reads its own (llamafactory-cli's NNODES)
         launch = chain([self.expand.string(word) for word in assignments] + fields, self, [])
+        if launch:
+            launch.loops = self.around + (cmd.loops if self.depth else ())
         # what the port does not carry is listed (a function's body too, once, at its own lines); a wrapper's lines are its own
         if self.depth == self.calls and not self.own_depth and not (self.calls and self._listed(cmd)):
             self.commands.append((cmd.line, cmd.words, launch))
@@ -311,6 +320,7 @@ class Shell(Builtins, Branches):
 
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
+        before = self._before_loop(name)
         if index is not None:
             self.vars[name] = self._with_element(name, index, self.expand.string(value))
         elif value.startswith("(") and value.endswith(")"):
@@ -318,6 +328,7 @@ class Shell(Builtins, Branches):
             self.vars[name] = _as_list(self.vars.get(name) if append else None) + items
         else:
             self._assign_scalar(name, self.expand.string(value), append, export)
+        self._set_in_loop(name, before)
 
     def _array_items(self, text: str) -> list[str]:
         """The fields of the words of `NAME=( ... )` (`NAME+=( ... )` adds them)."""
@@ -337,6 +348,7 @@ class Shell(Builtins, Branches):
 
     def _assign_scalar(self, name: str, text: str, append: bool, export: bool) -> None:
         self.vars[name] = self._appended(name, text) if append else text
+        self.assigned[name] = self.at
         if export or name in self.env or name in self.job_env:
             self.env[name] = self.vars[name]
 

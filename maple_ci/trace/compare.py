@@ -66,11 +66,12 @@ def _words(rank: Rank) -> list:
 
 
 def first_rank(trace: Trace) -> list:
-    """The programs of rank 0 (of the first launch that starts one), in order."""
+    """The programs of rank 0 (of the first launch that starts one), in order; with no launcher, every
+    program the batch shell runs in turn (a loop's repeated `python train.py` too)."""
     launched = [r for r in trace.ranks if r.rank is not None]
     if launched:
         return [r for r in launched if r.rank == 0]
-    return list(trace.ranks[-1:])
+    return list(trace.ranks)
 
 
 def _per_node(trace: Trace) -> Optional[int]:

@@ -41,7 +41,7 @@ NOT_COPIED = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", 
 READ_TOOLS = ("awk", "basename", "bash", "cat", "cut", "date", "dirname", "echo", "env", "expr", "false", "find",
               "getopt", "grep", "head", "id", "ls", "paste", "printf", "readlink", "realpath", "sed", "seq", "sh",
               "sort", "tail", "tr", "true", "uname", "uniq", "wc", "whoami", "xargs", "tac", "rev", "column",
-              "numfmt", "bc", "md5sum", "sha256sum", "stat", "test", "[")
+              "numfmt", "bc", "md5sum", "sha256sum", "stat", "test", "[", "shuf")
 # Writing tools: real only inside the namespace sandbox, where /work and /tmp are the only writable places.
 WRITE_TOOLS = ("mkdir", "touch", "tee", "cp", "mv", "rm", "ln", "chmod", "mktemp")
 STANDINS = ("srun", "mpiexec", "mpirun", "mpiexec.hydra", "aprun", "ibrun", "jsrun", "lrun", "flux", "torchrun",
