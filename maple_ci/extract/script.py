@@ -21,6 +21,7 @@ from .binding import source_binding
 from .candidates import from_arguments, program_hint
 from .counts import Counts, launch_counts
 from .directives import Directives, parse_directives, runtime_vars
+from .identity import identify
 from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
@@ -39,33 +40,6 @@ RENDEZVOUS_VARS = frozenset(
 # A script that reads the allocation's size is sized when it is submitted (`sbatch -N 4 job.sh`).
 _READS_SIZE = re.compile(r"\$\{?(?:SLURM_NNODES|SLURM_JOB_NUM_NODES|SLURM_JOB_NODELIST|SLURM_NODELIST|"
                          r"SLURM_NTASKS|SLURM_NPROCS|PBS_NODEFILE)\b")
-
-_BLANK_LINES = re.compile(r"\n[ \t\r\n]*\n")
-
-
-def _source_cluster(text: str, d: Directives) -> Optional[str]:
-    """The profile whose signatures match the script most; None when none match or two tie. A script
-    whose directives are one scheduler's comes from no cluster that runs another (`#$` is not ABCI 3.0's
-    PBS), nor from one whose nodes have fewer devices than the directives ask of each node."""
-    scores = {}
-    written_for = schedulers.detect(text)
-    asked = d.gpus_per_node or (d.gpus_per_task * d.ntasks_per_node if d.gpus_per_task and d.ntasks_per_node else 0)
-    text = _BLANK_LINES.sub("\n", text)  # a signature's `^\s*` runs over blank lines from every line start
-    for name, profile in cluster_data().items():
-        if written_for and profile.get("scheduler") not in (None, written_for.name):
-            continue
-        if asked > (profile.get("devices_per_node") or asked):
-            continue
-        hits = sum(1 for pattern in profile.get("signatures", ()) if re.search(pattern, text, re.I))  # see ClusterProfile
-        if hits:
-            scores[name] = hits
-    if not scores:
-        return None
-    ranked = sorted(scores.items(), key=lambda item: -item[1])
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return None
-    return ranked[0][0]
-
 
 # A shebang naming a shell of another family (`#!/bin/tcsh`, `#!/usr/bin/env fish`): bash would misread it
 _OTHER_SHELL = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+)?(t?csh|fish)\b")
@@ -104,9 +78,11 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
 
 def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], follow_submit: bool = False) -> JobIntent:
     d = parse_directives(text)
-    source = _source_cluster(text, d)
+    asked = d.gpus_per_node or (d.gpus_per_task * d.ntasks_per_node if d.gpus_per_task and d.ntasks_per_node else 0)
+    identity = identify(text, asked)
+    source = identity.cluster
     d = _on_source_nodes(d, source)
-    notes = list(d.notes)
+    notes = [*d.notes, *([identity.note] if identity.note else [])]
     _default_size(d, text, notes)
     shell = _walked(text, d, base_dir, root)
     launch = best(shell.launches)
