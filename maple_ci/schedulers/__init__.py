@@ -25,8 +25,12 @@ def register(unit: Scheduler) -> Scheduler:
     return unit
 
 
+# Registered first: the schedulers a bare submit command names (`qsub` is PBS's before Cobalt's and Grid Engine's).
+_FIRST = ("slurm", "pbs")
+
+
 def _load() -> None:
-    for module in pkgutil.iter_modules(__path__):
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda module: module.name not in _FIRST):
         if module.name not in _NOT_UNITS and not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}")
 
