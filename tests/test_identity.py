@@ -100,3 +100,49 @@ def test_a_cobalt_time_in_no_documented_form_is_refused_naming_the_line():
 def test_a_bare_qsub_is_still_pbs_s():
     assert schedulers.by_submit("qsub") is schedulers.get("pbs")
     assert schedulers.detect(COBALT_JOB) is schedulers.get("cobalt")
+
+
+# --- NEC NQSV -----------------------------------------------------------------------------------
+# A stand-in: no NQSV runs here and NEC's user guide is not public. What it asserts is NQSV's option
+# grammar as CCS Tsukuba's published job scripts use it (maple_ci/schedulers/nqsv.py's sources, read
+# 2026-11-29): -b logical hosts, --gpunum-lhost per host, -l elapstim_req the elapsed-time limit.
+
+NQSV_JOB = """#!/bin/sh
+#PBS -q small_gpu
+#PBS -A grp9
+#PBS -b 3
+#PBS --cpunum-lhost=24 --gpunum-lhost=2
+#PBS -l elapstim_req=0:40:00
+#PBS -T intmpi
+mpirun ${NQSII_MPIOPTS} -np 6 -ppn 2 python fit.py
+"""
+
+
+def test_a_pbs_block_with_nqsv_s_own_options_is_nqsv_s():
+    intent = extract_script(NQSV_JOB)
+    assert (intent.scheduler, intent.nodes, intent.gpus_per_node, intent.walltime, intent.account, intent.queue) == \
+        ("nqsv", 3, 2, "00:40:00", "grp9", "small_gpu")
+
+
+def test_a_pbs_pro_block_stays_pbs_s_even_with_a_dash_b():
+    """-b and -T alone are not NQSV's: Torque's qsub has a -b (seconds to wait for the server) of its own."""
+    pbs = NQSV_JOB.replace("#PBS --cpunum-lhost=24 --gpunum-lhost=2\n", "").replace("elapstim_req=0:40:00", "walltime=0:40:00")
+    assert extract_script(pbs.replace("-T intmpi", "-l select=3:ngpus=2")).scheduler == "pbs"
+
+
+# --- account and queue: absent, empty ----------------------------------------------------------
+
+def test_an_account_or_partition_given_empty_is_none_with_a_note():
+    intent = extract_script("#!/bin/bash\n#SBATCH --account= <account>\n#SBATCH --partition=\n#SBATCH -N 1\nsrun python fit.py\n")
+    assert intent.account is None and intent.queue is None
+    assert "the source's account is given with no value; read as none given" in intent.notes
+    assert extract_script("#!/bin/bash\n#PBS -A ''\n#PBS -l select=1\npython fit.py\n").account is None
+
+
+def test_job_wide_gpus_of_an_unknown_pbs_site_are_one_node_s():
+    """PBS Pro makes a request without select one chunk: on a machine of no known shape, the job's GPUs are one node's."""
+    intent = extract_script(PBS_GENERIC)
+    assert (intent.source_cluster, intent.nodes, intent.gpus_per_node) == (None, 1, 2)
+    gadi = PBS_GENERIC.replace("ngpus=2", "ngpus=8").replace("ncpus=16", "ncpus=96\n#PBS -q gpuvolta")
+    on_gadi = extract_script(gadi.replace("python fit.py", "mpirun -np 8 python fit.py"))  # Gadi places 8 on 2 nodes
+    assert (on_gadi.source_cluster, on_gadi.nodes, on_gadi.gpus_per_node) == ("gadi", 2, 4)

@@ -148,9 +148,10 @@ def _read_bare(launch: Optional[Launch]) -> None:
 
 
 def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
-    """Job-wide totals only (Gadi's `-l ncpus=96 -l ngpus=8`): the nodes they fill on the source's nodes."""
+    """Job-wide totals only (Gadi's `-l ncpus=96 -l ngpus=8`): the nodes they fill on the source's nodes;
+    where the source is not known, as its scheduler places them on nodes of no known shape."""
     cores = cluster_data().get(source, {}).get("cores_per_node") if source else None
-    return d.on_nodes_of(cores) if cores else d
+    return d.on_nodes_of(cores or 0)
 
 
 def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path], command: bool) -> JobIntent:

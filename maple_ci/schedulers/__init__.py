@@ -55,9 +55,10 @@ def get(name: str) -> Scheduler:
 
 
 def detect(text: str) -> Optional[Scheduler]:
-    """The scheduler whose directive comes first before the first command, or None."""
+    """The scheduler whose directive comes first before the first command, or None; a dialect (NEC
+    NQSV's #PBS) before the scheduler whose prefix it shares, where its own options claim the block."""
     firsts = [(block[0][0], unit) for unit in _UNITS.values() if (block := unit.block(text))]
-    return min(firsts, key=lambda first: first[0])[1] if firsts else None
+    return min(firsts, key=lambda first: (first[0], first[1].dialect_of is None))[1] if firsts else None
 
 
 def by_submit(command: Union[str, Sequence[str]]) -> Optional[Scheduler]:
