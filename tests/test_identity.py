@@ -146,3 +146,12 @@ def test_job_wide_gpus_of_an_unknown_pbs_site_are_one_node_s():
     gadi = PBS_GENERIC.replace("ngpus=2", "ngpus=8").replace("ncpus=16", "ncpus=96\n#PBS -q gpuvolta")
     on_gadi = extract_script(gadi.replace("python fit.py", "mpirun -np 8 python fit.py"))  # Gadi places 8 on 2 nodes
     assert (on_gadi.source_cluster, on_gadi.nodes, on_gadi.gpus_per_node) == ("gadi", 2, 4)
+
+
+def test_directives_after_the_first_command_name_the_scheduler_but_apply_nothing():
+    """sbatch reads #SBATCH lines only before the first command (sbatch(1)): later ones ask for nothing,
+    but the script is still written to be submitted with sbatch."""
+    intent = extract_script("#!/bin/bash\nset -eu\n#SBATCH --gres=gpu:2\n#SBATCH --time=9:00:00\npython fit.py\n")
+    assert (intent.scheduler, intent.walltime) == ("slurm", None)
+    assert any(note.startswith("the #SBATCH lines (from line 3) come after the script's first command") for note in intent.notes)
+    assert extract_script("#!/bin/bash\nset -eu\npython fit.py\n").scheduler == "none"

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Optional
 
 from ..data_cache import load_yaml
+from ..schedulers import Directives
 from ..paths import templates_dir
 from ..profile_files import cluster_data
 from .. import schedulers
@@ -94,3 +95,23 @@ def identify(text: str, gpus_asked_per_node: int = 0) -> Identity:
 
 def _evidence(machine: _Machine) -> str:
     return ", ".join([*(f"`{hit}`" for hit in machine.own), *machine.shared])
+
+
+def job_scheduler(text: str, d: Directives, launcher: Optional[str], notes: list[str]) -> str:
+    """The scheduler the job is written for: its directives', else the one its launcher or its job
+    variables belong to (srun, $PBS_NODEFILE), else the one whose directives it writes after its first
+    command, where the scheduler reads none of them (sbatch(1): "before any executable commands"), said
+    in `notes`."""
+    if d.scheduler != "none":
+        return d.scheduler
+    implied = schedulers.implied(text, launcher)
+    if implied:
+        return implied.name
+    late = schedulers.late(text)
+    if late is None:
+        return "none"
+    unit, line = late
+    notes.append(f"the {unit.prefix} lines (from line {line}) come after the script's first command, where "
+                 f"{unit.submit[0]} stops reading directives: none of them applies, and the port takes none of "
+                 "them (the job ran with the scheduler's defaults)")
+    return unit.name

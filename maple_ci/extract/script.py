@@ -21,7 +21,7 @@ from .binding import source_binding
 from .candidates import from_arguments, program_hint
 from .counts import Counts, launch_counts
 from .directives import Directives, parse_directives, runtime_vars
-from .identity import identify
+from .identity import identify, job_scheduler
 from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
@@ -97,7 +97,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     nodes, gpus_per_node, world = _sizes(launch, d, cfg.accelerate)
     intent = JobIntent(
         source_cluster=source,
-        scheduler=_scheduler(text, d, launch),
+        scheduler=job_scheduler(text, d, launch.stages[0][0] if launch and launch.stages else None, notes),
         launcher=_launcher(launch),
         framework=kind.framework(launch, cfg.ds_path, program),
         nodes=nodes,
@@ -194,13 +194,6 @@ def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> Jo
              "(a loop's): give it when you submit the port, as the source did; without it the job stops at once"
              ] if job.given else []
     return replace(intent, notes=[note, *given, *intent.notes], given_env=job.given or [])
-
-
-def _scheduler(text: str, d: Directives, launch: Optional[Launch]) -> str:
-    if d.scheduler != "none":
-        return d.scheduler
-    implied = schedulers.implied(text, launch.stages[0][0] if launch and launch.stages else None)
-    return implied.name if implied else "none"
 
 
 def _step_allocation(launch: Optional[Launch], d: Directives) -> None:
