@@ -48,7 +48,7 @@ def _machines_data() -> dict:
 def _found(pattern: str, text: str) -> Optional[str]:
     """The text the pattern finds, to the end of its word (`--environment=v` reads `--environment=vllm071`)."""
     m = re.search(pattern, text, re.I)
-    return (m.group(0) + re.match(r"\S*", text[m.end():]).group(0)).strip() if m else None
+    return (m.group(0) + re.match(r"[^\s\"';)]*", text[m.end():]).group(0)).strip() if m else None
 
 
 def _candidates(text: str, scheduler: Optional[str], asked: int) -> dict[str, _Machine]:
