@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Optional
 
 from ..data_cache import load_yaml
+from ..intent import without_record
 from ..schedulers import Directives
 from ..paths import templates_dir
 from ..profile_files import cluster_data
@@ -48,7 +49,11 @@ def _machines_data() -> dict:
 def _found(pattern: str, text: str) -> Optional[str]:
     """The text the pattern finds, to the end of its word (`--environment=v` reads `--environment=vllm071`)."""
     m = re.search(pattern, text, re.I)
-    return (m.group(0) + re.match(r"[^\s\"';)]*", text[m.end():]).group(0)).strip() if m else None
+    if not m:
+        return None
+    found = m.group(0).strip().split("\n")[0]
+    rest = "" if m.group(0)[-1:].isspace() else re.match(r"[^\s\"';)]*", text[m.end():]).group(0)
+    return (found + rest).strip()
 
 
 def _candidates(text: str, scheduler: Optional[str], asked: int) -> dict[str, _Machine]:
@@ -71,7 +76,7 @@ def identify(text: str, gpus_asked_per_node: int = 0) -> Identity:
     """The machine the script's evidence names (see the module's docstring). A script whose directives
     are one scheduler's comes from no machine that runs another (`#$` is not ABCI 3.0's PBS), nor from
     one whose nodes have fewer devices than the directives ask of each node."""
-    text = _BLANK_LINES.sub("\n", text.replace("\r\n", "\n"))
+    text = _BLANK_LINES.sub("\n", without_record(text.replace("\r\n", "\n")))
     written_for = schedulers.detect(text)
     machines = _candidates(text, written_for.name if written_for else None, gpus_asked_per_node)
     for row in _machines_data()["shared"]:
