@@ -155,3 +155,12 @@ def test_directives_after_the_first_command_name_the_scheduler_but_apply_nothing
     assert (intent.scheduler, intent.walltime) == ("slurm", None)
     assert any(note.startswith("the #SBATCH lines (from line 3) come after the script's first command") for note in intent.notes)
     assert extract_script("#!/bin/bash\nset -eu\npython fit.py\n").scheduler == "none"
+
+
+def test_an_mi250x_rocm_stack_is_every_mi250x_machine_s_and_a_pawsey_account_names_setonix():
+    rocm = "#!/bin/bash\n#SBATCH -N 2\nmodule load craype-accel-amd-gfx90a rocm/6.0.0\nsrun python fit.py\n"
+    alone = identify(rocm)
+    assert alone.cluster is None and all(name in alone.note for name in ("Frontier", "LUMI", "Setonix"))
+    setonix = identify(rocm.replace("#SBATCH -N 2", "#SBATCH -N 2\n#SBATCH --account=pawsey0123-gpu"))
+    assert setonix.cluster is None and setonix.note.startswith("written for Pawsey Setonix, which maple has no profile for")
+    assert identify(rocm.replace("srun", "cd /lustre/orion/abc123/proj\nsrun")).cluster == "frontier"
