@@ -122,6 +122,7 @@ def test_a_pbs_block_with_nqsv_s_own_options_is_nqsv_s():
     intent = extract_script(NQSV_JOB)
     assert (intent.scheduler, intent.nodes, intent.gpus_per_node, intent.walltime, intent.account, intent.queue) == \
         ("nqsv", 3, 2, "00:40:00", "grp9", "small_gpu")
+    assert "directives not carried over: --cpunum-lhost=24, -T intmpi" in intent.notes
 
 
 def test_a_pbs_pro_block_stays_pbs_s_even_with_a_dash_b():

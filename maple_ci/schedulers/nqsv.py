@@ -54,6 +54,8 @@ class Nqsv(Pbs):
     gate_kept = frozenset({"job_type"})
     size_options = frozenset({"hosts", "elapstim_req"})
     fix_options = dict.fromkeys(("account", "queue", "elapstim_req", "hosts", "gpunum_lhost"), "word")
+    # NQSV's per-host CPUs and memory, the MPI job type, the vector engines: no target option says the same
+    not_ported = Pbs.not_ported | frozenset({"job_type", "cpunum_lhost", "memsz_lhost", "venode", "group"})
     fields = {"elapstim_req": ("walltime", _walltime), "hosts": ("nodes", positive),
               "gpunum_lhost": ("gpus_per_node", gpu_count), "account": ("account", as_written),
               "queue": ("queue", as_written)}
