@@ -23,7 +23,7 @@ from .profiles import get_profile
 from .programs import ranks_per_node, relabelled
 from .schedulers.jobvars import translate
 from .verify.readback import as_port_reads
-from .verify.record import without_record
+from .intent import without_record
 
 FIELDS = ("scheduler", "source_cluster", "launcher", "framework", "strategy", "nodes", "gpus_per_node",
           "world_size", "entrypoint", "script_args", "walltime", "account", "queue")

@@ -47,6 +47,15 @@ PER_DEVICE_LAUNCHERS = MPI_LAUNCHERS | {"python"}
 # no GPU count means one rank per device of the target.
 REQUIRED_FOR_PORT = ("entrypoint",)
 WALLTIME = re.compile(r"\d{1,4}:\d{2}:\d{2}")
+# The line prefix of a port's record block (verify/record.py): maple's own data in a script, not the source's words.
+RECORD_PREFIX = "# maple-record: "
+
+
+def without_record(script: str) -> str:
+    """`script` without its record's lines: what its header says to people (the trace gate takes a
+    difference for named when the header's notes name it; the record's variable names must not), and
+    what the reader takes for the source's evidence (the record names the port's own cluster)."""
+    return "".join(line for line in script.splitlines(keepends=True) if not line.startswith(RECORD_PREFIX.rstrip()))
 
 
 @dataclass

@@ -368,7 +368,7 @@ def test_signatures_do_not_claim_other_clusters_scripts(profiles, name):
      ("stampede3", "#!/bin/bash\n#SBATCH -p h100\ncd $WORK"), ("vista", "#SBATCH --partition=gh-dev"),
      ("delta", "#SBATCH --partition=gpuA40x4-interactive"), ("deltaai", "#SBATCH -p ghx4-interactive"),
      ("bridges2", "#SBATCH -p GPU-shared"), ("lonestar6", "#SBATCH -p gpu-a100-dev"),
-     ("frontier", "module load rocm/6.2.4"), ("anvil", "cd /anvil/projects/x-abc123/"),
+     ("frontier", "cd /lustre/orion/abc123/scratch"), ("anvil", "cd /anvil/projects/x-abc123/"),
      ("polaris", "Running on x3005c0s7b0n0"), ("frontier", "srun: frontier08123 task 0")],
 )
 def test_signatures_recognise_variants(profiles, name, line):

@@ -15,9 +15,10 @@ import pytest
 from maple_ci.cli import main
 from maple_ci.errors import MapleError
 from maple_ci.extract import extract_script
+from maple_ci.intent import without_record
 from maple_ci.port import port, port_intent
 from maple_ci.verify.record import (LEGACY_SUFFIX, MAX_BLOCK_BYTES, PREFIX, block, gate_failures, load_record,
-                                    make_record, parse_block, without_record)
+                                    make_record, parse_block)
 
 # Everything a record can carry: a container, the launcher's options, variables, modules, an
 # account, non-ASCII and quote characters in an argument.

@@ -21,6 +21,7 @@ from .binding import source_binding
 from .candidates import from_arguments, program_hint
 from .counts import Counts, launch_counts
 from .directives import Directives, parse_directives, runtime_vars
+from .identity import identify, job_scheduler
 from .evaluate import PASS_THROUGH, runtime_values
 from .launch import Launch, best
 from .launcher_options import config_options, launcher_options
@@ -40,33 +41,6 @@ RENDEZVOUS_VARS = frozenset(
 # A script that reads the allocation's size is sized when it is submitted (`sbatch -N 4 job.sh`).
 _READS_SIZE = re.compile(r"\$\{?(?:SLURM_NNODES|SLURM_JOB_NUM_NODES|SLURM_JOB_NODELIST|SLURM_NODELIST|"
                          r"SLURM_NTASKS|SLURM_NPROCS|PBS_NODEFILE)\b")
-
-_BLANK_LINES = re.compile(r"\n[ \t\r\n]*\n")
-
-
-def _source_cluster(text: str, d: Directives) -> Optional[str]:
-    """The profile whose signatures match the script most; None when none match or two tie. A script
-    whose directives are one scheduler's comes from no cluster that runs another (`#$` is not ABCI 3.0's
-    PBS), nor from one whose nodes have fewer devices than the directives ask of each node."""
-    scores = {}
-    written_for = schedulers.detect(text)
-    asked = d.gpus_per_node or (d.gpus_per_task * d.ntasks_per_node if d.gpus_per_task and d.ntasks_per_node else 0)
-    text = _BLANK_LINES.sub("\n", text)  # a signature's `^\s*` runs over blank lines from every line start
-    for name, profile in cluster_data().items():
-        if written_for and profile.get("scheduler") not in (None, written_for.name):
-            continue
-        if asked > (profile.get("devices_per_node") or asked):
-            continue
-        hits = sum(1 for pattern in profile.get("signatures", ()) if re.search(pattern, text, re.I))  # see ClusterProfile
-        if hits:
-            scores[name] = hits
-    if not scores:
-        return None
-    ranked = sorted(scores.items(), key=lambda item: -item[1])
-    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
-        return None
-    return ranked[0][0]
-
 
 # A shebang naming a shell of another family (`#!/bin/tcsh`, `#!/usr/bin/env fish`): bash would misread it
 _OTHER_SHELL = re.compile(r"#![ \t]*(?:\S*/)?(?:env[ \t]+)?(t?csh|fish)\b")
@@ -105,9 +79,11 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
 
 def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], follow_submit: bool = False) -> JobIntent:
     d = parse_directives(text)
-    source = _source_cluster(text, d)
+    asked = d.gpus_per_node or (d.gpus_per_task * d.ntasks_per_node if d.gpus_per_task and d.ntasks_per_node else 0)
+    identity = identify(text, asked)
+    source = identity.cluster
     d = _on_source_nodes(d, source)
-    notes = list(d.notes)
+    notes = [*d.notes, *([identity.note] if identity.note else [])]
     _default_size(d, text, notes)
     shell = _walked(text, d, base_dir, root)
     launch = best(shell.launches)
@@ -123,7 +99,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     loops, loop_notes = launch_loops(launch, shell)
     intent = JobIntent(
         source_cluster=source,
-        scheduler=_scheduler(text, d, launch),
+        scheduler=job_scheduler(text, d, launch.stages[0][0] if launch and launch.stages else None, notes),
         launcher=_launcher(launch),
         framework=kind.framework(launch, cfg.ds_path, program),
         nodes=nodes,
@@ -176,9 +152,10 @@ def _read_bare(launch: Optional[Launch]) -> None:
 
 
 def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
-    """Job-wide totals only (Gadi's `-l ncpus=96 -l ngpus=8`): the nodes they fill on the source's nodes."""
+    """Job-wide totals only (Gadi's `-l ncpus=96 -l ngpus=8`): the nodes they fill on the source's nodes;
+    where the source is not known, as its scheduler places them on nodes of no known shape."""
     cores = cluster_data().get(source, {}).get("cores_per_node") if source else None
-    return d.on_nodes_of(cores) if cores else d
+    return d.on_nodes_of(cores or 0)
 
 
 def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path], command: bool) -> JobIntent:
@@ -221,13 +198,6 @@ def _submitted_intent(job, base_dir: Optional[Path], root: Optional[Path]) -> Jo
              "(a loop's): give it when you submit the port, as the source did; without it the job stops at once"
              ] if job.given else []
     return replace(intent, notes=[note, *given, *intent.notes], given_env=job.given or [])
-
-
-def _scheduler(text: str, d: Directives, launch: Optional[Launch]) -> str:
-    if d.scheduler != "none":
-        return d.scheduler
-    implied = schedulers.implied(text, launch.stages[0][0] if launch and launch.stages else None)
-    return implied.name if implied else "none"
 
 
 def _step_allocation(launch: Optional[Launch], d: Directives) -> None:

@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Union
 from ..errors import MapleError
 from .base import Directives, Option, Scheduler
 
-__all__ = ["Directives", "Option", "Scheduler", "all", "by_submit", "by_variable", "detect", "find", "from_log", "get", "implied", "mentioned",
+__all__ = ["Directives", "Option", "Scheduler", "all", "by_submit", "by_variable", "detect", "find", "from_log", "get", "implied", "late", "mentioned",
            "names", "register"]
 
 _UNITS: dict[str, Scheduler] = {}
@@ -25,8 +25,12 @@ def register(unit: Scheduler) -> Scheduler:
     return unit
 
 
+# Registered first: the schedulers a bare submit command names (`qsub` is PBS's before Cobalt's and Grid Engine's).
+_FIRST = ("slurm", "pbs")
+
+
 def _load() -> None:
-    for module in pkgutil.iter_modules(__path__):
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda module: module.name not in _FIRST):
         if module.name not in _NOT_UNITS and not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}")
 
@@ -51,9 +55,20 @@ def get(name: str) -> Scheduler:
 
 
 def detect(text: str) -> Optional[Scheduler]:
-    """The scheduler whose directive comes first before the first command, or None."""
+    """The scheduler whose directive comes first before the first command, or None; a dialect (NEC
+    NQSV's #PBS) before the scheduler whose prefix it shares, where its own options claim the block."""
     firsts = [(block[0][0], unit) for unit in _UNITS.values() if (block := unit.block(text))]
-    return min(firsts, key=lambda first: first[0])[1] if firsts else None
+    return min(firsts, key=lambda first: (first[0], first[1].dialect_of is None))[1] if firsts else None
+
+
+def late(text: str) -> Optional[tuple[Scheduler, int]]:
+    """For a script whose directives are all after its first command (none of them read): the scheduler
+    they are written for, with the first one's line. A dialect (NQSV) needs its options read to be told."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        unit = next((unit for unit in _UNITS.values() if not unit.dialect_of and unit.after_prefix(line.strip()) is not None), None)
+        if unit is not None:
+            return unit, lineno
+    return None
 
 
 def by_submit(command: Union[str, Sequence[str]]) -> Optional[Scheduler]:

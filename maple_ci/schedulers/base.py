@@ -61,7 +61,11 @@ PLACEHOLDER = re.compile(r"(?i).*[<>\[\]{}$].*|.*x{3,}.*|your[_-]?\w*|(?:project
 
 
 def real(value: Optional[str], what: str, d: "Directives") -> Optional[str]:
-    """`value`, or None with a note when it is a documentation placeholder."""
+    """`value`, or None with a note when it is a documentation placeholder or empty (`--account=`,
+    `--account= <account>`): a job that names none runs under the scheduler's default, as one without it."""
+    if value == "":
+        d.notes.append(f"the source's {what} is given with no value; read as none given")
+        return None
     if value is None or not PLACEHOLDER.fullmatch(value):
         return value
     d.notes.append(f"the source's {what} {value!r} is a placeholder; give the real one with --{what}")
@@ -159,6 +163,7 @@ class Scheduler:
     runs_command: ClassVar[bool] = False  # a submit line's words that are no script file are the job's command line
     command_option: ClassVar[Optional[str]] = None  # the submit option whose value is the job's shell command
     verify_backend: ClassVar[Optional[str]] = None
+    dialect_of: ClassVar[Optional[str]] = None  # the scheduler whose prefix it shares; its block() claims only its own scripts
     # What the debug agent needs (debug/ reads these; it names no scheduler): regexes of the lines the
     # scheduler writes when it refuses or ends a job, how to look up a site value (fact -> command),
     # and what to do when the user's job limit is reached.

@@ -219,6 +219,8 @@ class Pbs(Scheduler):
         """NCI Gadi's job-wide `-l ncpus=96 -l ngpus=8` (no select, no nodes): PBS places the job on
         as many nodes as its CPUs or its GPUs fill, whichever is more (gpuvolta: 48 CPUs and 4 GPUs a
         node, so 8 GPUs are 2 nodes whatever CPUs are asked)."""
+        if not cpus_per_node and not gpus_per_node:
+            return self._one_chunk(d)
         fills = {"gpus": _filled(d.gpus, gpus_per_node), "cpus": _filled(d.cpus, cpus_per_node)}
         most = max(fills, key=fills.get)  # the total that needs more nodes, and whose line says so
         nodes = fills[most]
@@ -226,6 +228,16 @@ class Pbs(Scheduler):
             return d
         return replace(d, nodes=nodes, gpus_per_node=d.gpus_per_node or per_node(d.gpus, nodes),
                        lines={"nodes": d.lines.get(most), "gpus_per_node": d.lines.get("gpus"), **d.lines})
+
+    @staticmethod
+    def _one_chunk(d: Directives) -> Directives:
+        """Job-wide totals on nodes of no known shape (the source machine is not known): PBS Pro makes a
+        request without select one chunk of those resources, so one node (PBS Professional Reference
+        Guide, "select", job-wide resources converted to a single chunk; unconfirmed, not read today)."""
+        if d.nodes_given or d.nodes or not d.gpus or d.gpus_per_node:
+            return d
+        return replace(d, nodes=1, gpus_per_node=d.gpus, lines={"nodes": d.lines.get("gpus"),
+                                                                "gpus_per_node": d.lines.get("gpus"), **d.lines})
 
     @staticmethod
     def _account(project: Optional[Option], d: Directives) -> None:

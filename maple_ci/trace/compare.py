@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Optional
 
 from ..errors import MapleError
-from ..verify.record import without_record
+from ..intent import without_record
 from . import Rank, Trace
 from ..launchers.options import PYTHON_OPTIONS_NOTE, python_option_env
 from .allocation import SITE_VARS, grammars

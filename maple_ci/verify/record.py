@@ -34,10 +34,10 @@ from typing import Literal, Optional, Union, get_args, get_origin, get_type_hint
 from ..errors import MapleError
 from ..extract import RENDEZVOUS_VARS
 from ..files import MAX_SOURCE_BYTES, read_text
-from ..intent import Container, JobIntent
+from ..intent import RECORD_PREFIX, Container, JobIntent
 from .readback import readback_checks, rendezvous_given
 
-PREFIX = "# maple-record: "
+PREFIX = RECORD_PREFIX
 VERSION = "1"
 LEGACY_SUFFIX = ".maple.json"  # the record's old home, beside the port
 MAX_BLOCK_BYTES = 16 * 1024  # a record is a few hundred bytes; the intent of a long launch line a few KiB
@@ -99,12 +99,6 @@ def with_record(script: str, record: Record) -> str:
     if not blank:
         return script + ("" if script.endswith("\n") else "\n") + block(record)
     return f"{head}\n{block(record)}\n{rest}"
-
-
-def without_record(script: str) -> str:
-    """`script` without its record's lines: what its header says to people (the trace gate takes a
-    difference for named when the header's notes name it; the record's variable names must not)."""
-    return "".join(line for line in script.splitlines(keepends=True) if not line.startswith(PREFIX.rstrip()))
 
 
 # Reading: strict, from untrusted text.
