@@ -56,17 +56,41 @@ _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 
 
 def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
-    """The framework outside PyTorch's family that `launch` runs, or None."""
+    """The framework outside PyTorch's family that `launch` runs, or None: from its launch words,
+    else the imports of the program's file and of the checkout's own modules it imports (where a
+    program builds its model with its framework outside its own file: `from pkg.models import Net`)."""
     named = _by_launch(launch)
     if named:
         return named
     source = program_source(launch.entry, shell)
+    texts = [source, *imported_sources(launch.entry, shell)] if source else []
     for name, pattern in _IMPORTS:
         # a program with a runtime of its own that imports torch too is PyTorch's (a conversion, a loader)
-        if pattern.search(source) and not (name in OWN_RUNTIME and _TORCH.search(source)):
+        if any(imports(pattern, text) for text in texts) and not (
+                name in OWN_RUNTIME and any(imports(_TORCH, text) for text in texts)):
             return name
     image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not source else ""
     return next((name for name, pattern in _IMAGES if pattern.search(image)), None)
+
+
+def imports(pattern: re.Pattern, source: str) -> bool:
+    """Whether `source` imports what `pattern` matches unconditionally: an import in a `try:` block
+    is an optional dependency (`try: import horovod.torch as hvd` / `except ImportError: hvd = None`,
+    Python's own idiom for one, docs.python.org/3/tutorial/errors.html, read 2026-11-29), which the
+    program may never use, so it does not say what the program is."""
+    return any(not _in_try(source, match.start()) for match in pattern.finditer(source))
+
+
+def _in_try(source: str, start: int) -> bool:
+    """Whether the line at `start` is in the body of a `try:` (the nearest line above it indented
+    less is `try:`)."""
+    line = source[start:].split("\n", 1)[0]
+    indent = len(line) - len(line.lstrip())
+    for above in reversed(source[:start].splitlines()):
+        stripped = above.strip()
+        if stripped and not stripped.startswith("#") and len(above) - len(above.lstrip()) < indent:
+            return stripped.startswith("try:")
+    return False
 
 
 def tensorflow_strategy(program: str) -> Optional[str]:
@@ -100,8 +124,10 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     if not entry:
         return ""
     if entry.startswith("-m "):
+        # a repository's package under src/ too (the "src layout" the Python packaging guide
+        # describes: packaging.python.org/en/latest/discussions/src-layout-vs-flat-layout, read 2026-11-29)
         path = entry[3:].replace(".", "/")
-        candidates = [f"{path}.py", f"{path}/__main__.py"]
+        candidates = [f"{root}{path}{tail}" for root in ("", "src/") for tail in (".py", "/__main__.py")]
     elif entry.endswith(".py"):
         candidates = [entry]
     else:
@@ -119,14 +145,16 @@ def imported_sources(entry: Optional[str], shell: "Shell") -> list[str]:
     """The texts of the checkout's modules the program's file imports, one level deep (`from
     tqdne.training import get_pl_trainer`: tqdne/training.py), where a program builds its framework's
     objects (a Lightning Trainer) outside its own file. Python looks for them first in the program's
-    folder (sys.path[0], the script's directory; the working directory for `-m`); the site's packages are
-    not in the checkout, so they are not found."""
+    folder (sys.path[0], the script's directory; the working directory for `-m`), then as the
+    repository's own package (its src/ layout too); the site's packages are not in the checkout, so
+    they are not found."""
     source = program_source(entry, shell)
     folder = entry.rsplit("/", 1)[0] + "/" if entry and "/" in entry and not entry.startswith("-m ") else ""
     found = []
     for match in _IMPORT.finditer(source):
-        path = folder + (match[1] or match[2]).replace(".", "/")
-        text = next((t for t in map(shell.read, (f"{path}.py", f"{path}/__init__.py")) if t), None)
+        path = (match[1] or match[2]).replace(".", "/")
+        paths = [f"{where}{path}{tail}" for where in dict.fromkeys((folder, "", "src/")) for tail in (".py", "/__init__.py")]
+        text = next((t for t in map(shell.read, paths) if t), None)
         if text and text not in found:
             found.append(text)
         if len(found) >= _MAX_MODULES:
