@@ -53,3 +53,55 @@ def test_an_optional_import_in_a_try_block_does_not_name_the_framework(tmp_path)
     assert (intent.framework, intent.strategy) == ("pytorch", "ddp")
     (tmp_path / "clipper/main.py").write_text(program.replace("try:\n    import horovod", "import horovod") + "# always\n")
     assert read(PER_GPU + launch, tmp_path, {}).framework == "horovod"
+
+
+@pytest.mark.parametrize("launch, files, strategy", [
+    # a DeepSpeed config given by the Lightning program's own flag, whose --strategy names no stage
+    ("srun python fit.py --strategy deepspeed --ds_config conf/ds.json",
+     {"fit.py": "import lightning as L\nimport torch.distributed.fsdp  # another option\n",
+      "conf/ds.json": '{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}}'}, "zero3"),
+    # the program's own switches pick DDP, though its source can also shard (FSDP)
+    ("srun python sim.py --use_ddp --cfg base", {"sim.py": "from torch.distributed.fsdp import FullyShardedDataParallel\n"}, "ddp"),
+    ("srun python sim.py --use_fsdp true", {"sim.py": "import torch\n"}, "fsdp"),
+    ("srun python sim.py --use_fsdp false", {"sim.py": "import torch\n"}, "ddp"),
+    # context parallelism over every rank, in the program's own flags, torchtitan's and Megatron's
+    ("srun python ring.py --tensor_parallel=1 --context_parallel=8", {"ring.py": "import torch\n"}, "cp"),
+    ("srun python ring.py --parallelism.context_parallel_degree 4", {"ring.py": "import torch\n"}, "cp"),
+    ("srun python ring.py --tensor_parallel=2 --context_parallel=4", {"ring.py": "import torch\n"}, "3d"),
+    ("srun python ring.py --context_parallel=$CP", {"ring.py": "import torch\n"}, None),
+    # the DeepSpeed config the program builds for deepspeed.initialize(config=...)
+    ("srun python bert_ds.py --out ./ckpt",
+     {"bert_ds.py": "import deepspeed\ncfg = {\n    'train_batch_size': 8,\n    'zero_optimization': {\n"
+                    "        'stage': 1,\n    },\n}\nengine, *_ = deepspeed.initialize(model=m, config=cfg)\n"}, "zero1"),
+])
+def test_the_strategy_is_what_the_program_is_given(launch, files, strategy, tmp_path):
+    assert read(PER_GPU + launch + "\n", tmp_path, files).strategy == strategy
+
+
+def test_an_unreadable_accelerate_config_says_its_strategy_by_its_name_only(tmp_path):
+    """accelerate launch --config_file NAME.yaml where the file is not in the checkout: as with a
+    DeepSpeed config, its name may say the strategy (zero3.yaml); a name that says nothing leaves it unknown."""
+    launch = "srun accelerate launch --config_file {} --num_processes 8 --num_machines 2 tune.py\n"
+    assert read(PER_GPU + launch.format("cfgs/zero3.yaml"), tmp_path, {"tune.py": "import torch\n"}).strategy == "zero3"
+    assert read(PER_GPU + launch.format("cfgs/cluster.yaml"), tmp_path, {}).strategy is None
+
+
+@pytest.mark.parametrize("launch, files, framework, strategy", [
+    # a program that drives its processes through an Accelerator, run by python alone
+    ("python main.py fit --lr 3e-4", {"main.py": "import torch\nfrom accelerate import Accelerator\n"}, "accelerate", "single"),
+    # Lightning Fabric names its strategy where it is built
+    ("python tune.py --d 2", {"tune.py": "import lightning as L\nfabric = L.Fabric(accelerator='cuda', devices=2,\n"
+                                         "    strategy='ddp' if True else 'auto', precision='bf16-true')\n"}, "lightning", "ddp"),
+    # DataParallel in the trainer module the program imports: one process over the node's GPUs
+    ("python run_seg.py", {"run_seg.py": "import torch\nfrom Looper import Looper\n",
+                           "Looper.py": "import torch\nclass Looper:\n    def __init__(s, m):\n"
+                                        "        s.m = torch.nn.DataParallel(m)\n"}, "pytorch", "dp"),
+    # one TensorFlow process computes on the first GPU it sees, unless its code places work itself
+    ("python keras_fit.py --epochs=3", {"keras_fit.py": "import tensorflow as tf\nm = tf.keras.Sequential()\n"},
+     "tensorflow", "single"),
+    ("python towers.py", {"towers.py": "import tensorflow as tf\nfor g in range(4):\n"
+                                       "    with tf.device('/gpu:%d' % g):\n        pass\n"}, "tensorflow", None),
+])
+def test_one_process_on_several_devices(launch, files, framework, strategy, tmp_path):
+    intent = read(FOUR_GPUS + launch + "\n", tmp_path, files)
+    assert (intent.framework, intent.strategy) == (framework, strategy)

@@ -93,6 +93,19 @@ def _in_try(source: str, start: int) -> bool:
     return False
 
 
+# A TensorFlow program that places its work on devices itself (`with tf.device('/gpu:%d' % i)`,
+# towers per GPU), picks which GPUs it sees (tf.config.set_visible_devices) or builds a strategy by
+# another library's helper (TF-Agents' strategy_utils.get_strategy): its own code decides its devices
+_TF_OWN_DEVICES = re.compile(r"\btf\.device\(|\bset_visible_devices\(|\bget_strategy\(|\btf\.distribute\b")
+
+
+def tensorflow_single(program: str) -> bool:
+    """Whether a TensorFlow process computes on one GPU: without code of its own that chooses
+    devices, TensorFlow runs on the GPU with the lowest ID of those it sees
+    (https://www.tensorflow.org/guide/gpu, read 2026-11-29)."""
+    return not _TF_OWN_DEVICES.search(program)
+
+
 def tensorflow_strategy(program: str) -> Optional[str]:
     """The tf.distribute strategy the program's source constructs; None for the default strategy or
     one outside the vocabulary (TPUStrategy, ParameterServerStrategy)."""
