@@ -11,6 +11,7 @@ lmf, llamafactory.*), vLLM's (vllm, vllm.entrypoints.*), Ray's (ray), Horovod's 
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING, Optional
 
 from ..files import trailing_paths
@@ -55,21 +56,19 @@ _IMAGES = [(name, re.compile(rf"(?i)(?:^|[^a-z]){name}(?:[^a-z]|$)")) for name i
 _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 
 
-def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
+def other_framework(launch: "Launch", texts: list[str]) -> Optional[str]:
     """The framework outside PyTorch's family that `launch` runs, or None: from its launch words,
-    else the imports of the program's file and of the checkout's own modules it imports (where a
-    program builds its model with its framework outside its own file: `from pkg.models import Net`)."""
+    else the imports of its program_files (where a program builds its model with its framework
+    outside its own file: `from pkg.models import Net`)."""
     named = _by_launch(launch)
     if named:
         return named
-    source = program_source(launch.entry, shell)
-    texts = [source, *imported_sources(launch.entry, shell)] if source else []
     for name, pattern in _IMPORTS:
         # a program with a runtime of its own that imports torch too is PyTorch's (a conversion, a loader)
         if any(imports(pattern, text) for text in texts) and not (
                 name in OWN_RUNTIME and any(imports(_TORCH, text) for text in texts)):
             return name
-    image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not source else ""
+    image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not texts else ""
     return next((name for name, pattern in _IMAGES if pattern.search(image)), None)
 
 
@@ -154,19 +153,29 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import\b|impor
 _MAX_MODULES = 8
 
 
-def imported_sources(entry: Optional[str], shell: "Shell") -> list[str]:
-    """The texts of the checkout's modules the program's file imports, one level deep (`from
+def program_files(entry: Optional[str], shell: "Shell") -> list[str]:
+    """The texts of the program's own file and of the checkout's modules it imports; [] when the
+    program's file is not in the checkout."""
+    source = program_source(entry, shell)
+    return [source, *imported_sources(entry, shell, source)] if source else []
+
+
+def imported_sources(entry: Optional[str], shell: "Shell", source: str) -> list[str]:
+    """The texts of the checkout's modules the program's `source` imports, one level deep (`from
     tqdne.training import get_pl_trainer`: tqdne/training.py), where a program builds its framework's
     objects (a Lightning Trainer) outside its own file. Python looks for them first in the program's
     folder (sys.path[0], the script's directory; the working directory for `-m`), then as the
-    repository's own package (its src/ layout too); the site's packages are not in the checkout, so
-    they are not found."""
-    source = program_source(entry, shell)
-    folder = entry.rsplit("/", 1)[0] + "/" if entry and "/" in entry and not entry.startswith("-m ") else ""
+    repository's own package (for a program run as a module, in its src/ layout too); the site's
+    packages are not in the checkout, so they are not found, nor are Python's own looked for
+    (sys.stdlib_module_names)."""
+    module = bool(entry) and entry.startswith("-m ")
+    folder = entry.rsplit("/", 1)[0] + "/" if entry and "/" in entry and not module else ""
+    roots = dict.fromkeys((folder, "", *(["src/"] if module else [])))
     found = []
-    for match in _IMPORT.finditer(source):
-        path = (match[1] or match[2]).replace(".", "/")
-        paths = [f"{where}{path}{tail}" for where in dict.fromkeys((folder, "", "src/")) for tail in (".py", "/__init__.py")]
+    names = dict.fromkeys(match[1] or match[2] for match in _IMPORT.finditer(source))
+    for name in (name for name in names if name.split(".")[0] not in sys.stdlib_module_names):
+        path = name.replace(".", "/")
+        paths = [f"{where}{path}{tail}" for where in roots for tail in (".py", "/__init__.py")]
         text = next((t for t in map(shell.read, paths) if t), None)
         if text and text not in found:
             found.append(text)

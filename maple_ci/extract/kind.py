@@ -11,7 +11,7 @@ from typing import Optional
 
 import yaml
 
-from .frameworks import (LIGHTNING_CONSOLES, imported_sources, other_framework, program_source, tensorflow_single,
+from .frameworks import (LIGHTNING_CONSOLES, other_framework, program_source, tensorflow_single,
                          tensorflow_strategy)
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, RANK_VARIABLES
 from .launch import Launch
@@ -59,22 +59,23 @@ _PIPELINE = re.compile(r"\b(?:PipelineModule|PipelineStage)\b")
 _ACCELERATE = re.compile(r"^[ \t]*(?:import|from)[ \t]+accelerate\b", re.M)
 
 
-def program_text(launch: Launch, shell: Shell) -> str:
+def program_text(launch: Launch, shell: Shell, files: list[str]) -> str:
     """What the program, the checkout's modules it imports and the config files its arguments name
     say, when they are in the checkout: `import lightning`, FSDP settings, a DataParallel wrapper in
     its trainer module. Read as text only, inside the checkout, never run."""
     named = [a.split("=", 1)[-1] for a in launch.args]
-    texts = [program_source(launch.entry, shell), *imported_sources(launch.entry, shell)] + [
-        shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
+    texts = files + [shell.read(path) for path in named
+                                                  if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
     return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
 
 
-def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program: str) -> str:
+def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program: str, files: list[str]) -> str:
+    """The program's framework; `files` are its program_files, `program` its program_text."""
     if launch is None:
         return "pytorch"
     names = launch.names()
     args = launch.args
-    other = other_framework(launch, launch.shell)
+    other = other_framework(launch, files)
     if other:
         return other
     if "accelerate" in names:
