@@ -105,3 +105,14 @@ def test_an_unreadable_accelerate_config_says_its_strategy_by_its_name_only(tmp_
 def test_one_process_on_several_devices(launch, files, framework, strategy, tmp_path):
     intent = read(FOUR_GPUS + launch + "\n", tmp_path, files)
     assert (intent.framework, intent.strategy) == (framework, strategy)
+
+
+@pytest.mark.parametrize("override, strategy", [
+    ("trainer.strategy=deepspeed_stage_2", "zero2"),
+    ("++pl.trainer.strategy=ddp_find_unused_parameters_true", "ddp"),
+    ("trainer.strategy=auto", "ddp"),  # Lightning picks: by size, as for any program
+])
+def test_a_hydra_override_of_the_trainer_strategy_is_read(override, strategy, tmp_path):
+    files = {"run.py": "import hydra\nimport lightning.pytorch as pl\n"}
+    intent = read(PER_GPU + f"srun python run.py experiment=big {override} trainer.devices=4\n", tmp_path, files)
+    assert (intent.framework, intent.strategy) == ("lightning", strategy)

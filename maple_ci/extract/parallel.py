@@ -137,7 +137,15 @@ def argument_strategy(args: list[str], resolve):
             return zero_from(resolve(stage))
     if _switched_on(args, "ddp", "use_ddp"):
         return "ddp"
-    return strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))) or NEXT
+    named = option_in_args(args, "strategy", "trainer.strategy")
+    if named is None:  # a Hydra override of the Trainer's (`trainer.strategy=ddp`, `+trainer.strategy=...`)
+        named = next((match[1] for match in map(_HYDRA_STRATEGY.fullmatch, args) if match), None)
+    return strategy_word(resolve(named)) or NEXT
+
+
+# Hydra's override grammar: `key=value`, `+key=value` (add), `++key=value` (add or override);
+# https://hydra.cc/docs/advanced/override_grammar/basic/, read 2026-11-29
+_HYDRA_STRATEGY = re.compile(r"\+{0,2}(?:\w+\.)*trainer\.strategy=(\S+)")
 
 
 def deepspeed_strategy(ds_path: Optional[str], ds_cfg: Optional[dict]):
