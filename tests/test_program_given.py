@@ -69,6 +69,9 @@ def test_an_optional_import_in_a_try_block_does_not_name_the_framework(tmp_path)
     ("srun python ring.py --parallelism.context_parallel_degree 4", {"ring.py": "import torch\n"}, "cp"),
     ("srun python ring.py --tensor_parallel=2 --context_parallel=4", {"ring.py": "import torch\n"}, "3d"),
     ("srun python ring.py --context_parallel=$CP", {"ring.py": "import torch\n"}, None),
+    # a switch rather than a degree: on at the program's own degree, or off
+    ("srun python ring.py --tensor_parallel --seq 8192", {"ring.py": "import torch\n"}, "tp"),
+    ("srun python ring.py --tensor_parallel false", {"ring.py": "import torch\n"}, "ddp"),
     # the DeepSpeed config the program builds for deepspeed.initialize(config=...)
     ("srun python bert_ds.py --out ./ckpt",
      {"bert_ds.py": "import deepspeed\ncfg = {\n    'train_batch_size': 8,\n    'zero_optimization': {\n"

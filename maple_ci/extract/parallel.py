@@ -20,6 +20,7 @@ from typing import Optional
 from .directives import count
 
 NEXT = object()  # a step of the strategy reading that does not decide
+_OFF = ("false", "0", "no", "none", "off")  # a switch's value that turns it off
 
 
 def option_in_args(args: list[str], *names: str) -> Optional[str]:
@@ -77,7 +78,13 @@ def _degree(args: list[str], resolve, flag: str) -> Optional[int]:
             if match := dotted.fullmatch(arg):
                 value = match[1] if match[1] is not None else (args[i + 1] if arg.startswith("--") and i + 1 < len(args) else None)
                 break
-    return 1 if value is None else count(resolve(value))
+    if value is None:
+        return 1
+    value = resolve(value)
+    if count(value) is not None or "$" in value:
+        return count(value)  # a number, or only the run knows it
+    # a switch (`--tensor_parallel`, `--context_parallel true`): on, at a degree the program picks
+    return 1 if value.lower() in _OFF else 2
 
 
 # Model-parallel degrees as config files write them: nanotron's `tp: 2`, torchtitan's
@@ -117,9 +124,6 @@ def model_parallel(args: list[str], resolve, program: str):
     if pp > 1 or (tp > 1 and cp > 1):
         return "3d"
     return "tp" if tp > 1 else "cp" if cp > 1 else NEXT
-
-
-_OFF = ("false", "0", "no", "none", "off")
 
 
 def _switched_on(args: list[str], *names: str) -> bool:
