@@ -81,8 +81,10 @@ def _degree(args: list[str], resolve, flag: str) -> Optional[int]:
     if value is None:
         return 1
     value = resolve(value)
-    if count(value) is not None or "$" in value:
-        return count(value)  # a number, or only the run knows it
+    if value is None or "$" in value:
+        return None  # only the run knows it
+    if count(value) is not None:
+        return count(value)
     # a switch (`--tensor_parallel`, `--context_parallel true`): on, at a degree the program picks
     return 1 if value.lower() in _OFF else 2
 
