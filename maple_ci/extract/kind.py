@@ -64,8 +64,7 @@ def program_text(launch: Launch, shell: Shell, files: list[str]) -> str:
     say, when they are in the checkout: `import lightning`, FSDP settings, a DataParallel wrapper in
     its trainer module. Read as text only, inside the checkout, never run."""
     named = [a.split("=", 1)[-1] for a in launch.args]
-    texts = files + [shell.read(path) for path in named
-                                                  if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
+    texts = files + [shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
     return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
 
 
@@ -147,11 +146,11 @@ REPLICAS = ("fairseq", "llamafactory", "jax")
 def own_strategy(framework: str, launch: Optional[Launch], program: str, world: Optional[int],
                  gpus_per_node: Optional[int]):
     """The strategy of a program outside PyTorch's family in its framework's own words; NEXT for
-    one whose processes are replicas (REPLICAS: PyTorch's steps decide), unless one process drives several
-    devices (JAX's pmap or sharding: its code decides); else single for one process on one device (a
-    TensorFlow one on the first it sees, unless its code chooses); else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
-    (hvd.allreduce, actors, engine-parallel sizes) nor about a MirroredStrategy process on several
-    devices."""
+    one whose processes are replicas (REPLICAS: PyTorch's steps decide), unless one process drives
+    several devices (JAX's pmap or sharding: its code decides); else single for one process on one
+    device (a TensorFlow one on the first it sees, unless its code chooses); else None. PyTorch's
+    size rule says nothing about a Horovod, Ray or vLLM job (hvd.allreduce, actors, engine-parallel
+    sizes) nor about a MirroredStrategy process on several devices."""
     named = None
     if framework == "tensorflow":
         named = tensorflow_strategy(program)
