@@ -119,3 +119,12 @@ def test_a_hydra_override_of_the_trainer_strategy_is_read(override, strategy, tm
     files = {"run.py": "import hydra\nimport lightning.pytorch as pl\n"}
     intent = read(PER_GPU + f"srun python run.py experiment=big {override} trainer.devices=4\n", tmp_path, files)
     assert (intent.framework, intent.strategy) == ("lightning", strategy)
+
+
+def test_a_program_named_by_a_site_path_is_read_beside_the_job(tmp_path):
+    """The job names its program by the site's absolute path; the checkout holds it beside the job
+    script, where its imports say it is a ChainerMN program (its own communicator: no strategy)."""
+    launch = "mpirun -np 8 -npernode 4 python /lustre/u42/src/models/imnet/fit_imnet.py --arch r50\n"
+    files = {"fit_imnet.py": "import chainer\nimport chainermn\ncomm = chainermn.create_communicator('pure_nccl')\n"}
+    intent = read(PER_GPU + launch, tmp_path, files)
+    assert (intent.framework, intent.strategy) == ("chainer", None)

@@ -186,11 +186,12 @@ def imported_sources(entry: Optional[str], shell: "Shell", source: str) -> list[
 
 def _checkout_tails(path: str) -> list[str]:
     """A program at a site path (`$HOME/examples/keras_mnist/mnist.py`, `/work/me/repo/train.py`):
-    its trailing folder/file parts, longest first, down to its folder and file, which the checkout may
-    hold (the repository cloned there on the site)."""
+    its trailing folder/file parts, longest first, down to its file name alone (a job script kept
+    beside the program it names by the site's path), which the checkout may hold (the repository
+    cloned there on the site), as a submitted job script is looked up (files.trailing_paths)."""
     if len(path.split("/")) < 3 or not path.endswith(".py"):
         return []
-    tails = trailing_paths(path, shortest=2)[0 if path.startswith("/") else 1:]  # a relative path is itself read already
+    tails = trailing_paths(path, shortest=1)[0 if path.startswith("/") else 1:]  # a relative path is itself read already
     return [tail for tail in tails if "$" not in tail]
 
 
