@@ -136,7 +136,12 @@ class JobIntent:
 
     def template_framework(self) -> str:
         """The template family that launches this program: its own, or plain PyTorch's (a launch
-        line starts any program; the set-up is python_env's concern)."""
+        line starts any program; the set-up is python_env's concern). An Accelerate program that
+        python starts alone runs as that one process (`python script.py` without `accelerate
+        launch`: huggingface.co/docs/accelerate/basic_tutorials/launch, read 2026-11-29), as the
+        one-process template starts it; Accelerate's own templates would start one per device."""
+        if self.framework == "accelerate" and self.launcher == "python" and self.template_strategy() == "single":
+            return "pytorch"
         return self.framework if self.framework in TEMPLATE_FRAMEWORKS else "pytorch"
 
     def template_strategy(self) -> Optional[str]:

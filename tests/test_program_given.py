@@ -128,3 +128,14 @@ def test_a_program_named_by_a_site_path_is_read_beside_the_job(tmp_path):
     files = {"fit_imnet.py": "import chainer\nimport chainermn\ncomm = chainermn.create_communicator('pure_nccl')\n"}
     intent = read(PER_GPU + launch, tmp_path, files)
     assert (intent.framework, intent.strategy) == ("chainer", None)
+
+
+def test_an_accelerate_program_python_starts_alone_stays_one_process(tmp_path):
+    """Accelerate without `accelerate launch` runs in the one process python starts: the port takes
+    the one-process template, not Accelerate's one-per-device launch (a world of 1 stays 1)."""
+    from maple_ci.port import port_intent
+
+    intent = read(ONE_GPU + "python fit.py --lr 1e-4\n", tmp_path, {"fit.py": "from accelerate import Accelerator\n"})
+    assert (intent.framework, intent.strategy, intent.world_size) == ("accelerate", "single", 1)
+    [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out")
+    assert result.template.endswith("-single") and "accelerate launch" not in result.script
