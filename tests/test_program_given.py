@@ -91,7 +91,10 @@ def test_an_unreadable_accelerate_config_says_its_strategy_by_its_name_only(tmp_
 
 @pytest.mark.parametrize("launch, files, framework, strategy", [
     # a program that drives its processes through an Accelerator, run by python alone
-    ("python main.py fit --lr 3e-4", {"main.py": "import torch\nfrom accelerate import Accelerator\n"}, "accelerate", "single"),
+    ("python main.py fit --lr 3e-4", {"main.py": "import torch\nfrom accelerate import Accelerator\nacc = Accelerator()\n"},
+     "accelerate", "single"),
+    # Accelerate's utilities alone do not make the program Accelerate's
+    ("python main.py fit", {"main.py": "import torch\nfrom accelerate.utils import set_seed\n"}, "pytorch", "single"),
     # Lightning Fabric names its strategy where it is built
     ("python tune.py --d 2", {"tune.py": "import lightning as L\nfabric = L.Fabric(accelerator='cuda', devices=2,\n"
                                          "    strategy='ddp' if True else 'auto', precision='bf16-true')\n"}, "lightning", "ddp"),
@@ -135,7 +138,8 @@ def test_an_accelerate_program_python_starts_alone_stays_one_process(tmp_path):
     the one-process template, not Accelerate's one-per-device launch (a world of 1 stays 1)."""
     from maple_ci.port import port_intent
 
-    intent = read(ONE_GPU + "python fit.py --lr 1e-4\n", tmp_path, {"fit.py": "from accelerate import Accelerator\n"})
+    intent = read(ONE_GPU + "python fit.py --lr 1e-4\n", tmp_path,
+                  {"fit.py": "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n"})
     assert (intent.framework, intent.strategy, intent.world_size) == ("accelerate", "single", 1)
     [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out")
     assert result.template.endswith("-single") and "accelerate launch" not in result.script

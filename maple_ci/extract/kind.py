@@ -54,9 +54,11 @@ _PROCESS_GROUP = re.compile(r"init_process_group|torch\.distributed|DistributedD
 # (https://www.deepspeed.ai/tutorials/pipeline/) or torch.distributed.pipelining's PipelineStage
 # (https://pytorch.org/docs/stable/distributed.pipelining.html), both read 2026-11-29
 _PIPELINE = re.compile(r"\b(?:PipelineModule|PipelineStage)\b")
-# A program that imports Hugging Face Accelerate drives its processes through an Accelerator
-# (https://huggingface.co/docs/accelerate/basic_tutorials/migration, read 2026-11-29)
+# A program that drives its processes through Hugging Face Accelerate: it imports it and builds an
+# Accelerator (https://huggingface.co/docs/accelerate/basic_tutorials/migration, read 2026-11-29);
+# its utilities alone (init_empty_weights, set_seed) leave the program as its launcher runs it
 _ACCELERATE = re.compile(r"^[ \t]*(?:import|from)[ \t]+accelerate\b", re.M)
+_ACCELERATOR = re.compile(r"\bAccelerator\s*\(")
 
 
 def program_text(launch: Launch, shell: Shell, files: list[str]) -> str:
@@ -90,7 +92,7 @@ def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program
         return "lightning"
     if deepspeed_config or option_in_args(args, "deepspeed") is not None:
         return "deepspeed"
-    return "accelerate" if _ACCELERATE.search(program) else "pytorch"
+    return "accelerate" if _ACCELERATE.search(program) and _ACCELERATOR.search(program) else "pytorch"
 
 
 def deepspeed_config(launch: Launch) -> Optional[str]:
