@@ -28,9 +28,10 @@ OWN_RUNTIME = frozenset({"jax", "tensorflow", "chainer", "mxnet", "paddle"})
 # SGLang's multiprocessing executors): their tp/pp strategy is one process on the node's GPUs
 ENGINES = frozenset({"vllm", "sglang"})
 # How the program parallelises (docs/port.md): dp is torch.nn.DataParallel in one process, pp pipeline
-# stages (DeepSpeed's, torch.distributed.pipelining's, vLLM's -pp), tp+pp vLLM's both; None when unknown.
+# stages (DeepSpeed's, torch.distributed.pipelining's, vLLM's -pp), tp+pp vLLM's both, cp context
+# parallelism alone (Megatron's --context-parallel-size, torchtitan's context_parallel_degree); None when unknown.
 Strategy = Literal["ddp", "fsdp", "zero1", "zero2", "zero3", "3d", "tp", "single",
-                   "mirrored", "multi_worker_mirrored", "dp", "pp", "tp+pp"]
+                   "mirrored", "multi_worker_mirrored", "dp", "pp", "tp+pp", "cp"]
 # TensorFlow's tf.distribute strategies launch as the PyTorch template of the same process model: one
 # MirroredStrategy process drives its node's GPUs (a one-process template), a MultiWorkerMirroredStrategy
 # job runs one worker per rank the launcher starts (https://www.tensorflow.org/guide/distributed_training, read 2026-11-29)
@@ -149,7 +150,12 @@ class JobIntent:
 
     def template_framework(self) -> str:
         """The template family that launches this program: its own, or plain PyTorch's (a launch
-        line starts any program; the set-up is python_env's concern)."""
+        line starts any program; the set-up is python_env's concern). An Accelerate program that
+        python starts alone runs as that one process (`python script.py` without `accelerate
+        launch`: huggingface.co/docs/accelerate/basic_tutorials/launch, read 2026-11-29), as the
+        one-process template starts it; Accelerate's own templates would start one per device."""
+        if self.framework == "accelerate" and self.launcher == "python" and self.template_strategy() == "single":
+            return "pytorch"
         return self.framework if self.framework in TEMPLATE_FRAMEWORKS else "pytorch"
 
     def template_strategy(self) -> Optional[str]:

@@ -261,9 +261,14 @@ def _script_env(intent: JobIntent, profile: ClusterProfile, framework_env: dict[
 
 
 def _deepspeed(intent: JobIntent) -> Optional[dict]:
-    """None when the program's own arguments already name a DeepSpeed config; else {"path": the
-    config file that came with the source, or None for the script to write a minimal ZeRO-3 one}."""
-    if any(a == "--deepspeed" or a.startswith("--deepspeed_config") for a in intent.script_args):
+    """None when the program's own arguments already name a DeepSpeed config, or when the source's
+    own deepspeed launcher ran it with none: that launcher hands the program its arguments as
+    given, so the program builds its config itself (deepspeed.initialize(config=...),
+    https://www.deepspeed.ai/getting-started/, read 2026-11-29) and runs as it did, with no
+    argument added; else {"path": the config file that came with the source, or None for the script
+    to write a minimal ZeRO-3 one}."""
+    if intent.launcher == "deepspeed" or any(a == "--deepspeed" or a.startswith("--deepspeed_config")
+                                             for a in intent.script_args):
         return None
     return {"path": intent.configs.get("deepspeed")}
 

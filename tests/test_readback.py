@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -139,15 +140,28 @@ def test_maple_port_exits_1_when_a_template_drops_the_arguments(tmp_path):
 
 
 def test_the_deepspeed_config_a_port_adds_is_said_and_accepted_and_nothing_else(tmp_path):
-    """A DeepSpeed program whose arguments name no config gets --deepspeed_config from the port
-    (a minimal ZeRO-3 file it writes): the header says so and the gate accepts those two words only."""
-    source = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\ndeepspeed train.py --epochs 3\n"
-    intent, result = _port(source, "polaris", tmp_path)
+    """A program the user ports as DeepSpeed (`--framework deepspeed`) whose arguments name no config
+    gets --deepspeed_config from the port (a minimal ZeRO-3 file it writes): the header says so and
+    the gate accepts those two words only."""
+    source = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\ntorchrun --nproc_per_node 4 train.py --epochs 3\n"
+    intent = replace(extract_script(source), framework="deepspeed")
+    result = port_intent(intent, ["polaris"], "job.sh", tmp_path, source_text=source)[0]
     assert "passes --deepspeed_config with a minimal ZeRO-3 config it writes" in result.script
     assert next(c for c in result.checks if c.name == "readback:arguments").ok
     edited = result.script.replace('--deepspeed_config "$DS_CONFIG"', '--deepspeed_config "$DS_CONFIG" --zero 2')
     [failure] = _failed(_recheck(edited, intent, result, source), "arguments")
     assert "'--zero'" in failure.message
+
+
+def test_a_program_the_deepspeed_launcher_ran_without_a_config_gets_none_added(tmp_path):
+    """`deepspeed train.py --epochs 3`: DeepSpeed's launcher passes the program its arguments as
+    given, so a program that ran with no --deepspeed_config builds its own config; the port runs it
+    with the same arguments, writes no ZeRO-3 config of its own and says nothing about one."""
+    source = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 01:00:00\ndeepspeed train.py --epochs 3\n"
+    intent, result = _port(source, "polaris", tmp_path)
+    assert result.status == "ok" and "--deepspeed_config" not in result.script
+    assert "ds_config.maple.json" not in result.script and "name no DeepSpeed config" not in result.script
+    assert extract_script(result.script).script_args == ["--epochs", "3"]
 
 
 def test_maple_verify_reruns_the_gate_from_the_record_the_port_wrote(tmp_path):

@@ -11,6 +11,7 @@ lmf, llamafactory.*), vLLM's (vllm, vllm.entrypoints.*), Ray's (ray), Horovod's 
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING, Optional
 
 from ..files import trailing_paths
@@ -55,18 +56,53 @@ _IMAGES = [(name, re.compile(rf"(?i)(?:^|[^a-z]){name}(?:[^a-z]|$)")) for name i
 _TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 
 
-def other_framework(launch: "Launch", shell: "Shell") -> Optional[str]:
-    """The framework outside PyTorch's family that `launch` runs, or None."""
+def other_framework(launch: "Launch", texts: list[str]) -> Optional[str]:
+    """The framework outside PyTorch's family that `launch` runs, or None: from its launch words,
+    else the imports of its program_files (where a program builds its model with its framework
+    outside its own file: `from pkg.models import Net`)."""
     named = _by_launch(launch)
     if named:
         return named
-    source = program_source(launch.entry, shell)
     for name, pattern in _IMPORTS:
         # a program with a runtime of its own that imports torch too is PyTorch's (a conversion, a loader)
-        if pattern.search(source) and not (name in OWN_RUNTIME and _TORCH.search(source)):
+        if any(imports(pattern, text) for text in texts) and not (
+                name in OWN_RUNTIME and any(imports(_TORCH, text) for text in texts)):
             return name
-    image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not source else ""
+    image = (launch.container.image or "").rsplit("/", 1)[-1] if launch.container and not texts else ""
     return next((name for name, pattern in _IMAGES if pattern.search(image)), None)
+
+
+def imports(pattern: re.Pattern, source: str) -> bool:
+    """Whether `source` imports what `pattern` matches unconditionally: an import in a `try:` block
+    is an optional dependency (`try: import horovod.torch as hvd` / `except ImportError: hvd = None`,
+    Python's own idiom for one, docs.python.org/3/tutorial/errors.html, read 2026-11-29), which the
+    program may never use, so it does not say what the program is."""
+    return any(not _in_try(source, match.start()) for match in pattern.finditer(source))
+
+
+def _in_try(source: str, start: int) -> bool:
+    """Whether the line at `start` is in the body of a `try:` (the nearest line above it indented
+    less is `try:`)."""
+    line = source[start:].split("\n", 1)[0]
+    indent = len(line) - len(line.lstrip())
+    for above in reversed(source[:start].splitlines()):
+        stripped = above.strip()
+        if stripped and not stripped.startswith("#") and len(above) - len(above.lstrip()) < indent:
+            return stripped.startswith("try:")
+    return False
+
+
+# A TensorFlow program that places its work on devices itself (`with tf.device('/gpu:%d' % i)`,
+# towers per GPU), picks which GPUs it sees (tf.config.set_visible_devices) or builds a strategy by
+# another library's helper (TF-Agents' strategy_utils.get_strategy): its own code decides its devices
+_TF_OWN_DEVICES = re.compile(r"\btf\.device\(|\bset_visible_devices\(|\bget_strategy\(|\btf\.distribute\b")
+
+
+def tensorflow_single(program: str) -> bool:
+    """Whether a TensorFlow process computes on one GPU: without code of its own that chooses
+    devices, TensorFlow runs on the GPU with the lowest ID of those it sees
+    (https://www.tensorflow.org/guide/gpu, read 2026-11-29)."""
+    return not _TF_OWN_DEVICES.search(program)
 
 
 def tensorflow_strategy(program: str) -> Optional[str]:
@@ -100,8 +136,10 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     if not entry:
         return ""
     if entry.startswith("-m "):
+        # a repository's package under src/ too (the "src layout" the Python packaging guide
+        # describes: packaging.python.org/en/latest/discussions/src-layout-vs-flat-layout, read 2026-11-29)
         path = entry[3:].replace(".", "/")
-        candidates = [f"{path}.py", f"{path}/__main__.py"]
+        candidates = [f"{root}{path}{tail}" for root in ("", "src/") for tail in (".py", "/__main__.py")]
     elif entry.endswith(".py"):
         candidates = [entry]
     else:
@@ -115,18 +153,30 @@ _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import\b|impor
 _MAX_MODULES = 8
 
 
-def imported_sources(entry: Optional[str], shell: "Shell") -> list[str]:
-    """The texts of the checkout's modules the program's file imports, one level deep (`from
+def program_files(entry: Optional[str], shell: "Shell") -> list[str]:
+    """The texts of the program's own file and of the checkout's modules it imports; [] when the
+    program's file is not in the checkout."""
+    source = program_source(entry, shell)
+    return [source, *imported_sources(entry, shell, source)] if source else []
+
+
+def imported_sources(entry: Optional[str], shell: "Shell", source: str) -> list[str]:
+    """The texts of the checkout's modules the program's `source` imports, one level deep (`from
     tqdne.training import get_pl_trainer`: tqdne/training.py), where a program builds its framework's
     objects (a Lightning Trainer) outside its own file. Python looks for them first in the program's
-    folder (sys.path[0], the script's directory; the working directory for `-m`); the site's packages are
-    not in the checkout, so they are not found."""
-    source = program_source(entry, shell)
-    folder = entry.rsplit("/", 1)[0] + "/" if entry and "/" in entry and not entry.startswith("-m ") else ""
+    folder (sys.path[0], the script's directory; the working directory for `-m`), then as the
+    repository's own package (for a program run as a module, in its src/ layout too); the site's
+    packages are not in the checkout, so they are not found, nor are Python's own looked for
+    (sys.stdlib_module_names)."""
+    module = bool(entry) and entry.startswith("-m ")
+    folder = entry.rsplit("/", 1)[0] + "/" if entry and "/" in entry and not module else ""
+    roots = dict.fromkeys((folder, "", *(["src/"] if module else [])))
     found = []
-    for match in _IMPORT.finditer(source):
-        path = folder + (match[1] or match[2]).replace(".", "/")
-        text = next((t for t in map(shell.read, (f"{path}.py", f"{path}/__init__.py")) if t), None)
+    names = dict.fromkeys(match[1] or match[2] for match in _IMPORT.finditer(source))
+    for name in (name for name in names if name.split(".")[0] not in sys.stdlib_module_names):
+        path = name.replace(".", "/")
+        paths = [f"{where}{path}{tail}" for where in roots for tail in (".py", "/__init__.py")]
+        text = next((t for t in map(shell.read, paths) if t), None)
         if text and text not in found:
             found.append(text)
         if len(found) >= _MAX_MODULES:
@@ -136,11 +186,12 @@ def imported_sources(entry: Optional[str], shell: "Shell") -> list[str]:
 
 def _checkout_tails(path: str) -> list[str]:
     """A program at a site path (`$HOME/examples/keras_mnist/mnist.py`, `/work/me/repo/train.py`):
-    its trailing folder/file parts, longest first, down to its folder and file, which the checkout may
-    hold (the repository cloned there on the site)."""
+    its trailing folder/file parts, longest first, down to its file name alone (a job script kept
+    beside the program it names by the site's path), which the checkout may hold (the repository
+    cloned there on the site), as a submitted job script is looked up (files.trailing_paths)."""
     if len(path.split("/")) < 3 or not path.endswith(".py"):
         return []
-    tails = trailing_paths(path, shortest=2)[0 if path.startswith("/") else 1:]  # a relative path is itself read already
+    tails = trailing_paths(path, shortest=1)[0 if path.startswith("/") else 1:]  # a relative path is itself read already
     return [tail for tail in tails if "$" not in tail]
 
 

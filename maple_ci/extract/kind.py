@@ -11,26 +11,15 @@ from typing import Optional
 
 import yaml
 
-from .directives import count
-from .frameworks import LIGHTNING_CONSOLES, imported_sources, other_framework, program_source, tensorflow_strategy
+from .frameworks import (LIGHTNING_CONSOLES, other_framework, program_source, tensorflow_single,
+                         tensorflow_strategy)
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, RANK_VARIABLES
 from .launch import Launch
 from .options import last
+from .parallel import (NEXT, argument_strategy, deepspeed_strategy, lightning_strategy, model_parallel, option_in_args,
+                       parallel_sizes, program_zero, strategy_word, zero_from)
 from .ray_cluster import ENGINE_SIZES, engine_strategy
 from .walk import Shell
-
-
-def option_in_args(args: list[str], *names: str) -> Optional[str]:
-    """Value of --name / --name=value among program arguments ('' for a flag without value)."""
-    spellings = {f"--{n}" for n in names} | {f"--{n.replace('_', '-')}" for n in names}
-    for i, arg in enumerate(args):
-        option, eq, value = arg.partition("=")
-        if option in spellings:
-            if eq:
-                return value
-            following = args[i + 1] if i + 1 < len(args) else ""
-            return "" if following.startswith("-") else following
-    return None
 
 
 def read_config(path: Optional[str], shell: Shell) -> Optional[dict]:
@@ -46,51 +35,11 @@ def read_config(path: Optional[str], shell: Shell) -> Optional[dict]:
     return data if isinstance(data, dict) else None
 
 
-def _zero_from(value) -> Optional[str]:
-    stage = str(value).strip()
-    return f"zero{stage}" if stage in ("1", "2", "3") else None
-
-
-def _strategy_word(value: Optional[str]) -> Optional[str]:
-    """A strategy named in an argument value: fsdp, deepspeed_stage_3, zero2, ddp..."""
-    if not value:
-        return None
-    lowered = value.lower()
-    if "fsdp" in lowered or "full_shard" in lowered or "shard_grad_op" in lowered:
-        return "fsdp"
-    if match := re.search(r"(?:stage|zero)[_-]?([123])", lowered):
-        return f"zero{match.group(1)}"
-    if "ddp" in lowered:
-        return "ddp"
-    return None
-
-
 _MEGATRON_ENTRY = re.compile(r"(?i)(?:.*/)?(?:pretrain_(?:gpt|bert|t5|mamba|retro|ict|vlm|vision|llama|mixtral|mistral)\w*\.py"
                              r"|.*megatron.*)")
 _LIGHTNING = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:lightning|pytorch_lightning|nemo)\b", re.M)
 _FSDP = re.compile(r"(?i)\bfsdp\b|fully_shard|full_shard|shard_grad_op|hybrid_shard|FullyShardedDataParallel|"
                    r"data_parallel_shard_degree")
-_TP_PP = ("tensor-model-parallel-size", "pipeline-model-parallel-size")
-
-
-def _parallel_sizes(args: list[str], resolve) -> list[Optional[int]]:
-    """Megatron's tensor and pipeline sizes as flags or as NeMo's Hydra overrides; 1 when not given."""
-    sizes = []
-    for flag in _TP_PP:
-        value = option_in_args(args, flag)
-        if value is None:
-            hydra = flag.replace("-size", "_size").replace("-", "_")
-            value = next((a.split("=", 1)[1] for a in args if re.fullmatch(rf"[\w.+]*{hydra}=\S+", a)), None)
-        sizes.append(1 if value is None else count(resolve(value)))
-    return sizes
-
-
-# Model-parallel degrees as config files write them: nanotron's `tp: 2`, torchtitan's
-# `tensor_parallel_degree = 2`, DeepSpeed/HF `tensor_parallel_size: 2`, picotron's JSON
-# `"tp_size": 2`, Megatron's `tensor_model_parallel_size: 2` (a key quoted or not).
-_CONFIG_DEGREE = {kind: re.compile(rf"(?m)(?:^|[{{,])[ \t]*([\"']?)(?:{short}(?:_size|_degree)?|{long}(?:_model)?_parallel_(?:size|degree))"
-                                   rf"\1\s*[:=]\s*(\d+)\b")
-                  for kind, short, long in (("tp", "tp", "tensor"), ("pp", "pp", "pipeline"))}
 # One process that splits each batch over its node's GPUs: torch.nn.DataParallel(model), which
 # DistributedDataParallel does not match (https://pytorch.org/docs/stable/generated/torch.nn.DataParallel.html, read 2026-11-29)
 _DATA_PARALLEL = re.compile(r"\bDataParallel\s*\(")
@@ -105,51 +54,52 @@ _PROCESS_GROUP = re.compile(r"init_process_group|torch\.distributed|DistributedD
 # (https://www.deepspeed.ai/tutorials/pipeline/) or torch.distributed.pipelining's PipelineStage
 # (https://pytorch.org/docs/stable/distributed.pipelining.html), both read 2026-11-29
 _PIPELINE = re.compile(r"\b(?:PipelineModule|PipelineStage)\b")
-# A program that shards its layers over the ranks with PyTorch's tensor-parallel API
-_TP_API = re.compile(r"\b(?:ColwiseParallel|RowwiseParallel)\b|\bparallelize_module\(")
+# A program that drives its processes through Hugging Face Accelerate: it imports it and builds an
+# Accelerator (https://huggingface.co/docs/accelerate/basic_tutorials/migration, read 2026-11-29);
+# its utilities alone (init_empty_weights, set_seed) leave the program as its launcher runs it
+_ACCELERATE = re.compile(r"^[ \t]*(?:import|from)[ \t]+accelerate\b", re.M)
+_ACCELERATOR = re.compile(r"\bAccelerator\s*\(")
 
 
-def _config_parallel(program: str) -> tuple[int, int]:
-    """(tensor, pipeline) degrees the program's config files set; 1 where they set none."""
-    found = [_CONFIG_DEGREE[kind].search(program) for kind in ("tp", "pp")]
-    return tuple(int(match.group(2)) if match else 1 for match in found)
-
-
-def program_text(launch: Launch, shell: Shell) -> str:
-    """What the program and the config files its arguments name say, when they are in the checkout:
-    `import lightning`, FSDP settings. Read as text only, inside the checkout, never run."""
+def program_text(launch: Launch, shell: Shell, files: list[str]) -> str:
+    """What the program, the checkout's modules it imports and the config files its arguments name
+    say, when they are in the checkout: `import lightning`, FSDP settings, a DataParallel wrapper in
+    its trainer module. Read as text only, inside the checkout, never run."""
     named = [a.split("=", 1)[-1] for a in launch.args]
-    texts = [program_source(launch.entry, shell)] + [shell.read(path) for path in named
-                                                      if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
+    texts = files + [shell.read(path) for path in named if re.search(r"\.(?:py|ya?ml|json|toml)$", path)]
     return "\n".join([" ".join(launch.args), *(text for text in texts if text)])
 
 
-def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program: str) -> str:
+def framework(launch: Optional[Launch], deepspeed_config: Optional[str], program: str, files: list[str]) -> str:
+    """The program's framework; `files` are its program_files, `program` its program_text."""
     if launch is None:
         return "pytorch"
     names = launch.names()
     args = launch.args
-    other = other_framework(launch, launch.shell)
+    other = other_framework(launch, files)
     if other:
         return other
     if "accelerate" in names:
         return "accelerate"
     if _MEGATRON_ENTRY.fullmatch(launch.entry or "") or any(
-            size is None or size > 1 for size in _parallel_sizes(args, launch.shell.resolve)):
+            size is None or size > 1 for size in parallel_sizes(args, launch.shell.resolve)):
         return "megatron"  # Megatron-DeepSpeed too: its DeepSpeed flags serve Megatron's program
-    if "deepspeed" in names or deepspeed_config or option_in_args(args, "deepspeed") is not None:
+    if "deepspeed" in names:
         return "deepspeed"
-    if ("lightning" in (launch.entry or "").lower() or launch.entry in LIGHTNING_CONSOLES or any(a.startswith(("--trainer.", "trainer.")) for a in args)
-            or _LIGHTNING.search(program) or any(map(_LIGHTNING.search, imported_sources(launch.entry, launch.shell)))):
+    # a Lightning program given a DeepSpeed config (`--strategy deepspeed --ds_config x.json`) is Lightning's
+    if ("lightning" in (launch.entry or "").lower() or launch.entry in LIGHTNING_CONSOLES
+            or any(a.startswith(("--trainer.", "trainer.")) for a in args) or _LIGHTNING.search(program)):
         return "lightning"
-    return "pytorch"
+    if deepspeed_config or option_in_args(args, "deepspeed") is not None:
+        return "deepspeed"
+    return "accelerate" if _ACCELERATE.search(program) and _ACCELERATOR.search(program) else "pytorch"
 
 
 def deepspeed_config(launch: Launch) -> Optional[str]:
     for name, opts in launch.stages:
         if name == "accelerate" and last(opts, "deepspeed_config_file"):
             return last(opts, "deepspeed_config_file")
-    named = option_in_args(launch.args, "deepspeed_config", "deepspeed_config_file")
+    named = option_in_args(launch.args, "deepspeed_config", "deepspeed_config_file", "ds_config")
     if named:
         return named
     value = option_in_args(launch.args, "deepspeed")  # Hugging Face Trainer: --deepspeed ds.json
@@ -159,17 +109,20 @@ def deepspeed_config(launch: Launch) -> Optional[str]:
 def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[str],
               ds_cfg: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], program: str) -> Optional[str]:
     """The first of these that decides: model-parallel sizes, pipeline stages in the program,
-    accelerate's options or config, the program's arguments, the DeepSpeed config, FSDP in the
-    program; else data parallel by size (one process: DataParallel's dp or single)."""
+    accelerate's options or config, the program's arguments, the DeepSpeed config, the strategy its
+    Lightning Trainer or Fabric names, the ZeRO stage in its text, FSDP in the program; else data
+    parallel by size (one process: DataParallel's dp or single)."""
     if launch is None:
         return None
     resolve, args = launch.shell.resolve, launch.args
     acc = next((o for n, o in launch.stages if n == "accelerate"), None)
-    steps = (lambda: _model_parallel(args, resolve, program),
+    steps = (lambda: model_parallel(args, resolve, program),
              lambda: "pp" if _PIPELINE.search(program) else NEXT,
              lambda: _accelerate_strategy(acc, acc_path, acc_cfg, resolve),
-             lambda: _argument_strategy(args, resolve),
-             lambda: _deepspeed_strategy(ds_path, ds_cfg),
+             lambda: argument_strategy(args, resolve),
+             lambda: deepspeed_strategy(ds_path, ds_cfg),
+             lambda: lightning_strategy(program),
+             lambda: program_zero(program),
              lambda: "fsdp" if _FSDP.search(program) else NEXT,
              lambda: None if _OWN_LAYOUT.search(program) or _shards(launch, program) else NEXT,
              lambda: _accelerate_default(acc, acc_path))
@@ -184,9 +137,6 @@ def strategy(launch: Optional[Launch], world: Optional[int], ds_path: Optional[s
     return "ddp"
 
 
-NEXT = object()  # a step of `strategy` that does not decide
-
-
 # Programs outside PyTorch's family whose processes are data-parallel replicas unless their own words
 # say otherwise: fairseq wraps its model in DDP by default (--ddp-backend pytorch_ddp, fairseq's
 # options reference), LLaMA-Factory runs torchrun's DDP unless its YAML names DeepSpeed or FSDP (its
@@ -198,10 +148,11 @@ REPLICAS = ("fairseq", "llamafactory", "jax")
 def own_strategy(framework: str, launch: Optional[Launch], program: str, world: Optional[int],
                  gpus_per_node: Optional[int]):
     """The strategy of a program outside PyTorch's family in its framework's own words; NEXT for
-    one whose processes are replicas (REPLICAS: PyTorch's steps decide), unless one process drives several
-    devices (JAX's pmap or sharding: its code decides); else single for one process on one device; else None. PyTorch's size rule says nothing about a Horovod, Ray or vLLM job
-    (hvd.allreduce, actors, engine-parallel sizes) nor about a MirroredStrategy process on several
-    devices."""
+    one whose processes are replicas (REPLICAS: PyTorch's steps decide), unless one process drives
+    several devices (JAX's pmap or sharding: its code decides); else single for one process on one
+    device (a TensorFlow one on the first it sees, unless its code chooses); else None. PyTorch's
+    size rule says nothing about a Horovod, Ray or vLLM job (hvd.allreduce, actors, engine-parallel
+    sizes) nor about a MirroredStrategy process on several devices."""
     named = None
     if framework == "tensorflow":
         named = tensorflow_strategy(program)
@@ -211,7 +162,8 @@ def own_strategy(framework: str, launch: Optional[Launch], program: str, world: 
         named = engine_strategy(launch, framework)
     if named or (framework in REPLICAS and not (world == 1 and (gpus_per_node or 1) > 1)):
         return named or NEXT
-    return "single" if world == 1 and gpus_per_node == 1 else None
+    one_device = gpus_per_node == 1 or (framework == "tensorflow" and tensorflow_single(program))
+    return "single" if world == 1 and one_device else None
 
 
 def _shards(launch: Launch, program: str) -> bool:
@@ -239,21 +191,8 @@ def _llamafactory_strategy(launch: Launch) -> Optional[str]:
     ds_path = config.get("deepspeed")
     if not isinstance(ds_path, str):
         return NEXT
-    found = _deepspeed_strategy(ds_path, read_config(ds_path, launch.shell))
+    found = deepspeed_strategy(ds_path, read_config(ds_path, launch.shell))
     return None if found is NEXT else found
-
-
-def _model_parallel(args: list[str], resolve, program: str):
-    sizes = _parallel_sizes(args, resolve)
-    if None in sizes:
-        return None  # model-parallel sizes only known at run time
-    if sizes == [1, 1]:
-        sizes = list(_config_parallel(program))
-    if sizes == [1, 1] and _TP_API.search(program):
-        return "tp"  # the degree is the program's own (often the whole world)
-    if sizes[1] > 1:
-        return "3d"
-    return "tp" if sizes[0] > 1 else NEXT
 
 
 def _accelerate_strategy(acc: Optional[dict], acc_path: Optional[str], acc_cfg: Optional[dict], resolve):
@@ -262,10 +201,10 @@ def _accelerate_strategy(acc: Optional[dict], acc_path: Optional[str], acc_cfg: 
     if "use_fsdp" in acc or any(k.startswith("fsdp_") for k in acc):
         return "fsdp"
     if "zero_stage" in acc:
-        return _zero_from(resolve(last(acc, "zero_stage")))
+        return zero_from(resolve(last(acc, "zero_stage")))
     if acc_cfg:
         return _accelerate_config(acc_cfg)
-    return None if acc_path else NEXT  # the config decides and we cannot read it
+    return strategy_word(Path(acc_path).stem) if acc_path else NEXT  # unreadable: only its name can say
 
 
 def _accelerate_default(acc: Optional[dict], acc_path: Optional[str]):
@@ -280,21 +219,4 @@ def _accelerate_config(cfg: dict):
     if kind == "FSDP":
         return "fsdp"
     stage = (cfg.get("deepspeed_config") or {}).get("zero_stage")
-    return _zero_from(stage) if kind == "DEEPSPEED" and stage is not None else NEXT
-
-
-def _argument_strategy(args: list[str], resolve):
-    if option_in_args(args, "fsdp") is not None:
-        return "fsdp"
-    for name in ("zero_stage", "zero-stage", "zero"):
-        if (stage := option_in_args(args, name)) is not None:
-            return _zero_from(resolve(stage))
-    return _strategy_word(resolve(option_in_args(args, "strategy", "trainer.strategy"))) or NEXT
-
-
-def _deepspeed_strategy(ds_path: Optional[str], ds_cfg: Optional[dict]):
-    if ds_cfg is not None:
-        return _zero_from((ds_cfg.get("zero_optimization") or {}).get("stage", 0)) or NEXT
-    if ds_path:
-        return _strategy_word(Path(ds_path).stem)  # unreadable: only its name can say, else unknown
-    return NEXT
+    return zero_from(stage) if kind == "DEEPSPEED" and stage is not None else NEXT

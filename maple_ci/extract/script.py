@@ -20,6 +20,7 @@ from .. import schedulers
 from .binding import source_binding
 from .candidates import from_arguments, program_hint
 from .counts import Counts, launch_counts
+from .frameworks import program_files
 from .directives import Directives, parse_directives, runtime_vars
 from .identity import identify, job_scheduler
 from .evaluate import PASS_THROUGH, runtime_values
@@ -93,7 +94,8 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
     if launch is None and follow_submit and (job := submitted(shell.submits, shell.read)):
         return _submitted_intent(job, base_dir, root)
     cfg = _Configs.read(launch, shell)
-    program = kind.program_text(launch, shell) if launch else ""
+    files = program_files(launch.entry, shell) if launch else []
+    program = kind.program_text(launch, shell, files) if launch else ""
     notes = _one_node(launch, d, notes)
     nodes, gpus_per_node, world = _sizes(launch, d, cfg.accelerate)
     loops, loop_notes = launch_loops(launch, shell)
@@ -101,7 +103,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         source_cluster=source,
         scheduler=job_scheduler(text, d, launch.stages[0][0] if launch and launch.stages else None, notes),
         launcher=_launcher(launch),
-        framework=kind.framework(launch, cfg.ds_path, program),
+        framework=kind.framework(launch, cfg.ds_path, program, files),
         nodes=nodes,
         gpus_per_node=gpus_per_node,
         world_size=world,
