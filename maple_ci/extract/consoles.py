@@ -142,8 +142,9 @@ _READERS = {"colossalai": _colossalai, "tune": _tune, "torchrun_jsc": _torchrun_
 
 # `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
 # the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
-# is `prog` as PATH finds it, on the target too.
-_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
+# is `prog` as PATH finds it, on the target too; for a path (`$(command -v /opt/py3.7/bin/python3.7)`)
+# it prints that path when the file is executable there, so the command is that file.
+_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+/-]+)"
 _ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
 
 

@@ -218,7 +218,9 @@ class Expander:
         if index == "*":
             return " ".join(items)
         position = arith(index, self.lookup)
-        return items[position] if position is not None and -len(items) <= position < len(items) else ""
+        if position is None:
+            return None  # `${nodes[$i]}` in a loop over the job's nodes: one unknown word, never none
+        return items[position] if -len(items) <= position < len(items) else ""
 
     def _parameter(self, body: str) -> Optional[object]:
         match = _PARAM.fullmatch(body)
@@ -321,7 +323,9 @@ def _split(text: str) -> list[str]:
             depth += 1
             i += 2
             continue
-        if char in ")}" and depth:
+        if char == "(" and depth:
+            depth += 1  # `$((a - 1))`, `$(f (x))`: bash's parentheses nest, each closed by its own `)`
+        elif char in ")}" and depth:
             depth -= 1
         elif char in " \t\n" and not depth:
             parts.append(text[start:i])

@@ -22,9 +22,9 @@ from ..values import env_rule
 from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
-from .candidates import from_arguments
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
-from .frameworks import by_program, console_program, runtime_setup
+from .frameworks import console_program
+from .program import best, score
 from .submit import in_checkout, is_submit
 from .shell import bash_syntax_error
 
@@ -35,10 +35,6 @@ _PLAIN_WRAPPERS = {"nohup", "exec", "command", "builtin", "unbuffer"}
 _BINDING = {"numactl", "taskset", "stdbuf", "nice", "env", "hwloc-bind"}  # options, then the command
 _PYTHON = re.compile(r"python[\d.]*")
 _PYTHON_TOOLS = {"pip", "venv", "ensurepip", "site", "pip3", "torch.utils.collect_env"}  # not a job
-_UTILITY = re.compile(r"hostname|\w+-smi|sycl-ls|clinfo|lscpu|nproc|echo|printf|mkdir|rm|cp|mv|ls|cat|env|printenv|"
-                      r"true|false|sleep|date|df|du|free|uname|chmod|tar|rsync|touch|ln|pwd|which|ip|ifconfig|wait|"
-                      r"kill|ulimit|sync|tee|grep|sed|awk|head|tail|sort|uniq|wc|cut|find|scontrol|squeue|sacct|"
-                      r"module|ssh|pdsh|bash|sh|id|whoami|top|ps|python[\d.]*|pip\d?|conda|gpustat|dcgmi|strace")
 _CONTAINERS = {"apptainer", "singularity", "podman-hpc", "podman", "docker", "shifter"}
 _OCI_ENGINES = {"podman-hpc", "podman", "docker"}
 # Per-rank scripts that only pick a device for the rank and run their arguments; the target's own
@@ -87,6 +83,7 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         return None
     if len(argv) > 1 and _UNKNOWN_WORD.fullmatch(argv[0]):
         return chain(argv[1:], shell, stages, ctx)  # `srun $SRUN_ARGS python ...`: options only the job knows
+    argv = [on_path(argv[0]), *argv[1:]]  # `$(which python) train.py` runs python
     head = argv[0].rsplit("/", 1)[-1]
     return _reader(head, argv)(head, argv, shell, stages, ctx)
 
@@ -375,18 +372,7 @@ def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: li
 
 def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
     entry = on_path(entry)
-    names = {name for name, _ in stages}
-    parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
-    runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
-    # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
-    runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
-    runs_program = runs_program or from_arguments(entry)  # `srun -N 4 "$@"`: the job's arguments are its program
-    # `llamafactory-cli train`, `fairseq-train` alone: a framework's console script is a program too
-    trains = runs_python or bool(entry) and (entry.rsplit("/", 1)[-1] in CONSOLES or by_program(entry) is not None)
-    score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0
-    if runtime_setup(entry, args):
-        score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
-    return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
+    return Launch(stages, entry, args, shell, score(stages, entry, args, shell), dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes), ctx.binding)
 
 
@@ -402,14 +388,6 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
                                  [*ctx.wrapper, *found.wrapper], [*ctx.notes, *found.notes],
                                  found.binding or ctx.binding))
                  for found in sub.launches])
-
-
-def best(launches: list[Launch]) -> Optional[Launch]:
-    """The launch that most looks like the training job; among equals, one through a launcher that
-    forks the workers (`prep.py && accelerate launch -m train`: the data step comes first), else the
-    first; None if none does."""
-    found = max(launches, key=lambda launch: (launch.score, bool(launch.names() & DL_LAUNCHERS)), default=None)
-    return found if found and found.score else None
 
 
 _READERS = {

@@ -22,7 +22,8 @@ from .candidates import from_arguments, program_hint
 from .counts import Counts, launch_counts
 from .directives import Directives, parse_directives, runtime_vars
 from .evaluate import PASS_THROUGH, runtime_values
-from .launch import Launch, best
+from .launch import Launch
+from .program import best
 from .launcher_options import config_options, launcher_options
 from .options import last
 from .ray_cluster import ray_intent

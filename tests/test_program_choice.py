@@ -1,0 +1,77 @@
+"""Which command of a job is its program (issue 25 C, program/entrypoint fields), each class from
+bash's manual or the tool's own contract; scripts written for these tests in styles the corpus does
+not hold.
+
+- several programs: a data step, then the training, both run alone: the training is the program;
+- a launch built from an array indexed by a loop's counter (`${hosts[$k]}`): one unknown word (bash
+  expands it to one host), never none, so the container command after `srun -w` stays the container;
+- nested arithmetic (`$(( $((n*4)) - 1 ))`, "Arithmetic Expansion": expressions nest) is one word;
+- `$(command -v /opt/py/bin/python3.9) fit.py`: command -v prints the path it is given when the file is
+  executable ("Bash Builtins"), so python runs fit.py;
+- a console script the checkout declares in pyproject.toml [project.scripts], or one named for a
+  framework (`xy-vllm`), run alone through `stdbuf`, is the program, not "no entrypoint".
+"""
+
+from maple_ci.extract import extract_script
+
+SLURM = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gpus-per-node=2\n"
+
+
+def test_the_training_step_after_a_data_step_run_alone_is_the_program():
+    script = SLURM + ("python3 -m corpus.tools.shard_parquet --src raw/ --dst shards/\n"
+                      "python3 -m corpus.engine.trainer --shards shards/ --epochs 3\n"
+                      "python3 -m corpus.tools.report --run last\n")
+    intent = extract_script(script)
+    assert (intent.entrypoint, intent.script_args) == ("-m corpus.engine.trainer", ["--shards", "shards/", "--epochs", "3"])
+
+
+def test_of_two_steps_neither_named_for_training_the_first_is_the_program():
+    intent = extract_script(SLURM + "python stage_a.py --x 1\npython stage_b.py --y 2\n")
+    assert intent.entrypoint == "stage_a.py"
+
+
+def test_a_host_from_an_array_indexed_by_the_loop_keeps_the_container_command():
+    script = ("#!/bin/bash\n#SBATCH -N 3\nhosts=( $(scontrol show hostnames \"$SLURM_JOB_NODELIST\") )\n"
+              "RUN=\"singularity exec --nv --bind /data:/data img.sif\"\n"
+              "for k in $(seq 0 $((SLURM_NNODES - 1))); do\n"
+              "  srun -N1 -n1 -w ${hosts[$k]} $RUN torchrun --nnodes=3 --nproc_per_node=2 --node_rank=$k fit.py --bs 8 &\n"
+              "done\nwait\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "fit.py", ["--bs", "8"])
+    assert intent.container and intent.container.image == "img.sif"
+
+
+def test_nested_arithmetic_is_one_word_in_a_command_string():
+    script = SLURM + ("srun bash -c 'accelerate launch --num_machines 1 --num_processes $(( $((SLURM_NNODES*2)) - 1 )) "
+                      "grpo.py --beta 0.1'\n")
+    intent = extract_script(script)
+    assert (intent.entrypoint, intent.script_args) == ("grpo.py", ["--beta", "0.1"])
+
+
+def test_nested_arithmetic_keeps_its_known_value():
+    intent = extract_script(SLURM + "W=$(( (3 + 1) * $((2 * 2)) - 1 ))\npython fit.py --workers $W\n")
+    assert intent.script_args == ["--workers", "15"]
+
+
+def test_an_interpreter_looked_up_by_its_path_runs_the_program():
+    intent = extract_script(SLURM + "$(command -v /opt/py39/bin/python3.9) fit.py --epochs 2\n")
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("python", "fit.py", ["--epochs", "2"])
+
+
+def test_a_console_script_the_checkout_declares_is_the_program(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "tiny"\n[project.scripts]\n'
+                                             'tiny-serve = "tiny.server:main"\n')
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "server.py").write_text("import torch\n\ndef main():\n    pass\n")
+    intent = extract_script(SLURM + "stdbuf -oL tiny-serve --port 9000 > serve.log\n", base_dir=tmp_path)
+    assert (intent.entrypoint, intent.script_args) == ("tiny-serve", ["--port", "9000"])
+
+
+def test_a_console_script_named_for_a_framework_is_the_program():
+    intent = extract_script(SLURM + "nice -n 5 xy-vllm --model m --tensor-parallel-size 2\n")
+    assert (intent.entrypoint, intent.framework) == ("xy-vllm", "vllm")
+
+
+def test_an_unknown_tool_alone_is_still_not_a_program():
+    intent = extract_script(SLURM + "stdbuf -oL wandb sync runs/\n")
+    assert intent.entrypoint is None
