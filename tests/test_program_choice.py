@@ -75,3 +75,22 @@ def test_a_console_script_named_for_a_framework_is_the_program():
 def test_an_unknown_tool_alone_is_still_not_a_program():
     intent = extract_script(SLURM + "stdbuf -oL wandb sync runs/\n")
     assert intent.entrypoint is None
+
+
+def test_an_enroot_container_s_options_are_never_the_program():
+    # enroot start [options] [--] NAME|IMAGE [COMMAND] (NVIDIA/enroot doc/cmd/start.md): -w is --rw, a flag
+    script = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
+              "srun enroot start -w -m /scratch:/scratch -e WANDB_MODE=offline --root -- ngc2409 "
+              "sh -c 'cd /ws && exec torchrun --nproc_per_node 4 -m lab.pretrain --steps 10'\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "-m lab.pretrain", ["--steps", "10"])
+    assert (intent.container.runtime, intent.container.image) == ("enroot", "ngc2409")
+
+
+def test_a_ray_job_s_driver_is_the_command_after_the_two_hyphens():
+    # `ray job submit [OPTIONS] -- ENTRYPOINT...` (docs.ray.io, Ray Jobs CLI): the entrypoint comes last
+    script = (SLURM + "ray start --head --num-gpus=2 --port=6379\n"
+              "ray job submit --address http://127.0.0.1:8265 --working-dir . -- python3 tune_sweep.py --trials 4\n"
+              "ray stop\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("ray", "tune_sweep.py", ["--trials", "4"])

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from ..errors import MapleError
-from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from ..launchers.options import PYTHON_OPTIONS_NOTE, python_command, python_option_env
 from ..values import env_rule
-from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
+from .options import (ACCELERATE, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
+from .containers import CONTAINERS, container, pyxis
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import console_program
 from .program import best, score
@@ -35,8 +35,6 @@ _PLAIN_WRAPPERS = {"nohup", "exec", "command", "builtin", "unbuffer"}
 _BINDING = {"numactl", "taskset", "stdbuf", "nice", "env", "hwloc-bind"}  # options, then the command
 _PYTHON = re.compile(r"python[\d.]*")
 _PYTHON_TOOLS = {"pip", "venv", "ensurepip", "site", "pip3", "torch.utils.collect_env"}  # not a job
-_CONTAINERS = {"apptainer", "singularity", "podman-hpc", "podman", "docker", "shifter"}
-_OCI_ENGINES = {"podman-hpc", "podman", "docker"}
 # Per-rank scripts that only pick a device for the rank and run their arguments; the target's own
 # binding replaces them. Known by name, or by what they do when they can be read.
 _AFFINITY_NAME = re.compile(r"(?i).*(affinity|gpu_tile|tile_compact|select_gpu|gpu_bind|bind_gpu|set_gpu|"
@@ -213,25 +211,8 @@ def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context
         if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
             ctx.env[key] = value if eq else shell.vars[key]
     if head == "srun":
-        _pyxis(opts, shell, ctx)
+        pyxis(opts, shell, ctx)
     return chain(rest, shell, [*stages, (head, opts)], ctx)
-
-
-def _pyxis(opts: dict, shell: "Shell", ctx: _Context) -> None:
-    """Pyxis/enroot: `--container-image`, or `--container-name` alone, which reuses the container an
-    earlier step of the job created under that name from its image (Pyxis' README: a named container
-    is kept for the job's later steps)."""
-    image, name = last(opts, "container_image"), last(opts, "container_name")
-    if image and name:
-        shell.pyxis[name] = image
-    image = image or shell.pyxis.get(name)
-    if image:
-        ctx.container = Container(runtime="pyxis", image=image,
-                                  options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
-    if name and not last(opts, "container_image"):
-        where = f"the container an earlier step made from {image}" if image else "a container the job made earlier"
-        ctx.notes.append(f"the program runs in {where} (--container-name={name}), with what that step installed in it; "
-                         "the port starts from the image: install those packages in your environment or image")
 
 
 def _subcommand_dl(name: str, subcommand: str, spec: Spec):
@@ -244,22 +225,6 @@ def _subcommand_dl(name: str, subcommand: str, spec: Spec):
     return read
 
 
-def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
-    if head == "shifter":
-        opts, rest = parse_options(argv[1:], CONTAINER)
-        image = last(opts, "image")
-        options = argv[1:len(argv) - len(rest)]
-    elif argv[1:2] in (["exec"], ["run"]):
-        opts, rest = parse_options(argv[2:], OCI_RUN if head in _OCI_ENGINES else CONTAINER)
-        if not rest:
-            return None
-        image, options, rest = rest[0], argv[2:len(argv) - len(rest)], rest[1:]
-    else:
-        return None
-    ctx.container = Container(runtime=head, image=image, options=[o for o in options if not o.startswith("--image")])
-    return chain(rest, shell, stages, ctx)
-
-
 def _runs_next(argv: list[str]) -> bool:
     """Whether the word after the program is python, a framework's console script, a launcher, a
     container or binding tool, or (after a GPU-affinity wrapper known by name: `mpirun ./select_gpu
@@ -269,7 +234,7 @@ def _runs_next(argv: list[str]) -> bool:
     follower = argv[1]
     binds_device = bool(_AFFINITY_NAME.fullmatch(argv[0].rsplit("/", 1)[-1])) and follower[:1] != "-"
     return bool(_PYTHON.fullmatch(follower.rsplit("/", 1)[-1])) or binds_device or console_program(follower) or (
-        follower in MPI_LAUNCHERS | DL_LAUNCHERS or follower in _CONTAINERS or follower in _BINDING)
+        follower in MPI_LAUNCHERS | DL_LAUNCHERS or follower in CONTAINERS or follower in _BINDING)
 
 
 def _is_wrapper(argv: list[str], text: Optional[str]) -> bool:
@@ -394,7 +359,7 @@ _READERS = {
     **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, **{name: _binding for name in _BINDING},
     **{name: _runner for name in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi")},
     **{name: _profiler for name in ("nsys", "ncu", "nv-nsight-cu-cli", "rocprof")},
-    **{name: _container for name in _CONTAINERS},
+    **{name: container for name in CONTAINERS},
     **{name: _shell for name in ("bash", "sh", "zsh")}, **{name: remote for name in REMOTE},
     **{name: _console for name in CONSOLES}, **{name: _mpi for name in MPI_LAUNCHERS},
     "torchrun": lambda head, argv, shell, stages, ctx: _dl_stage("torchrun", argv[1:], TORCHRUN, shell, stages, ctx),

@@ -4,7 +4,7 @@ directives the scheduler units' (maple_ci/schedulers); the reader is maple_ci.la
 
 from ..launchers import Spec, grammar, last, parse_options
 
-__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "OCI_RUN", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME", "TORCHRUN", "Spec",
+__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "ENROOT", "OCI_RUN", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME", "TORCHRUN", "Spec",
            "last", "parse_options"]
 
 TORCHRUN, DEEPSPEED, ACCELERATE = grammar("torchrun"), grammar("deepspeed"), grammar("accelerate")
@@ -15,6 +15,13 @@ CONTAINER = Spec(  # apptainer/singularity exec|run, podman-hpc run, shifter
     values=frozenset({"bind", "env", "home", "workdir", "overlay", "pwd", "env_file", "mount",
                       "scratch", "security", "hostname", "network", "network_args", "app",
                       "fusemount", "image", "module", "volume", "name", "entrypoint"}),
+    value_default=False,
+    unknown_words_are_options=False,
+)
+
+ENROOT = Spec(  # `enroot start [options] [--] NAME|IMAGE [COMMAND]` (NVIDIA/enroot doc/cmd/start.md, read 2026-11-29)
+    aliases={"c": "conf", "e": "env", "r": "root", "w": "rw", "m": "mount"},
+    values=frozenset({"conf", "env", "rc", "mount"}),
     value_default=False,
     unknown_words_are_options=False,
 )
