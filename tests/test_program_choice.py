@@ -94,3 +94,16 @@ def test_a_ray_job_s_driver_is_the_command_after_the_two_hyphens():
               "ray stop\n")
     intent = extract_script(script)
     assert (intent.launcher, intent.entrypoint, intent.script_args) == ("ray", "tune_sweep.py", ["--trials", "4"])
+
+
+def test_the_job_s_arguments_in_a_launcher_s_options_are_not_the_program():
+    # `sh job.sh --jobid 42`: "$@" are srun's options here, and sh -c's string holds the program
+    script = ("#!/bin/sh\n# salloc -N 2 --gpus-per-node 4 --no-shell\n"
+              "srun \"$@\" bash -lc 'torchrun --nnodes $SLURM_NNODES --nproc-per-node gpu fit.py --lr 1e-3'\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "fit.py", ["--lr", "1e-3"])
+
+
+def test_the_job_s_arguments_as_the_whole_command_stay_unknown():
+    intent = extract_script(SLURM + 'srun -N 2 "$@"\n')
+    assert intent.entrypoint is None and "given when the job is submitted" in " ".join(intent.notes)

@@ -21,6 +21,7 @@ from ..values import env_rule
 from .options import (ACCELERATE, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
+from .candidates import from_arguments
 from .containers import CONTAINERS, container, pyxis
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import console_program
@@ -79,8 +80,9 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         argv = argv[1:]
     if not argv:
         return None
-    if len(argv) > 1 and _UNKNOWN_WORD.fullmatch(argv[0]):
-        return chain(argv[1:], shell, stages, ctx)  # `srun $SRUN_ARGS python ...`: options only the job knows
+    if len(argv) > 1 and (_UNKNOWN_WORD.fullmatch(argv[0]) or stages and from_arguments(argv[0]) and _command(argv[1])):
+        # `srun $SRUN_ARGS python ...`, `srun "$@" sh -c '...'`: options only the job knows
+        return chain(argv[1:], shell, stages, ctx)
     argv = [on_path(argv[0]), *argv[1:]]  # `$(which python) train.py` runs python
     head = argv[0].rsplit("/", 1)[-1]
     return _reader(head, argv)(head, argv, shell, stages, ctx)
@@ -88,6 +90,12 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 _UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")
+
+
+def _command(word: str) -> bool:
+    """Whether `word` is a command this module reads (python, a shell, a launcher, a container...)."""
+    head = word.rsplit("/", 1)[-1]
+    return head in _READERS or bool(_PYTHON.fullmatch(head))
 
 
 def _reader(head: str, argv: list[str]):
