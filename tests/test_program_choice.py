@@ -107,3 +107,18 @@ def test_the_job_s_arguments_in_a_launcher_s_options_are_not_the_program():
 def test_the_job_s_arguments_as_the_whole_command_stay_unknown():
     intent = extract_script(SLURM + 'srun -N 2 "$@"\n')
     assert intent.entrypoint is None and "given when the job is submitted" in " ".join(intent.notes)
+
+
+def test_a_job_script_written_into_a_run_folder_then_submitted_from_there_is_read():
+    # bash runs `sbatch job.sh` in the folder of the last `cd`: the here-document written there is the job
+    script = ("#!/bin/bash\n#SBATCH -p cpu\nRUN=/scratch/me/runs/r_$(date +%s)\nmkdir -p \"$RUN\"\n"
+              "cat > \"$RUN/job.sh\" <<EOF\n#!/bin/bash\n#SBATCH -p gpu\n#SBATCH --gres=gpu:2\n#SBATCH --ntasks-per-node=2\n"
+              "srun python fit.py --out $RUN\nEOF\ncd \"$RUN\"\nsbatch job.sh\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.queue, intent.gpus_per_node) == ("srun", "fit.py", "gpu", 2)
+
+
+def test_a_file_of_the_same_name_in_another_folder_is_not_the_job():
+    script = ("#!/bin/bash\n#SBATCH -p cpu\ncat > /scratch/a/job.sh <<EOF\n#!/bin/bash\nsrun python fit.py\nEOF\n"
+              "cd /scratch/b\nsbatch job.sh\n")
+    assert extract_script(script).entrypoint is None

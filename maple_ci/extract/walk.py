@@ -66,6 +66,7 @@ class Shell(Builtins, Branches):
     stdin: Optional[str] = None  # what the command being read gets as its input, when a here-document gives it
     piped: Optional[str] = None  # what a `cat <<EOF |` prints into the next command
     job_env: frozenset = frozenset()  # what the job's environment holds (its scheduler's): assigning one exports it
+    cwd: Optional[str] = None  # the folder of the last `cd`: `cat > $D/job.sh <<EOF; cd $D; sbatch job.sh`
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -154,8 +155,9 @@ class Shell(Builtins, Branches):
     def read(self, path: str) -> Optional[str]:
         """The text of a file the script names (written by a here-document earlier, or in the
         checkout); None when it is unknown, outside the checkout, a symlink or unreadable."""
-        if path in self.files:
-            return self.files[path]
+        written = f"{self.cwd}/{path}" if self.cwd and not path.startswith("/") else path
+        if path in self.files or written in self.files:
+            return self.files.get(path, self.files.get(written))
         if self.root is None or UNEXPANDED.search(path):
             return None
         full = self._find(path)
