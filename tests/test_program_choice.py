@@ -30,6 +30,11 @@ def test_of_two_steps_neither_named_for_training_the_first_is_the_program():
     assert intent.entrypoint == "stage_a.py"
 
 
+def test_a_step_that_fetches_data_or_evaluates_is_not_the_program():
+    script = SLURM + "python fetch_corpus.py --to data/\npython main.py --data data/\npython evaluate.py --ckpt last\n"
+    assert extract_script(script).entrypoint == "main.py"
+
+
 def test_a_host_from_an_array_indexed_by_the_loop_keeps_the_container_command():
     script = ("#!/bin/bash\n#SBATCH -N 3\nhosts=( $(scontrol show hostnames \"$SLURM_JOB_NODELIST\") )\n"
               "RUN=\"singularity exec --nv --bind /data:/data img.sif\"\n"

@@ -27,8 +27,12 @@ UTILITY = re.compile(r"hostname|\w+-smi|sycl-ls|clinfo|lscpu|nproc|echo|printf|m
                      r"true|false|sleep|date|df|du|free|uname|chmod|tar|rsync|touch|ln|pwd|which|ip|ifconfig|wait|"
                      r"kill|ulimit|sync|tee|grep|sed|awk|head|tail|sort|uniq|wc|cut|find|scontrol|squeue|sacct|"
                      r"module|ssh|pdsh|bash|sh|id|whoami|top|ps|python[\d.]*|pip\d?|conda|gpustat|dcgmi|strace")
-# The program's own name (file stem or last module part) says it trains: `trainer`, `pretrain_gpt`, `finetune`
+# What the program's own name (file stem or last module part) says it does: it trains (`trainer`,
+# `pretrain_gpt`, `finetune`), or it is a step before or after the training (fetching or preparing
+# data, evaluating, reporting); a name that says neither ranks between them
 _TRAINS = re.compile(r"(?i).*(?:train|finetun|fine_tun|fit\b|sft).*")
+_STEP = re.compile(r"(?i).*(?:download|fetch|prepar|preprocess|tokeni[sz]|convert|shard|eval|test|infer|predict|"
+                   r"report|plot|analy[sz]|upload|summar).*")
 
 
 def score(stages: list, entry: Optional[str], args: list[str], shell: "Shell") -> int:
@@ -51,15 +55,17 @@ def score(stages: list, entry: Optional[str], args: list[str], shell: "Shell") -
 
 def best(launches: list["Launch"]) -> Optional["Launch"]:
     """The launch that most looks like the training job; among equals, one through a launcher that
-    forks the workers (`prep.py && accelerate launch -m train`: the data step comes first), then one
-    whose program is named for training (`-m pkg.preprocess` then `-m pkg.trainer`), else the first
-    (`train.py` then `evaluate.py`); None if none does."""
-    found = max(launches, key=lambda launch: (launch.score, bool(launch.names() & DL_LAUNCHERS), _named_training(launch)),
+    forks the workers (`prep.py && accelerate launch -m train`: the data step comes first), then the
+    one whose name says it trains over one that says nothing, over a step before or after it
+    (`-m pkg.preprocess` then `-m pkg.trainer`; `download.py` then `main.py`), else the first (`main.py`
+    then `other.py`); None if none does."""
+    found = max(launches, key=lambda launch: (launch.score, bool(launch.names() & DL_LAUNCHERS), _named(launch)),
                 default=None)
     return found if found and found.score else None
 
 
-def _named_training(launch: "Launch") -> bool:
-    """Whether the program's own name (file stem, or the last part of its -m module) says it trains."""
+def _named(launch: "Launch") -> int:
+    """2 when the program's own name (file stem, or the last part of its -m module) says it trains, 0
+    when it names a step before or after the training, else 1."""
     name = (launch.entry or "").removeprefix("-m ").rsplit("/", 1)[-1].removesuffix(".py").rsplit(".", 1)[-1]
-    return bool(_TRAINS.fullmatch(name))
+    return 2 if _TRAINS.fullmatch(name) else 0 if _STEP.fullmatch(name) else 1
