@@ -127,3 +127,16 @@ def test_a_file_of_the_same_name_in_another_folder_is_not_the_job():
     script = ("#!/bin/bash\n#SBATCH -p cpu\ncat > /scratch/a/job.sh <<EOF\n#!/bin/bash\nsrun python fit.py\nEOF\n"
               "cd /scratch/b\nsbatch job.sh\n")
     assert extract_script(script).entrypoint is None
+
+
+def test_a_program_given_to_python_on_its_input_is_refused_saying_so():
+    script = SLURM + "srun python3 -u - --epochs 3 <<'PY'\nimport torch\nprint(torch.cuda.device_count())\nPY\n"
+    intent = extract_script(script)
+    assert intent.entrypoint is None and "entrypoint" in intent.missing
+    assert "python at line 4 reads its program from its standard input" in " ".join(intent.notes)
+
+
+def test_a_set_up_step_on_python_s_input_leaves_the_training_the_program():
+    script = SLURM + "python - <<'PY'\nimport nltk; nltk.download('punkt')\nPY\nsrun python fit.py --k 2\n"
+    intent = extract_script(script)
+    assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--k", "2"])
