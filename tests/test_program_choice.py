@@ -140,3 +140,11 @@ def test_a_set_up_step_on_python_s_input_leaves_the_training_the_program():
     script = SLURM + "python - <<'PY'\nimport nltk; nltk.download('punkt')\nPY\nsrun python fit.py --k 2\n"
     intent = extract_script(script)
     assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--k", "2"])
+
+
+def test_an_inference_engine_then_its_client_ports_the_engine():
+    # the engine drives the GPUs; the client (its name says it runs inference against it) is a step after
+    script = (SLURM + "srun -N1 -n1 sglang serve --model-path org/m --tp 2 --port 30000 &\nsleep 120\n"
+              "srun -N1 -n1 python run_inference_requests.py --port 30000\n")
+    intent = extract_script(script)
+    assert (intent.entrypoint, intent.framework) == ("sglang", "sglang")

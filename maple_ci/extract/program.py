@@ -36,8 +36,9 @@ _STEP = re.compile(r"(?i).*(?:download|fetch|prepar|preprocess|tokeni[sz]|conver
 
 
 def score(stages: list, entry: Optional[str], args: list[str], shell: "Shell") -> int:
-    """3: a launcher starts python; 2: a launcher starts another program; 1: python or a framework's
-    (or the checkout's own) console script alone; 0: not a program (a tool, set-up, a runtime)."""
+    """3: a launcher starts python or a framework's (or the checkout's own) console script; 2: a
+    launcher starts another program; 1: one of the first kind alone; 0: not a program (a tool, set-up,
+    a runtime)."""
     if not entry:
         return 0
     names = {name for name, _ in stages}
@@ -49,7 +50,9 @@ def score(stages: list, entry: Optional[str], args: list[str], shell: "Shell") -
     runs_program = runs_program or from_arguments(entry)  # `srun -N 4 "$@"`: the job's arguments are its program
     # `llamafactory-cli train`, `fairseq-train`, the checkout's own `vf-vllm` alone: a program too
     trains = runs_python or word in CONSOLES or by_program(entry) is not None or console_module(word, shell) is not None
-    found = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0
+    # a framework's console script is a Python program too: `mpiexec ... vllm serve` (the engine) and then
+    # `python client.py` on it score alike, and the client's name ranks it below the engine (best)
+    found = 3 if parallel and trains else 2 if parallel and runs_program else 1 if trains else 0
     return 0 if runtime_setup(entry, args) else found  # `srun ray start --head`: the runtime, named as set-up
 
 
