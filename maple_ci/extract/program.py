@@ -49,7 +49,8 @@ def score(stages: list, entry: Optional[str], args: list[str], shell: "Shell") -
     runs_program = not UTILITY.fullmatch(word) and "$" not in entry
     runs_program = runs_program or from_arguments(entry)  # `srun -N 4 "$@"`: the job's arguments are its program
     # `llamafactory-cli train`, `fairseq-train`, the checkout's own `vf-vllm` alone: a program too
-    trains = runs_python or word in CONSOLES or by_program(entry) is not None or console_module(word, shell) is not None
+    trains = runs_python or word in CONSOLES or by_program(entry) is not None or (
+        runs_program and console_module(word, shell) is not None)  # the checkout's files read for a program only
     # a framework's console script is a Python program too: `mpiexec ... vllm serve` (the engine) and then
     # `python client.py` on it score alike, and the client's name ranks it below the engine (best)
     found = 3 if parallel and trains else 2 if parallel and runs_program else 1 if trains else 0
