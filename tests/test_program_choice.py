@@ -148,3 +148,10 @@ def test_an_inference_engine_then_its_client_ports_the_engine():
               "srun -N1 -n1 python run_inference_requests.py --port 30000\n")
     intent = extract_script(script)
     assert (intent.entrypoint, intent.framework) == ("sglang", "sglang")
+
+
+def test_a_console_script_declared_in_setup_cfg_is_the_program(tmp_path):
+    (tmp_path / "setup.cfg").write_text("[metadata]\nname = lab\n\n[options.entry_points]\nconsole_scripts =\n"
+                                        "    lab-fit = lab.cli.fit:main\n")
+    intent = extract_script(SLURM + "lab-fit --epochs 2 | tee fit.log\n", base_dir=tmp_path)
+    assert (intent.entrypoint, intent.script_args) == ("lab-fit", ["--epochs", "2"])

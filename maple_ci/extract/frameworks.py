@@ -149,12 +149,14 @@ def _checkout_tails(path: str) -> list[str]:
 
 def console_module(word: str, shell: "Shell") -> Optional[str]:
     """The module path (pkg/cli) of a console script the checkout itself declares: setup.py's
-    entry_points `console_scripts` ("name=pkg.cli:main") or pyproject.toml's [project.scripts]
+    entry_points `console_scripts` ("name=pkg.cli:main"), setup.cfg's [options.entry_points]
+    (`name = pkg.cli:main`, setuptools' "Entry Points" guide) or pyproject.toml's [project.scripts]
     (name = "pkg.cli:main"), as the Python packaging guide writes them."""
     if not re.fullmatch(r"[\w.-]+", word):
         return None
     name = re.escape(word)
     for path, pattern in (("setup.py", rf"[\"']{name}\s*=\s*([\w.]+):"),
+                          ("setup.cfg", rf"(?m)^\s*{name}\s*=\s*([\w.]+):"),
                           ("pyproject.toml", rf"(?m)^\s*\"?{name}\"?\s*=\s*\"([\w.]+):")):
         found = re.search(pattern, shell.read(path) or "")
         if found:
