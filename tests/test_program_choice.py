@@ -155,3 +155,18 @@ def test_a_console_script_declared_in_setup_cfg_is_the_program(tmp_path):
                                         "    lab-fit = lab.cli.fit:main\n")
     intent = extract_script(SLURM + "lab-fit --epochs 2 | tee fit.log\n", base_dir=tmp_path)
     assert (intent.entrypoint, intent.script_args) == ("lab-fit", ["--epochs", "2"])
+
+
+def test_the_trace_names_a_python_file_run_as_the_command(tmp_path):
+    """The command line is only in a file the job reads at run time; with the site's interpreter
+    missing, bash runs the file itself: the trace's record of it is the program (trusted: our script)."""
+    from maple_ci.port import program_from_trace
+
+    (tmp_path / "fit.py").write_text("import torch\n")
+    (tmp_path / "cmd.txt").write_text("$(command -v /opt/site/py39/bin/python3.9) fit.py --epochs 2\n")
+    job = tmp_path / "job.sh"
+    job.write_text(SLURM + 'eval "$(cat cmd.txt)"\n')
+    intent = extract_script(job.read_text(), base_dir=tmp_path)
+    assert intent.entrypoint is None
+    intent = program_from_trace(intent, job, trusted=True)
+    assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--epochs", "2"])

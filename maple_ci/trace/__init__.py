@@ -223,9 +223,11 @@ def traced_program(path: Path, cluster: Optional[str] = None, trusted: bool = Fa
     if launched and launched[-1].program:
         return launched[-1].program
     # a command the trace does not know (a site's own launcher, `run-multinode.sh train.py`) handed a
-    # Python file: the file and what follows it are the program
+    # Python file, or the file run as the command itself (by its shebang, or after an interpreter the
+    # job looks up at a site path printed nothing here: `$(command -v /opt/py/bin/python3) t.py`): the
+    # file and what follows it are the program
     for argv in reversed(trace.not_run):
-        start = next((i for i, word in enumerate(argv) if i and word.endswith(".py")), None)
+        start = next((i for i, word in enumerate(argv) if word.endswith(".py")), None)
         if start is not None:
             return argv[start:]
     return None
