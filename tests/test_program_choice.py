@@ -8,8 +8,12 @@ not hold.
 - nested arithmetic (`$(( $((n*4)) - 1 ))`, "Arithmetic Expansion": expressions nest) is one word;
 - `$(command -v /opt/py/bin/python3.9) fit.py`: command -v prints the path it is given when the file is
   executable ("Bash Builtins"), so python runs fit.py;
-- a console script the checkout declares in pyproject.toml [project.scripts], or one named for a
-  framework (`xy-vllm`), run alone through `stdbuf`, is the program, not "no entrypoint".
+- a console script the checkout declares in pyproject.toml [project.scripts] or setup.cfg, or one
+  named for a framework (`xy-vllm`), run alone through `stdbuf`, is the program, not "no entrypoint";
+- containers: enroot start's own grammar; `ray job submit -- CMD` runs CMD; `srun "$@" sh -c '...'`;
+  a job script written into a folder and submitted after `cd` there; an engine and then its client;
+  python reading its program from its input is refused saying so; the trace's program where static
+  reading finds none.
 """
 
 from maple_ci.extract import extract_script
