@@ -217,10 +217,8 @@ class Expander:
             return list(items)
         if index == "*":
             return " ".join(items)
-        position = arith(index, self.lookup)
-        if position is None:
-            return None  # `${nodes[$i]}` in a loop over the job's nodes: one unknown word, never none
-        return items[position] if -len(items) <= position < len(items) else ""
+        position = arith(index, self.lookup)  # unknown (`${nodes[$i]}` in a loop): one unknown word, never none
+        return None if position is None else items[position] if -len(items) <= position < len(items) else ""
 
     def _parameter(self, body: str) -> Optional[object]:
         match = _PARAM.fullmatch(body)
@@ -323,10 +321,8 @@ def _split(text: str) -> list[str]:
             depth += 1
             i += 2
             continue
-        if char == "(" and depth:
-            depth += 1  # `$((a - 1))`, `$(f (x))`: bash's parentheses nest, each closed by its own `)`
-        elif char in ")}" and depth:
-            depth -= 1
+        if char in "()}" and depth:  # `$((a - 1))`, `$(f (x))`: parentheses nest, each closed by its own
+            depth += 1 if char == "(" else -1
         elif char in " \t\n" and not depth:
             parts.append(text[start:i])
             start = i + 1
