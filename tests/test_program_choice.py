@@ -174,3 +174,22 @@ def test_the_trace_names_a_python_file_run_as_the_command(tmp_path):
     assert intent.entrypoint is None
     intent = program_from_trace(intent, job, trusted=True)
     assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--epochs", "2"])
+
+
+def test_a_launch_under_timeout_is_read_through_it_and_the_timeout_named():
+    # timeout(1): `timeout [OPTION] DURATION COMMAND [ARG]...`; -s and -k take a value
+    script = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
+              "timeout -s USR1 -k 120 --foreground 23h srun torchrun --nproc_per_node 4 fit.py --resume auto\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "fit.py", ["--resume", "auto"])
+    assert any("timeout -s USR1 -k 120 --foreground 23h" in note for note in intent.notes)
+
+
+def test_the_trace_runs_a_launch_under_timeout(tmp_path):
+    from maple_ci.trace import trace_script
+
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --ntasks-per-node=2\n"
+                   "timeout --kill-after=60 2h srun python fit.py --k 3\n")
+    trace = trace_script(job, trusted=True)
+    assert [rank.program for rank in trace.ranks] == [["fit.py", "--k", "3"]] * 2

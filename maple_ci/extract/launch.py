@@ -18,7 +18,7 @@ from ..errors import MapleError
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from ..launchers.options import PYTHON_OPTIONS_NOTE, python_command, python_option_env
 from ..values import env_rule
-from .options import (ACCELERATE, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
+from .options import (ACCELERATE, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TIMEOUT, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .candidates import from_arguments
@@ -120,6 +120,14 @@ def _plain(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Conte
 def _time(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     """bash's keyword (`time -p`) or GNU time, with their options."""
     return chain(parse_options(argv[1:], TIME)[1], shell, stages, ctx)
+
+
+def _timeout(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """`timeout [options] DURATION COMMAND`: the command, stopped after DURATION (the job's own limit)."""
+    rest = parse_options(argv[1:], TIMEOUT)[1]
+    ctx.notes.append(f"`{' '.join(argv[:len(argv) - len(rest) + 1])}` in front of the launch is not carried: the port's "
+                     "walltime bounds the job; put it back if the program relies on its signal (a checkpoint on it)")
+    return chain(rest[1:], shell, stages, ctx)
 
 
 def _binding(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
@@ -364,7 +372,7 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
 
 
 _READERS = {
-    **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, **{name: _binding for name in _BINDING},
+    **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, "timeout": _timeout, **{name: _binding for name in _BINDING},
     **{name: _runner for name in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi")},
     **{name: _profiler for name in ("nsys", "ncu", "nv-nsight-cu-cli", "rocprof")},
     **{name: container for name in CONTAINERS},
