@@ -172,10 +172,11 @@ def program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobInten
     entrypoint, args = program_line(shlex.join(found.words), None)
     note = f"the program was found by tracing the script (static reading found none): {shlex.join(found.words)[:200]}"
     kept = [n for n in intent.notes if not n.startswith("the program is not in the script")]  # now it is known
-    # the launcher that started it (a registry name: the stand-ins are made from the registry) and, where
-    # the trace ran on the job's own node count (not its stand-in size for one left to submit time), its ranks
-    launch = {"launcher": found.via[-1]} if found.via and found.via[-1] in MPI_LAUNCHERS | DL_LAUNCHERS else {}
-    launch |= {"world_size": found.world} if launch and found.world and found.nodes == intent.nodes else {}
+    # where the trace ran on the job's own node count (not its stand-in size for one left to submit time):
+    # the launcher that started it (a registry name: the stand-ins are made from the registry) and its ranks,
+    # together, so that the port's process note compares like with like
+    launched = found.via and found.via[-1] in MPI_LAUNCHERS | DL_LAUNCHERS and found.world and found.nodes == intent.nodes
+    launch = {"launcher": found.via[-1], "world_size": found.world} if launched else {}
     return replace(intent, entrypoint=entrypoint, script_args=args or [], notes=[*kept, note], **launch)
 
 

@@ -198,13 +198,14 @@ def test_the_trace_runs_a_launch_under_timeout(tmp_path):
 def test_the_trace_gives_the_launcher_and_ranks_of_the_program_it_finds(tmp_path):
     """A launch line read from a file at run time: the trace's rank 0 came through srun, 2 of them on
     the directives' one node; where the trace's allocation is not the job's (its two stand-in nodes for
-    a size it does not read), the world stays the reader's."""
+    a size it does not read), the launcher and world stay the reader's."""
     from maple_ci.port import program_from_trace
 
     (tmp_path / "fit.py").write_text("import torch\n")
     (tmp_path / "cmd.txt").write_text("python fit.py --lr 0.1\n")
-    for directives, world in (("#SBATCH -N 1\n#SBATCH --ntasks-per-node=2\n", 2), ("#SBATCH --ntasks-per-node=2\n", None)):
+    for directives, launch in (("#SBATCH -N 1\n#SBATCH --ntasks-per-node=2\n", ("srun", 2)),
+                               ("#SBATCH --ntasks-per-node=2\n", ("python", None))):
         job = tmp_path / "job.sh"
         job.write_text("#!/bin/bash\n" + directives + 'srun -l bash -c "$(cat cmd.txt)"\n')
         intent = program_from_trace(extract_script(job.read_text(), base_dir=tmp_path), job, trusted=True)
-        assert (intent.launcher, intent.entrypoint, intent.world_size) == ("srun", "fit.py", world)
+        assert (intent.entrypoint, (intent.launcher, intent.world_size)) == ("fit.py", launch)
