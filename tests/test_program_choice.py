@@ -209,3 +209,17 @@ def test_the_trace_gives_the_launcher_and_ranks_of_the_program_it_finds(tmp_path
         job.write_text("#!/bin/bash\n" + directives + 'srun -l bash -c "$(cat cmd.txt)"\n')
         intent = program_from_trace(extract_script(job.read_text(), base_dir=tmp_path), job, trusted=True)
         assert (intent.entrypoint, (intent.launcher, intent.world_size)) == ("fit.py", launch)
+
+
+def test_a_container_runtime_named_by_a_variable_is_read_as_that_runtime():
+    # `$APPTAINER exec`: the site's module sets the runtime's path; its options and image are never the program
+    script = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
+              "srun -l $APPTAINER exec --nv -B /scratch:/scratch lab.sif torchrun --nproc_per_node 4 -m lab.fit --k 1\n")
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("torchrun", "-m lab.fit", ["--k", "1"])
+    assert (intent.container.runtime, intent.container.image) == ("apptainer", "lab.sif")
+
+
+def test_an_unknown_variable_before_a_verb_that_is_no_container_s_stays_options():
+    intent = extract_script(SLURM + "srun $EXTRA exec python fit.py --k 1\n")
+    assert (intent.entrypoint, intent.container) == ("fit.py", None)

@@ -9,6 +9,7 @@ podman|docker run [opts] IMAGE CMD`, `shifter --image=IMAGE CMD`, `enroot start 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Optional
 
 from ..intent import Container
@@ -40,6 +41,19 @@ def container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: "_C
         return None
     ctx.container = Container(runtime=head, image=image, options=[o for o in options if not o.startswith("--image")])
     return chain(rest, shell, stages, ctx)
+
+
+# A runtime named by a variable the job's environment sets (`$APPTAINER exec`, `${SING} run`, a site
+# module's `$CONTAINER_CMD exec`): the variable's name says which; its verbs and options are the runtime's
+_NAMED_RUNTIME = re.compile(r"(?i)\$\{?\w*?(apptainer|singularity|sing|podman|docker|container|enroot)\w*\}?")
+_RUNTIME_OF_NAME = {"sing": "singularity", "container": "apptainer"}  # their exec|run grammar is Apptainer's
+
+
+def named_runtime(argv: list[str]) -> Optional[str]:
+    """The runtime a variable in command position names (`$APPTAINER exec IMG CMD`), or None."""
+    found = _NAMED_RUNTIME.fullmatch(argv[0]) if len(argv) > 2 else None
+    runtime = _RUNTIME_OF_NAME.get(found[1].lower(), found[1].lower()) if found else None
+    return runtime if runtime and argv[1] in _SUBCOMMANDS.get(runtime, ("exec", "run")) else None
 
 
 def _spec(head: str):

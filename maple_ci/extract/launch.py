@@ -22,7 +22,7 @@ from .options import (ACCELERATE, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .candidates import from_arguments
-from .containers import CONTAINERS, container, pyxis
+from .containers import CONTAINERS, container, named_runtime, pyxis
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import console_program
 from .program import best, score
@@ -80,6 +80,8 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         argv = argv[1:]
     if not argv:
         return None
+    if named_runtime(argv):  # `$APPTAINER exec --nv img.sif python t.py`: the container's options are never the program
+        return container(named_runtime(argv), argv, shell, stages, ctx)
     if len(argv) > 1 and (_UNKNOWN_WORD.fullmatch(argv[0]) or stages and from_arguments(argv[0]) and _command(argv[1])):
         # `srun $SRUN_ARGS python ...`, `srun "$@" sh -c '...'`: options only the job knows
         return chain(argv[1:], shell, stages, ctx)
@@ -222,6 +224,8 @@ def _console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Con
 def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     grammar = launcher(head)
     opts, rest = parse_options(argv[1:], grammar.spec)
+    skipped = argv[len(argv) - len(rest) - 1]  # the grammar skips a `$VAR` as options only the job knows
+    rest = [skipped, *rest] if len(rest) < len(argv) - 1 and named_runtime([skipped, *rest]) else rest
     for item in grammar.exports(opts):
         key, eq, value = item.partition("=")
         if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
