@@ -223,3 +223,11 @@ def test_a_container_runtime_named_by_a_variable_is_read_as_that_runtime():
 def test_an_unknown_variable_before_a_verb_that_is_no_container_s_stays_options():
     intent = extract_script(SLURM + "srun $EXTRA exec python fit.py --k 1\n")
     assert (intent.entrypoint, intent.container) == ("fit.py", None)
+
+
+def test_an_interpreter_named_by_a_variable_runs_its_module():
+    # `$PYTHON` set by the job's environment (a module, a venv): python's own -m, never srun's -m (distribution)
+    intent = extract_script(SLURM + "srun --cpu-bind=cores $PYTHON -m lab.fit --k 1\n")
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("srun", "-m lab.fit", ["--k", "1"])
+    intent = extract_script(SLURM + "srun -o $PYTHON_LOG python fit.py --k 1\n")  # a value, not the interpreter
+    assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--k", "1"])

@@ -82,6 +82,8 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         return None
     if named_runtime(argv):  # `$APPTAINER exec --nv img.sif python t.py`: the container's options are never the program
         return container(named_runtime(argv), argv, shell, stages, ctx)
+    if _named_python(argv):  # `$PYTHON -m pkg.train`: the interpreter the job's environment names
+        return _python(argv, shell, stages, ctx)
     if len(argv) > 1 and (_UNKNOWN_WORD.fullmatch(argv[0]) or stages and from_arguments(argv[0]) and _command(argv[1])):
         # `srun $SRUN_ARGS python ...`, `srun "$@" sh -c '...'`: options only the job knows
         return chain(argv[1:], shell, stages, ctx)
@@ -91,6 +93,12 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
+_NAMED_PYTHON = re.compile(r"(?i)\$\{?(?:(?:\w+_)?python[\d.]*|py)(?:_?(?:bin|exe|exec|cmd|interpreter))?\}?")
+
+
+def _named_python(argv: list[str]) -> bool:
+    """`$PYTHON -m pkg.train`, `${PYTHON_BIN} -u t.py`: a variable named for the interpreter, then its words."""
+    return len(argv) > 1 and bool(_NAMED_PYTHON.fullmatch(argv[0]))
 _UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")
 
 
@@ -223,9 +231,10 @@ def _console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Con
 
 def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     grammar = launcher(head)
-    opts, rest = parse_options(argv[1:], grammar.spec)
-    skipped = argv[len(argv) - len(rest) - 1]  # the grammar skips a `$VAR` as options only the job knows
-    rest = [skipped, *rest] if len(rest) < len(argv) - 1 and named_runtime([skipped, *rest]) else rest
+    # the grammar skips a `$VAR` as options only the job knows: not one that names the command after the options
+    at = next((j for j in range(1, len(argv)) if named_runtime(argv[j:]) or _named_python(argv[j:])), len(argv))
+    opts, rest = parse_options(argv[1:at], grammar.spec)
+    opts, rest = (opts, argv[at:]) if not rest else parse_options(argv[1:], grammar.spec)
     for item in grammar.exports(opts):
         key, eq, value = item.partition("=")
         if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
