@@ -231,3 +231,13 @@ def test_an_interpreter_named_by_a_variable_runs_its_module():
     assert (intent.launcher, intent.entrypoint, intent.script_args) == ("srun", "-m lab.fit", ["--k", "1"])
     intent = extract_script(SLURM + "srun -o $PYTHON_LOG python fit.py --k 1\n")  # a value, not the interpreter
     assert (intent.entrypoint, intent.script_args) == ("fit.py", ["--k", "1"])
+
+
+def test_a_launcher_or_runner_named_by_a_variable_is_read_as_it():
+    # a module sets $MPIRUN / $CONDA to the tool's path: the words after it are that tool's
+    script = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n$MPIRUN -np 8 --map-by ppr:4:node python fit.py --k 1\n"
+    intent = extract_script(script)
+    assert (intent.launcher, intent.entrypoint, intent.script_args) == ("mpirun", "fit.py", ["--k", "1"])
+    intent = extract_script(SLURM + "srun ${CONDA_EXE} run -n lab python fit.py --k 1\n")
+    assert (intent.entrypoint, intent.python_env) == ("fit.py", "conda activate lab")
+    assert extract_script(SLURM + "srun $SRUN_ARGS python fit.py\n").entrypoint == "fit.py"  # options only the job knows

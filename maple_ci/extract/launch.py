@@ -25,6 +25,7 @@ from .candidates import from_arguments
 from .containers import CONTAINERS, container, named_runtime, pyxis
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
 from .frameworks import console_program
+from .named import RUNNERS, named_command
 from .program import best, score
 from .submit import in_checkout, is_submit
 from .shell import bash_syntax_error
@@ -80,10 +81,8 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         argv = argv[1:]
     if not argv:
         return None
-    if named_runtime(argv):  # `$APPTAINER exec --nv img.sif python t.py`: the container's options are never the program
-        return container(named_runtime(argv), argv, shell, stages, ctx)
-    if _named_python(argv):  # `$PYTHON -m pkg.train`: the interpreter the job's environment names
-        return _python(argv, shell, stages, ctx)
+    named = named_runtime(argv) or named_command(argv)  # `$APPTAINER exec ...`, `$PYTHON -m pkg.train`, `$MPIRUN -np 8`
+    argv = [named, *argv[1:]] if named else argv
     if len(argv) > 1 and (_UNKNOWN_WORD.fullmatch(argv[0]) or stages and from_arguments(argv[0]) and _command(argv[1])):
         # `srun $SRUN_ARGS python ...`, `srun "$@" sh -c '...'`: options only the job knows
         return chain(argv[1:], shell, stages, ctx)
@@ -93,12 +92,6 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
-_NAMED_PYTHON = re.compile(r"(?i)\$\{?(?:(?:\w+_)?python[\d.]*|py)(?:_?(?:bin|exe|exec|cmd|interpreter))?\}?")
-
-
-def _named_python(argv: list[str]) -> bool:
-    """`$PYTHON -m pkg.train`, `${PYTHON_BIN} -u t.py`: a variable named for the interpreter, then its words."""
-    return len(argv) > 1 and bool(_NAMED_PYTHON.fullmatch(argv[0]))
 _UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")
 
 
@@ -232,7 +225,7 @@ def _console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Con
 def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     grammar = launcher(head)
     # the grammar skips a `$VAR` as options only the job knows: not one that names the command after the options
-    at = next((j for j in range(1, len(argv)) if named_runtime(argv[j:]) or _named_python(argv[j:])), len(argv))
+    at = next((j for j in range(1, len(argv)) if named_runtime(argv[j:]) or named_command(argv[j:])), len(argv))
     opts, rest = parse_options(argv[1:at], grammar.spec)
     opts, rest = (opts, argv[at:]) if not rest else parse_options(argv[1:], grammar.spec)
     for item in grammar.exports(opts):
@@ -386,7 +379,7 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
 
 _READERS = {
     **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, "timeout": _timeout, **{name: _binding for name in _BINDING},
-    **{name: _runner for name in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi")},
+    **{name: _runner for name in RUNNERS},
     **{name: _profiler for name in ("nsys", "ncu", "nv-nsight-cu-cli", "rocprof")},
     **{name: container for name in CONTAINERS},
     **{name: _shell for name in ("bash", "sh", "zsh")}, **{name: remote for name in REMOTE},
