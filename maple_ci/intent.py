@@ -64,7 +64,7 @@ class Container:
     """The container a source runs its program in (Shifter, Apptainer/Singularity, podman-hpc,
     Pyxis/enroot); synthesis maps it to the target's runtime when the image can run there."""
 
-    runtime: str  # "shifter" | "apptainer" | "singularity" | "podman-hpc" | "pyxis"
+    runtime: str  # "shifter" | "apptainer" | "singularity" | "podman-hpc" | "enroot" | "pyxis"
     image: Optional[str] = None  # as written: docker:nersc/pytorch:24.06, /path/img.sif, $SIF
     options: list[str] = field(default_factory=list)  # the runtime's own flags, verbatim (-B, --nv, --module=gpu)
 

@@ -19,6 +19,7 @@ from .estimates import with_estimates
 from .extract import extract, load_source
 from .files import write_inside
 from .intent import JobIntent
+from .launchers import DL_LAUNCHERS, MPI_LAUNCHERS
 from .profiles import ClusterProfile, get_profile
 from .python_env import ALL, framework_env, with_python_env
 from .retrieve import best_template
@@ -165,13 +166,18 @@ def program_from_trace(intent: JobIntent, path: Path, trusted: bool) -> JobInten
     from .extract import program_line
     from .trace import traced_program
 
-    words = traced_program(path, intent.source_cluster, trusted=trusted)
-    if not words:
+    found = traced_program(path, intent.source_cluster, trusted=trusted)
+    if not found or not found.words:
         return intent
-    entrypoint, args = program_line(shlex.join(words), None)
-    note = f"the program was found by tracing the script (static reading found none): {shlex.join(words)[:200]}"
+    entrypoint, args = program_line(shlex.join(found.words), None)
+    note = f"the program was found by tracing the script (static reading found none): {shlex.join(found.words)[:200]}"
     kept = [n for n in intent.notes if not n.startswith("the program is not in the script")]  # now it is known
-    return replace(intent, entrypoint=entrypoint, script_args=args or [], notes=[*kept, note])
+    # where the trace ran on the job's own node count (not its stand-in size for one left to submit time):
+    # the launcher that started it (a registry name: the stand-ins are made from the registry) and its ranks,
+    # together, so that the port's process note compares like with like
+    launched = found.via and found.via[-1] in MPI_LAUNCHERS | DL_LAUNCHERS and found.world and found.nodes == intent.nodes
+    launch = {"launcher": found.via[-1], "world_size": found.world} if launched else {}
+    return replace(intent, entrypoint=entrypoint, script_args=args or [], notes=[*kept, note], **launch)
 
 
 def write_results(results: list[PortResult], out_dir: Path) -> None:

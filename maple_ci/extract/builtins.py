@@ -144,6 +144,10 @@ class Builtins:
     def _eval(self, head, rest, words):
         self.run_text(" ".join(rest))
 
+    def _cd(self, head, rest, words):
+        self.cwd = rest[0].rstrip("/") if rest and rest[0] != "-" else None
+        return False  # still a command of the job (a `cd` the port names)
+
     def _echo(self, head, rest, words):
         if self.output is None:
             return False
@@ -154,4 +158,4 @@ _DECLARE = {"export", "declare", "typeset", "local", "readonly"}
 BUILTINS = {**{name: "_declare_builtin" for name in _DECLARE}, "unset": "_unset", "let": "_let_builtin", "set": "_set",
             "shift": "_shift", "module": "_module", "ml": "_module", "conda": "_activate", "mamba": "_activate",
             "micromamba": "_activate", "source": "_source_builtin", ".": "_source_builtin", "eval": "_eval",
-            "echo": "_echo"}
+            "echo": "_echo", "cd": "_cd"}

@@ -4,12 +4,17 @@ may be it and the exact option (or pull-request comment) that gives it, so a ref
 
 import re
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
+from ..launchers.options import python_command
 from .evaluate import PASS_THROUGH
+
+if TYPE_CHECKING:
+    from .walk import Shell
 
 # `$1`, `${@:6}`, `"$@"`, `$*`: a program only the submit line names
 _ARGUMENT = re.compile(r'"?\$\{?(?:@|\*|\d+)(?::\d+(?::\d+)?)?\}?"?')
+_PYTHON = re.compile(r"python[\d.]*")
 _LIKELY = re.compile(r"(?i)(train|main|run|finetune|pretrain|launch)")
 _MAX_SHOWN = 6
 _MAX_FILES = 2000  # a checkout's files looked at, bounded
@@ -17,6 +22,19 @@ _MAX_FILES = 2000  # a checkout's files looked at, bounded
 
 def from_arguments(entry: Optional[str]) -> bool:
     return bool(entry) and (entry == PASS_THROUGH or bool(_ARGUMENT.fullmatch(entry)))
+
+
+def no_program(shell: "Shell") -> str:
+    """Why no launch runs a program: python given its program on its standard input (`srun python -
+    <<EOF`; python(1): `-` or no script reads it from there), code the job script holds and a port
+    has no file for; else none runs one."""
+    for line, words, _ in [*shell.commands, *shell.inner]:
+        at = next((i for i, word in enumerate(words) if _PYTHON.fullmatch(word.rsplit("/", 1)[-1])), None)
+        runs = python_command(words[at + 1:])[1] if at is not None else None
+        if runs is not None and runs[:1] in ([], ["-"]):
+            return (f"python at line {line} reads its program from its standard input (a here-document or a pipe), "
+                    "code the job script holds: save it as a file of the checkout")
+    return "no launch line runs one"
 
 
 def program_hint(root: Optional[Path], near: Optional[Path], why: str) -> str:

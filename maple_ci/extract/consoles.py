@@ -3,7 +3,7 @@
 `colossalai run`, `tune run`, `torchrun_jsc` and `composer` start the per-device workers the way
 torchrun does (torchrun's options or its variables), so they are read as a torchrun stage on the
 program they run; `llamafactory-cli train CFG` with FORCE_TORCHRUN runs torchrun on its own module;
-IDRIS's `idr_accelerate` is `accelerate launch`. `ssh HOST CMD` and `pdsh -w HOSTS CMD` run a command
+IDRIS's `idr_accelerate` is `accelerate launch`; `ray job submit -- CMD` runs CMD as the driver on the job's Ray cluster. `ssh HOST CMD` and `pdsh -w HOSTS CMD` run a command
 string on each node: it is read as a script of its own; `pbsdsh SCRIPT ARGS` runs a program on each. Their option grammars are the registry's
 (maple_ci/launchers/grammars.yaml).
 """
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .launch import Launch, _Context
     from .walk import Shell
 
-CONSOLES = {"colossalai", "composer", "tune", "torchrun_jsc", "llamafactory-cli", "idr_accelerate"}
+CONSOLES = {"colossalai", "composer", "tune", "torchrun_jsc", "llamafactory-cli", "idr_accelerate", "ray"}
 REMOTE = {"ssh", "pdsh", "pbsdsh"}
 # llamafactory-cli's torchrun options come from its environment (LLaMA-Factory's cli.py)
 _LLAMAFACTORY_ENV = {"NNODES": "nnodes", "NODE_RANK": "node_rank", "NPROC_PER_NODE": "nproc_per_node",
@@ -136,14 +136,26 @@ def _idr_accelerate(argv, shell, stages, ctx):
     return _dl_stage("accelerate", [*opts, *argv[1:]], ACCELERATE, shell, stages, ctx)
 
 
-_READERS = {"colossalai": _colossalai, "tune": _tune, "torchrun_jsc": _torchrun_jsc, "composer": _composer,
+def _ray(argv, shell, stages, ctx):
+    """`ray job submit [OPTIONS] -- ENTRYPOINT...`: the job's driver is the command after `--` ("You must
+    provide the entrypoint command last (after the --)", docs.ray.io cluster/running-applications/
+    job-submission/cli.html, read 2026-11-29); `ray start`, `ray status`: None, read as set-up."""
+    from .launch import chain
+
+    if argv[1:3] != ["job", "submit"] or "--" not in argv:
+        return None
+    return chain(argv[argv.index("--") + 1:], shell, stages, ctx)
+
+
+_READERS = {"colossalai": _colossalai, "ray": _ray, "tune": _tune, "torchrun_jsc": _torchrun_jsc, "composer": _composer,
             "llamafactory-cli": _llamafactory, "idr_accelerate": _idr_accelerate}
 
 
 # `$(which prog)`, `$(command -v prog)`, `$(type -P prog)` and their backquoted forms print the path
 # the shell finds `prog` at (bash manual, "Bash Builtins": command -v, type -P; which(1)): the program
-# is `prog` as PATH finds it, on the target too.
-_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+-]+)"
+# is `prog` as PATH finds it, on the target too; for a path (`$(command -v /opt/py3.7/bin/python3.7)`)
+# it prints that path when the file is executable there, so the command is that file.
+_LOOKUP = r"(?:which|command\s+-v|type\s+-P)\s+([\w.+/-]+)"
 _ON_PATH = re.compile(rf"\$\({_LOOKUP}\)|`{_LOOKUP}`")
 
 

@@ -335,8 +335,8 @@ def _split(text: str) -> list[str]:
             depth += 1
             i += 2
             continue
-        if char in ")}" and depth:
-            depth -= 1
+        if char in "()}" and depth:  # `$((a - 1))`, `$(f (x))`: parentheses nest, each closed by its own
+            depth += 1 if char == "(" else -1
         elif char in " \t\n" and not depth:
             parts.append(text[start:i])
             start = i + 1

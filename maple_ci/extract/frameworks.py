@@ -117,11 +117,14 @@ def _by_launch(launch: "Launch") -> Optional[str]:
 
 
 def by_program(entry: Optional[str]) -> Optional[str]:
-    """The framework whose console script or module `entry` is (`fairseq-train`, `-m vllm.x`)."""
+    """The framework whose console script or module `entry` is (`fairseq-train`, `-m vllm.x`), or
+    whose name a console script carries as one of its dash-separated parts (`vf-vllm`, a project's
+    own server on vLLM's engine)."""
     if not entry:
         return None
     word = entry.removeprefix("-m ").rsplit("/", 1)[-1].split(".", 1)[0]
-    return next((name for name, pattern in _PROGRAMS.items() if pattern.fullmatch(word)), None)
+    parts = [word, *(word.split("-") if "-" in word and not entry.startswith("-m ") else [])]
+    return next((name for part in parts for name, pattern in _PROGRAMS.items() if pattern.fullmatch(part)), None)
 
 
 def runtime_setup(entry: Optional[str], args: list[str]) -> bool:
@@ -143,7 +146,7 @@ def program_source(entry: Optional[str], shell: "Shell") -> str:
     elif entry.endswith(".py"):
         candidates = [entry]
     else:
-        module = _console_module(entry, shell)
+        module = console_module(entry, shell)
         candidates = [f"{module}.py", f"{module}/__init__.py"] if module else []
     return next((text for text in map(shell.read, [*candidates, *_checkout_tails(entry)]) if text), "")
 
@@ -195,14 +198,16 @@ def _checkout_tails(path: str) -> list[str]:
     return [tail for tail in tails if "$" not in tail]
 
 
-def _console_module(word: str, shell: "Shell") -> Optional[str]:
+def console_module(word: str, shell: "Shell") -> Optional[str]:
     """The module path (pkg/cli) of a console script the checkout itself declares: setup.py's
-    entry_points `console_scripts` ("name=pkg.cli:main") or pyproject.toml's [project.scripts]
+    entry_points `console_scripts` ("name=pkg.cli:main"), setup.cfg's [options.entry_points]
+    (`name = pkg.cli:main`, setuptools' "Entry Points" guide) or pyproject.toml's [project.scripts]
     (name = "pkg.cli:main"), as the Python packaging guide writes them."""
     if not re.fullmatch(r"[\w.-]+", word):
         return None
     name = re.escape(word)
     for path, pattern in (("setup.py", rf"[\"']{name}\s*=\s*([\w.]+):"),
+                          ("setup.cfg", rf"(?m)^\s*{name}\s*=\s*([\w.]+):"),
                           ("pyproject.toml", rf"(?m)^\s*\"?{name}\"?\s*=\s*\"([\w.]+):")):
         found = re.search(pattern, shell.read(path) or "")
         if found:

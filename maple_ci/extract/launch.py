@@ -15,16 +15,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from ..errors import MapleError
-from ..intent import Container
 from ..launchers import DL_LAUNCHERS, MPI_LAUNCHERS, launcher
 from ..launchers.options import PYTHON_OPTIONS_NOTE, python_command, python_option_env
 from ..values import env_rule
-from .options import (ACCELERATE, CONTAINER, DEEPSPEED, OCI_RUN, PASSTHROUGH, PROFILER, RUNNER, TIME, TORCHRUN, Spec, last,
+from .options import (ACCELERATE, DEEPSPEED, PASSTHROUGH, PROFILER, RUNNER, TIME, TIMEOUT, TORCHRUN, Spec, last,
                       parse_options)
 from .budget import SYNTAX_CHECK_STEPS
 from .candidates import from_arguments
+from .containers import CONTAINERS, container, named_runtime, pyxis
 from .consoles import CONSOLES, REMOTE, console, on_path, remote, site_wrapper
-from .frameworks import by_program, console_program, runtime_setup
+from .frameworks import console_program
+from .named import RUNNERS, named_command
+from .program import best, score
 from .submit import in_checkout, is_submit
 from .shell import bash_syntax_error
 
@@ -35,12 +37,6 @@ _PLAIN_WRAPPERS = {"nohup", "exec", "command", "builtin", "unbuffer"}
 _BINDING = {"numactl", "taskset", "stdbuf", "nice", "env", "hwloc-bind"}  # options, then the command
 _PYTHON = re.compile(r"python[\d.]*")
 _PYTHON_TOOLS = {"pip", "venv", "ensurepip", "site", "pip3", "torch.utils.collect_env"}  # not a job
-_UTILITY = re.compile(r"hostname|\w+-smi|sycl-ls|clinfo|lscpu|nproc|echo|printf|mkdir|rm|cp|mv|ls|cat|env|printenv|"
-                      r"true|false|sleep|date|df|du|free|uname|chmod|tar|rsync|touch|ln|pwd|which|ip|ifconfig|wait|"
-                      r"kill|ulimit|sync|tee|grep|sed|awk|head|tail|sort|uniq|wc|cut|find|scontrol|squeue|sacct|"
-                      r"module|ssh|pdsh|bash|sh|id|whoami|top|ps|python[\d.]*|pip\d?|conda|gpustat|dcgmi|strace")
-_CONTAINERS = {"apptainer", "singularity", "podman-hpc", "podman", "docker", "shifter"}
-_OCI_ENGINES = {"podman-hpc", "podman", "docker"}
 # Per-rank scripts that only pick a device for the rank and run their arguments; the target's own
 # binding replaces them. Known by name, or by what they do when they can be read.
 _AFFINITY_NAME = re.compile(r"(?i).*(affinity|gpu_tile|tile_compact|select_gpu|gpu_bind|bind_gpu|set_gpu|"
@@ -86,14 +82,24 @@ def chain(argv: list[str], shell: "Shell", stages: list, ctx: Optional[_Context]
         argv = argv[1:]
     if not argv:
         return None
-    if len(argv) > 1 and _UNKNOWN_WORD.fullmatch(argv[0]):
-        return chain(argv[1:], shell, stages, ctx)  # `srun $SRUN_ARGS python ...`: options only the job knows
+    named = named_runtime(argv) or named_command(argv)  # `$APPTAINER exec ...`, `$PYTHON -m pkg.train`, `$MPIRUN -np 8`
+    argv = [named, *argv[1:]] if named else argv
+    if len(argv) > 1 and (_UNKNOWN_WORD.fullmatch(argv[0]) or stages and from_arguments(argv[0]) and _command(argv[1])):
+        # `srun $SRUN_ARGS python ...`, `srun "$@" sh -c '...'`: options only the job knows
+        return chain(argv[1:], shell, stages, ctx)
+    argv = [on_path(argv[0]), *argv[1:]]  # `$(which python) train.py` runs python
     head = argv[0].rsplit("/", 1)[-1]
     return _reader(head, argv)(head, argv, shell, stages, ctx)
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 _UNKNOWN_WORD = re.compile(r"\$\{?\w+(?:\[[@*]\])?\}?")
+
+
+def _command(word: str) -> bool:
+    """Whether `word` is a command this module reads (python, a shell, a launcher, a container...)."""
+    head = word.rsplit("/", 1)[-1]
+    return head in _READERS or bool(_PYTHON.fullmatch(head))
 
 
 def _reader(head: str, argv: list[str]):
@@ -118,6 +124,14 @@ def _plain(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Conte
 def _time(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     """bash's keyword (`time -p`) or GNU time, with their options."""
     return chain(parse_options(argv[1:], TIME)[1], shell, stages, ctx)
+
+
+def _timeout(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
+    """`timeout [options] DURATION COMMAND`: the command, stopped after DURATION (the job's own limit)."""
+    rest = parse_options(argv[1:], TIMEOUT)[1]
+    ctx.notes.append(f"`{' '.join(argv[:len(argv) - len(rest) + 1])}` in front of the launch is not carried: the port's "
+                     "walltime bounds the job; put it back if the program relies on its signal (a checkpoint on it)")
+    return chain(rest[1:], shell, stages, ctx)
 
 
 def _binding(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
@@ -211,31 +225,17 @@ def _console(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Con
 
 def _mpi(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
     grammar = launcher(head)
-    opts, rest = parse_options(argv[1:], grammar.spec)
+    # the grammar skips a `$VAR` as options only the job knows: not one that names the command after the options
+    at = next((j for j in range(1, len(argv)) if named_runtime(argv[j:]) or named_command(argv[j:])), len(argv))
+    opts, rest = parse_options(argv[1:at], grammar.spec)
+    opts, rest = (opts, argv[at:]) if not rest else parse_options(argv[1:], grammar.spec)
     for item in grammar.exports(opts):
         key, eq, value = item.partition("=")
         if eq or (key and key.isidentifier() and isinstance(shell.vars.get(key), str)):
             ctx.env[key] = value if eq else shell.vars[key]
     if head == "srun":
-        _pyxis(opts, shell, ctx)
+        pyxis(opts, shell, ctx)
     return chain(rest, shell, [*stages, (head, opts)], ctx)
-
-
-def _pyxis(opts: dict, shell: "Shell", ctx: _Context) -> None:
-    """Pyxis/enroot: `--container-image`, or `--container-name` alone, which reuses the container an
-    earlier step of the job created under that name from its image (Pyxis' README: a named container
-    is kept for the job's later steps)."""
-    image, name = last(opts, "container_image"), last(opts, "container_name")
-    if image and name:
-        shell.pyxis[name] = image
-    image = image or shell.pyxis.get(name)
-    if image:
-        ctx.container = Container(runtime="pyxis", image=image,
-                                  options=[f"--container-mounts={m}" for m in opts.get("container_mounts", [])])
-    if name and not last(opts, "container_image"):
-        where = f"the container an earlier step made from {image}" if image else "a container the job made earlier"
-        ctx.notes.append(f"the program runs in {where} (--container-name={name}), with what that step installed in it; "
-                         "the port starts from the image: install those packages in your environment or image")
 
 
 def _subcommand_dl(name: str, subcommand: str, spec: Spec):
@@ -248,22 +248,6 @@ def _subcommand_dl(name: str, subcommand: str, spec: Spec):
     return read
 
 
-def _container(head: str, argv: list[str], shell: "Shell", stages: list, ctx: _Context) -> Optional[Launch]:
-    if head == "shifter":
-        opts, rest = parse_options(argv[1:], CONTAINER)
-        image = last(opts, "image")
-        options = argv[1:len(argv) - len(rest)]
-    elif argv[1:2] in (["exec"], ["run"]):
-        opts, rest = parse_options(argv[2:], OCI_RUN if head in _OCI_ENGINES else CONTAINER)
-        if not rest:
-            return None
-        image, options, rest = rest[0], argv[2:len(argv) - len(rest)], rest[1:]
-    else:
-        return None
-    ctx.container = Container(runtime=head, image=image, options=[o for o in options if not o.startswith("--image")])
-    return chain(rest, shell, stages, ctx)
-
-
 def _runs_next(argv: list[str]) -> bool:
     """Whether the word after the program is python, a framework's console script, a launcher, a
     container or binding tool, or (after a GPU-affinity wrapper known by name: `mpirun ./select_gpu
@@ -273,7 +257,7 @@ def _runs_next(argv: list[str]) -> bool:
     follower = argv[1]
     binds_device = bool(_AFFINITY_NAME.fullmatch(argv[0].rsplit("/", 1)[-1])) and follower[:1] != "-"
     return bool(_PYTHON.fullmatch(follower.rsplit("/", 1)[-1])) or binds_device or console_program(follower) or (
-        follower in MPI_LAUNCHERS | DL_LAUNCHERS or follower in _CONTAINERS or follower in _BINDING)
+        follower in MPI_LAUNCHERS | DL_LAUNCHERS or follower in CONTAINERS or follower in _BINDING)
 
 
 def _is_wrapper(argv: list[str], text: Optional[str]) -> bool:
@@ -376,18 +360,7 @@ def _dl_stage(name: str, argv: list[str], spec: Spec, shell: "Shell", stages: li
 
 def finish(stages: list, entry: Optional[str], args: list[str], shell: "Shell", ctx: _Context) -> Launch:
     entry = on_path(entry)
-    names = {name for name, _ in stages}
-    parallel = bool(names & (MPI_LAUNCHERS | DL_LAUNCHERS))
-    runs_python = bool(names & (DL_LAUNCHERS | {"python"})) or bool(entry and entry.endswith(".py"))
-    # `srun fairseq-train`, `srun litgpt pretrain`: a program that is not one of the shell's tools
-    runs_program = bool(entry) and not _UTILITY.fullmatch(entry.rsplit("/", 1)[-1]) and "$" not in entry
-    runs_program = runs_program or from_arguments(entry)  # `srun -N 4 "$@"`: the job's arguments are its program
-    # `llamafactory-cli train`, `fairseq-train` alone: a framework's console script is a program too
-    trains = runs_python or bool(entry) and (entry.rsplit("/", 1)[-1] in CONSOLES or by_program(entry) is not None)
-    score = 3 if parallel and runs_python else 2 if parallel and runs_program else 1 if trains else 0
-    if runtime_setup(entry, args):
-        score = 0  # `srun ray start --head`: the runtime the driver program joins, named as set-up
-    return Launch(stages, entry, args, shell, score if entry else 0, dict(ctx.env), ctx.container,
+    return Launch(stages, entry, args, shell, score(stages, entry, args, shell), dict(ctx.env), ctx.container,
                   list(ctx.wrapper), list(ctx.notes), ctx.binding)
 
 
@@ -405,19 +378,11 @@ def inner(text: str, shell: "Shell", stages: list, positional: list[str], ctx: _
                  for found in sub.launches])
 
 
-def best(launches: list[Launch]) -> Optional[Launch]:
-    """The launch that most looks like the training job; among equals, one through a launcher that
-    forks the workers (`prep.py && accelerate launch -m train`: the data step comes first), else the
-    first; None if none does."""
-    found = max(launches, key=lambda launch: (launch.score, bool(launch.names() & DL_LAUNCHERS)), default=None)
-    return found if found and found.score else None
-
-
 _READERS = {
-    **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, **{name: _binding for name in _BINDING},
-    **{name: _runner for name in ("uv", "pipenv", "poetry", "conda", "mamba", "micromamba", "pixi")},
+    **{name: _plain for name in _PLAIN_WRAPPERS}, "time": _time, "timeout": _timeout, **{name: _binding for name in _BINDING},
+    **{name: _runner for name in RUNNERS},
     **{name: _profiler for name in ("nsys", "ncu", "nv-nsight-cu-cli", "rocprof")},
-    **{name: _container for name in _CONTAINERS},
+    **{name: container for name in CONTAINERS},
     **{name: _shell for name in ("bash", "sh", "zsh")}, **{name: remote for name in REMOTE},
     **{name: _console for name in CONSOLES}, **{name: _mpi for name in MPI_LAUNCHERS},
     "torchrun": lambda head, argv, shell, stages, ctx: _dl_stage("torchrun", argv[1:], TORCHRUN, shell, stages, ctx),

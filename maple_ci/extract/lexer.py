@@ -63,9 +63,10 @@ def _quoted_part_end(text: str, i: int, quote: str) -> int:
 
 
 def _arithmetic_end(text: str, i: int) -> int:
-    """Index just past the `))` that ends the arithmetic starting at text[i]; len(text) when none does."""
-    end = text.find("))", i)
-    return len(text) if end < 0 else end + 2
+    """Index just past the `))` that ends the arithmetic starting at text[i]; len(text) when none does.
+    Parentheses nest inside it (`$(( $((n*4)) - 1 ))`, `$(( (a+b)*2 ))`): the `))` is the one that
+    closes its own `((`."""
+    return closing(text, i + 1 if text[i] == "$" else i)  # `$((` or the `((` command
 
 
 def _expansion_end(text: str, i: int) -> int:

@@ -4,8 +4,8 @@ directives the scheduler units' (maple_ci/schedulers); the reader is maple_ci.la
 
 from ..launchers import Spec, grammar, last, parse_options
 
-__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "OCI_RUN", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME", "TORCHRUN", "Spec",
-           "last", "parse_options"]
+__all__ = ["ACCELERATE", "CONTAINER", "DEEPSPEED", "ENROOT", "OCI_RUN", "PASSTHROUGH", "PROFILER", "RUNNER", "TIME",
+           "TIMEOUT", "TORCHRUN", "Spec", "last", "parse_options"]
 
 TORCHRUN, DEEPSPEED, ACCELERATE = grammar("torchrun"), grammar("deepspeed"), grammar("accelerate")
 
@@ -15,6 +15,13 @@ CONTAINER = Spec(  # apptainer/singularity exec|run, podman-hpc run, shifter
     values=frozenset({"bind", "env", "home", "workdir", "overlay", "pwd", "env_file", "mount",
                       "scratch", "security", "hostname", "network", "network_args", "app",
                       "fusemount", "image", "module", "volume", "name", "entrypoint"}),
+    value_default=False,
+    unknown_words_are_options=False,
+)
+
+ENROOT = Spec(  # `enroot start [options] [--] NAME|IMAGE [COMMAND]` (NVIDIA/enroot doc/cmd/start.md, read 2026-11-29)
+    aliases={"c": "conf", "e": "env", "r": "root", "w": "rw", "m": "mount"},
+    values=frozenset({"conf", "env", "rc", "mount"}),
     value_default=False,
     unknown_words_are_options=False,
 )
@@ -53,6 +60,13 @@ RUNNER = Spec(  # `uv run`, `pipenv run`, `poetry run`, `conda run -n env`: opti
 TIME = Spec(  # bash's `time -p` and GNU time (-v, -a, -o FILE, -f FORMAT): options, then the command
     aliases={"p": "portability", "v": "verbose", "a": "append", "q": "quiet", "o": "output", "f": "format"},
     values=frozenset({"output", "format"}),
+    value_default=False,
+    unknown_words_are_options=False,
+)
+
+TIMEOUT = Spec(  # GNU coreutils timeout(1): `timeout [OPTION] DURATION COMMAND [ARG]...` (man7.org, read 2026-11-29)
+    aliases={"s": "signal", "k": "kill_after", "v": "verbose"},
+    values=frozenset({"signal", "kill_after"}),
     value_default=False,
     unknown_words_are_options=False,
 )

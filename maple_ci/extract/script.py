@@ -18,13 +18,14 @@ from ..schedulers.arrays import from_dropped, parse as parse_array
 from . import kind
 from .. import schedulers
 from .binding import source_binding
-from .candidates import from_arguments, program_hint
+from .candidates import from_arguments, no_program, program_hint
 from .counts import Counts, launch_counts
 from .frameworks import program_files
 from .directives import Directives, parse_directives, runtime_vars
 from .identity import identify, job_scheduler
 from .evaluate import PASS_THROUGH, runtime_values
-from .launch import Launch, best
+from .launch import Launch
+from .program import best
 from .launcher_options import config_options, launcher_options
 from .live import arrays as indexed_arrays, loops as launch_loops, repeated, unknown_notes
 from .options import last
@@ -134,7 +135,7 @@ def _extract_script(text: str, base_dir: Optional[Path], root: Optional[Path], f
         strategy = kind.strategy(launch, intent.world_size, cfg.ds_path, cfg.deepspeed, cfg.acc_path, cfg.accelerate, program)
     # `srun "$@"`: the job's arguments are the whole command (a launcher forking workers, or not), so no strategy
     command = bool(launch) and not launch.names() & (DL_LAUNCHERS | {"python"})
-    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir, command))
+    return _with_missing(_program_outside(replace(intent, strategy=strategy), root, base_dir, command, shell))
 
 
 def _program_words(launch: Optional[Launch]) -> list:
@@ -160,14 +161,15 @@ def _on_source_nodes(d: Directives, source: Optional[str]) -> Directives:
     return d.on_nodes_of(cores or 0)
 
 
-def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path], command: bool) -> JobIntent:
+def _program_outside(intent: JobIntent, root: Optional[Path], near: Optional[Path], command: bool,
+                     shell: Shell) -> JobIntent:
     """No program, or only the job's arguments as the program: unknown, with a note on how to give it."""
     if from_arguments(intent.entrypoint):
         why = f"it is the job's arguments, {intent.entrypoint}, given when the job is submitted"
         return replace(intent, entrypoint=None, script_args=[], strategy=None if command else intent.strategy,
                        notes=[*intent.notes, program_hint(root, near, why)])
     if intent.entrypoint is None:
-        return replace(intent, notes=[*intent.notes, program_hint(root, near, "no launch line runs one")])
+        return replace(intent, notes=[*intent.notes, program_hint(root, near, no_program(shell))])
     return intent
 
 

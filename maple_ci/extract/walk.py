@@ -70,6 +70,7 @@ class Shell(Builtins, Branches):
     candidates: dict = field(default_factory=dict)  # the values branches that only the job decides give a variable
     looped: dict = field(default_factory=dict)  # variables set inside loops: name -> (those loops, value before)
     around: tuple = ()  # the loops around the top-level command being read (shell.Loop), outermost first
+    cwd: Optional[str] = None  # the folder of the last `cd`: `cat > $D/job.sh <<EOF; cd $D; sbatch job.sh`
 
     def lookup(self, name: str):
         if name in ("@", "*", "#") or name.isdigit():
@@ -160,8 +161,9 @@ class Shell(Builtins, Branches):
     def read(self, path: str) -> Optional[str]:
         """The text of a file the script names (written by a here-document earlier, or in the
         checkout); None when it is unknown, outside the checkout, a symlink or unreadable."""
-        if path in self.files:
-            return self.files[path]
+        written = f"{self.cwd}/{path}" if self.cwd and not path.startswith("/") else path
+        if path in self.files or written in self.files:
+            return self.files.get(path, self.files.get(written))
         if self.root is None or UNEXPANDED.search(path):
             return None
         full = self._find(path)

@@ -209,10 +209,19 @@ def _collect(events: list, job_env: dict, trace: Trace) -> Trace:
 
 
 
-def traced_program(path: Path, cluster: Optional[str] = None, trusted: bool = False) -> Optional[list]:
-    """The program and arguments rank 0 runs, as the trace sees them (issue 25 C: where static reading
-    finds no program, the run shows it). Untrusted data like the script itself: the port quotes it
-    as it quotes anything read from a script. None when the trace cannot run here or sees none."""
+@dataclass
+class TracedProgram:
+    words: list  # the program and its arguments
+    via: list = field(default_factory=list)  # the launchers it came through, outermost first (stand-in names)
+    world: Optional[int] = None  # the ranks its launch started
+    nodes: Optional[int] = None  # on the trace's allocation of this many nodes
+
+
+def traced_program(path: Path, cluster: Optional[str] = None, trusted: bool = False) -> Optional[TracedProgram]:
+    """The program and arguments rank 0 runs, as the trace sees them, with its launchers and world
+    (issue 25 C: where static reading finds no program, the run shows it). Untrusted data like the
+    script itself: the port quotes it as it quotes anything read from a script. None when the trace
+    cannot run here or sees none."""
     if bwrap() is None and not trusted:
         return None
     try:
@@ -221,11 +230,13 @@ def traced_program(path: Path, cluster: Optional[str] = None, trusted: bool = Fa
         return None
     launched = [r for r in trace.ranks if r.rank == 0] or trace.ranks[-1:]
     if launched and launched[-1].program:
-        return launched[-1].program
+        return TracedProgram(launched[-1].program, list(launched[-1].via), launched[-1].world, len(trace.allocation.nodes))
     # a command the trace does not know (a site's own launcher, `run-multinode.sh train.py`) handed a
-    # Python file: the file and what follows it are the program
+    # Python file, or the file run as the command itself (by its shebang, or after an interpreter the
+    # job looks up at a site path printed nothing here: `$(command -v /opt/py/bin/python3) t.py`): the
+    # file and what follows it are the program
     for argv in reversed(trace.not_run):
-        start = next((i for i, word in enumerate(argv) if i and word.endswith(".py")), None)
+        start = next((i for i, word in enumerate(argv) if word.endswith(".py")), None)
         if start is not None:
-            return argv[start:]
+            return TracedProgram(argv[start:])
     return None

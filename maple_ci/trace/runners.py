@@ -1,4 +1,4 @@
-"""Where the command starts in a command that runs one: a wrapper (numactl, taskset, nsys, ncu), a
+"""Where the command starts in a command that runs one: a wrapper (numactl, taskset, nsys, ncu, timeout), a
 container (apptainer/singularity exec|run IMAGE), a runner (`uv run`, `conda run -n ENV`, `shifter
 --image=X`, `podman-hpc run IMAGE`, `enroot start IMAGE`, `stdbuf -oL`, `nohup`), and whether a file
 is a shell script bash reads. Stdlib only: the trace's stand-in (standin.py) imports it inside the
@@ -13,7 +13,7 @@ from typing import Optional
 # nsys profile's switches each take a value (`--force-overwrite true`, `-s none`): Nsight Systems
 # User Guide, CLI profile command switch options (read 2026-11-29)
 WRAPPER_VALUES = {"numactl": ("-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind", "--preferred"),
-                  "taskset": (), "nsys": "all", "ncu": ("-o", "--set", "-k")}
+                  "taskset": (), "nsys": "all", "ncu": ("-o", "--set", "-k"), "timeout": ("-s", "--signal", "-k", "--kill-after")}
 CONTAINER_FLAGS = {"--nv", "--rocm", "--cleanenv", "-e", "--containall", "-c", "--writable-tmpfs", "--fakeroot",
                    "--no-home", "--nvccli"}
 SUBCOMMAND_RUNNERS = {"uv": "run", "conda": "run", "mamba": "run", "micromamba": "run", "podman-hpc": "run",
@@ -30,13 +30,13 @@ RUNNER_VALUES = {"conda": ("-n", "--name", "-p", "--prefix", "--cwd"), "mamba": 
 
 
 def wrapped(name: str, argv: list) -> list:
-    """numactl, taskset, nsys, ncu: options (their values attached or next), then the command they run."""
+    """numactl, taskset, nsys, ncu, timeout: options (their values attached or next), then the command they run."""
     takes_value = WRAPPER_VALUES.get(name, ())
     i = 1 if name in ("nsys", "ncu") and argv[:1] and not argv[0].startswith("-") else 0
     while i < len(argv) and argv[i].startswith("-"):
         i += 2 if (takes_value == "all" or argv[i] in takes_value) and "=" not in argv[i] else 1
-    if name == "taskset" and i < len(argv):
-        i += 1  # the CPU mask
+    if name in ("taskset", "timeout") and i < len(argv):
+        i += 1  # the CPU mask; timeout(1)'s DURATION
     return argv[i:]
 
 

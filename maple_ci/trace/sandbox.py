@@ -49,7 +49,7 @@ STANDINS = ("srun", "mpiexec", "mpirun", "mpiexec.hydra", "aprun", "ibrun", "jsr
             "bsub", "scontrol", "hostname", "nvidia-smi", "rocm-smi", "module", "ml", "conda", "mamba", "micromamba",
             "pip", "pip3", "nproc", "sleep", "numactl", "taskset", "nsys", "ncu", "apptainer", "singularity",
             "podman-hpc", "shifter", "uv", "git", "wget", "curl", "wandb", "huggingface-cli", "sinfo", "squeue",
-            "sacct", "qstat", "stdbuf", "nohup", "enroot", "skypilot-nodes")
+            "sacct", "qstat", "stdbuf", "nohup", "enroot", "skypilot-nodes", "timeout")
 
 
 @dataclass(frozen=True)
