@@ -157,7 +157,9 @@ def test_a_golden_port_never_passes_while_its_read_back_differs(tmp_path, monkey
 
     library = shutil.copytree(templates_dir(), tmp_path / "templates")
     launch = library / "launch" / "_launch.j2"
-    launch.write_text(launch.read_text().replace("{% for word in args %} {{ word|arg }}{% endfor %}", ""))
+    dropped = launch.read_text().replace("{% for word in args %} {{ word|arg(arrays) }}{% endfor %}", "")
+    assert dropped != launch.read_text()  # the line this test removes is still the template's
+    launch.write_text(dropped)
     monkeypatch.setenv("MAPLE_TEMPLATES_DIR", str(library))
     cases = [c for c in load_golden() if c["cluster"] in ("perlmutter", "polaris") and c["kind"] == "multi-node"]
     report = run_golden(cases, tmp_path / "ports")
