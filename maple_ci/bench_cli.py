@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from .bench import load_cases, run_accuracy, run_latency, run_verified
+from .bench import load_cases, run_accuracy, run_verified
+from .bench_latency import run_latency
 from .bench_real import load_real_cases, run_real
 from .errors import MapleError
 

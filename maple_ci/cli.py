@@ -14,7 +14,7 @@ from typing import Optional, get_args
 from rich.markup import escape
 from rich.table import Table
 
-from . import __version__, cli_setup, schedulers
+from . import __version__, cli_setup, cli_templates, schedulers
 from .cli_output import (debug_json, err, out, print_debug_step, print_diagnosis, print_json, print_port_table,
                          print_verified, progress)
 from .errors import MapleError
@@ -116,44 +116,6 @@ def _print_port(intent, results, json_output: bool) -> None:
     print_port_table(results)
     for note in intent.notes:  # what was assumed about the source; each script's header says more
         out.print(f"[dim]note:[/] {escape(note)}", highlight=False)
-
-
-def templates_list(args) -> int:
-    """List launch templates with their metadata."""
-    from .retrieve import list_templates
-
-    templates = list_templates(args.cluster, args.framework)
-    if args.json_output:
-        print_json([t.model_dump() for t in templates])
-        return 0
-    table = Table("id", "cluster", "framework", "strategy", "launcher", "supported")
-    for t in templates:
-        table.add_row(t.id, t.cluster, t.framework, t.strategy, t.launcher, "yes" if t.supported else f"no: {t.reason}")
-    out.print(table)
-    return 0
-
-
-def templates_show(args) -> int:
-    """Print one template's source."""
-    from .library import get_template, launch_dir
-
-    out.print((launch_dir() / get_template(args.template_id).path).read_text(), markup=False, highlight=False)
-    return 0
-
-
-def templates_search(args) -> int:
-    """Search the library by meaning (embedding similarity)."""
-    from .retrieve import search
-
-    hits = search(args.query, args.cluster, args.k)
-    if args.json_output:
-        print_json([{"score": h.score, **h.template.model_dump()} for h in hits])
-        return 0
-    table = Table("score", "id", "description")
-    for h in hits:
-        table.add_row(f"{h.score:.3f}", h.template.id, h.template.description)
-    out.print(table)
-    return 0
 
 
 LLM_HELP = ("When no known fix applies, ask a model for one (validated before use): none, "
@@ -346,19 +308,7 @@ def _parser() -> argparse.ArgumentParser:
                               "can isolate the trace; --trace traces also without it (the script is yours); "
                               "--no-trace skips it.")
 
-    templates = commands.add_parser("templates", help="Browse the launch-template library.",
-                                    description="Browse the launch-template library.")
-    templates.set_defaults(usage=templates)
-    subcommands = templates.add_subparsers(title="commands", metavar="COMMAND")
-    command = _command(subcommands, "list", templates_list, "List templates.", "Print as JSON.")
-    command.add_argument("--cluster", help="Only this cluster.")
-    command.add_argument("--framework", help="Only this framework.")
-    command = _command(subcommands, "show", templates_show, "Print one template.")
-    command.add_argument("template_id", metavar="TEMPLATE_ID", help="A template id from `maple templates list`.")
-    command = _command(subcommands, "search", templates_search, "Search templates by meaning.", "Print as JSON.")
-    command.add_argument("query", metavar="QUERY", help="What you are looking for, in words.")
-    command.add_argument("--cluster", help="Only this cluster.")
-    command.add_argument("-k", type=_at_least(1), default=5, help="How many results (default: 5).")
+    cli_templates.register(commands, _command, _at_least)
 
     command = _command(commands, "verify", verify, "Run a mini-app through a batch script.", "Print the result as JSON.")
     command.add_argument("script", metavar="SCRIPT", type=Path, help="A generated (or any) batch script.")

@@ -60,7 +60,7 @@ def test_verified_subset_runs_generated_scripts_on_two_nodes(slurm_cluster, monk
 
 
 def test_a_child_process_is_timed_with_its_own_peak_memory():
-    from maple_ci.bench import _run_process
+    from maple_ci.bench_latency import _run_process
 
     parent = b"1" * (500 << 20)  # a big parent: Linux hands its high-water RSS to a child it forks
     seconds, peak, cpu = _run_process([sys.executable, "-c", "x = b'1' * (200 << 20)"], dict(os.environ))
@@ -71,10 +71,10 @@ def test_a_child_process_is_timed_with_its_own_peak_memory():
 
 
 def test_latency_suite_times_each_command_cold_and_warm(monkeypatch):
-    from maple_ci import bench
+    from maple_ci import bench_latency
 
-    monkeypatch.setattr(bench, "PROCESS_COMMANDS", {"extract": ["extract", "{example}"]})
-    report = bench.process_latency(runs=1)
+    monkeypatch.setattr(bench_latency, "PROCESS_COMMANDS", {"extract": ["extract", "{example}"]})
+    report = bench_latency.process_latency(runs=1)
     figures = report["commands"]["extract"]
     assert figures["argv"][0] == "extract" and figures["argv"][1].endswith("perlmutter_torchrun_ddp.sbatch")
     for label in ("cold", "warm"):
@@ -84,7 +84,7 @@ def test_latency_suite_times_each_command_cold_and_warm(monkeypatch):
 
 
 def test_the_trace_gates_cost_is_the_traced_port_less_the_static_one():
-    from maple_ci.bench import trace_cost
+    from maple_ci.bench_latency import trace_cost
 
     def warm(seconds, cpu):
         return {"warm": {"median_s": seconds, "cpu_median_s": cpu}}

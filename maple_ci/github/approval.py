@@ -24,7 +24,7 @@ from github import GithubException, UnknownObjectException
 from github.Repository import Repository
 
 from maple_ci.errors import MapleError
-from maple_ci.github.commands import WRITE_PERMISSIONS
+from maple_ci.github.authorization import WRITE_PERMISSIONS
 
 CONTEXT = "maple-ci/approval"
 HISTORY = 50  # commits of a script's history searched for a fork's PR (newest first)

@@ -24,7 +24,8 @@ from maple_ci.errors import MapleError
 from maple_ci.github.approval import Provenance, approve, fork_source, permission, stamp, waiting_note
 from maple_ci.github.body import render_pr_body, verified_reply
 from maple_ci.github.checks import failing, verify_with_check_runs
-from maple_ci.github.commands import BotCommand, authorize, refusal
+from maple_ci.github.authorization import authorize, refusal
+from maple_ci.github.commands import BotCommand
 from maple_ci.github.config import Config, Schedule
 from maple_ci.github.delivery import SourceResult, log_annotations, react, write_job_summary
 from maple_ci.github.events import Plan
@@ -122,7 +123,7 @@ def _answered_first(repo: Repository, plan: Plan, comment) -> bool:
 
 
 def _refused(repo: Repository, plan: Plan) -> bool:
-    """Whether the plan names an actor who may not make the bot push (commands.authorize)."""
+    """Whether the plan names an actor who may not make the bot push (authorization.authorize)."""
     return plan.actor is not None and not authorize(plan.association or "", permission(repo, plan.actor))
 
 

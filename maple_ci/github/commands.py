@@ -1,4 +1,4 @@
-"""Parse `/maple ...` comment commands and decide who may run them.
+"""Parse `/maple ...` comment commands (who may run them: authorization.py).
 
 Pure functions: no network, no environment. A comment is untrusted text, so every value that
 leaves this module has been checked against a fixed set or a strict pattern.
@@ -24,12 +24,6 @@ MAX_NODES = 10000
 MAX_GPUS_PER_NODE = 64
 MAX_PATH = 1024  # characters of a --from path or an entrypoint; longer is no file anyone meant
 MAX_LINE = 16384  # characters of a `/maple` line: every option at its longest (MAX_PATH) fits
-
-# author_association values of people with a standing relation to the repository; anyone else is
-# ignored without an API call. The association alone is not enough (an org MEMBER may only have
-# read access), so the collaborator permission API must confirm write access as well.
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 # Names the scheduler takes (accounts, queues): a word, never a shell or Markdown metacharacter.
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
@@ -397,15 +391,3 @@ def _entrypoint_program(value: str) -> bool:
     except MapleError:  # `python` alone
         program = ""
     return bool(_ENTRYPOINT.fullmatch(program)) and ".." not in program.split("/")
-
-
-def refusal(login: str) -> str:
-    """The reply to a command from someone who may not run it: polite, and it changes nothing."""
-    return (f"Sorry @{login}, maple-ci only runs commands from people with write access to this repository, "
-            "because it pushes branches and opens pull requests. A maintainer can run the command for you.")
-
-
-def authorize(author_association: str, permission: str | None) -> bool:
-    """Whether a commenter may make the bot push: a trusted association *and* write access, as the
-    collaborator permission API reports it (None when it was not asked or the user is unknown)."""
-    return author_association in TRUSTED_ASSOCIATIONS and permission in WRITE_PERMISSIONS

@@ -14,14 +14,13 @@ from typing import Any, Iterable
 
 from maple_ci.github.config import DEFAULT_PATH
 from maple_ci.github.ticks import ticked
+from maple_ci.github.authorization import TRUSTED_ASSOCIATIONS, refusal
 from maple_ci.github.commands import (
-    TRUSTED_ASSOCIATIONS,
     BotCommand,
     CommandError,
     command_line,
     help_text,
     parse_comment,
-    refusal,
 )
 
 # The dashboard issue's hidden line (report.MARKER; dashboard.py imports this module's Plan).
@@ -43,7 +42,7 @@ class Plan:
     comment_id: int | None = None  # the comment to react to
     reaction: str | None = None  # "eyes" (accepted) or "confused" (rejected)
     actor: str | None = None  # whose write permission to confirm before anything; None: implied by the event
-    association: str | None = None  # the actor's author_association, for commands.authorize
+    association: str | None = None  # the actor's author_association, for authorization.authorize
     sources: tuple[str, ...] = ()  # launch scripts to port; empty: the command's --from or every tracked script
     reply: str | None = None  # posted as is (help, a command error); nothing is run
     exit_code: int = 0  # 2: the event carried an invalid command (the CLI's usage-error code)

@@ -167,7 +167,7 @@ class Sandbox:
         (self.home / "out").mkdir()
         shutil.copyfile(here / "standin.py", self.home / "standin.py")
         shutil.copyfile(here.parent / "launchers" / "options.py", self.home / "launch_options.py")
-        for helper in ("runners.py", "answers.py", "ranks.py", "visible.py"):  # the stand-in's own modules
+        for helper in ("runners.py", "answers.py", "ranks.py", "visible.py", "placement.py"):  # the stand-in's own modules
             shutil.copyfile(here / helper, self.home / helper)
         (self.home / "alloc.json").write_text(json.dumps(alloc))
         (self.home / "grammars.json").write_text(json.dumps(grammars))

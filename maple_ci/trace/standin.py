@@ -20,12 +20,12 @@ from pathlib import Path
 
 HOME = Path(os.environ["MAPLE_TRACE_HOME"])
 sys.path.insert(0, str(HOME))
-from launch_options import Spec, count_ranks, last, parse_options, python_command  # noqa: E402  (bound in from maple_ci/launchers)
+from launch_options import Spec, last, parse_options, python_command  # noqa: E402  (bound in from maple_ci/launchers)
 import runners  # noqa: E402  (maple_ci/trace/runners.py)
 import answers  # noqa: E402  (maple_ci/trace/answers.py)
 import ranks  # noqa: E402  (maple_ci/trace/ranks.py)
+from placement import ALLOC, dl_shape, gpus, job_nodes, node, placement  # noqa: E402  (maple_ci/trace/placement.py)
 
-ALLOC = json.loads((HOME / "alloc.json").read_text())
 GRAMMARS = json.loads((HOME / "grammars.json").read_text())
 MAX_DEPTH = 8
 
@@ -34,10 +34,6 @@ def record(event: str, argv: list, **extra) -> None:
     line = {"event": event, "argv": argv, "cwd": os.getcwd(), "node": node(), **extra}
     with open(HOME / "out" / "events.jsonl", "a", encoding="utf-8") as out:
         out.write(json.dumps(line) + "\n")
-
-
-def node() -> str:
-    return os.environ.get("MAPLE_TRACE_NODE") or ALLOC["nodes"][0]
 
 
 def spec(name: str) -> Spec:
@@ -81,67 +77,7 @@ def launched_program(name: str, argv: list, env: dict | None = None) -> int:
     return run(argv[start:] if not argv[start].endswith(".py") else ["python", *argv[start:]], env)
 
 
-# --- the allocation ------------------------------------------------------------------------------
-
-def hosts_of(path: str) -> list:
-    try:
-        names = [line.split()[0] for line in Path(path).read_text().splitlines() if line.strip()]
-    except OSError:
-        return []
-    return list(dict.fromkeys(names))
-
-
-def gpus() -> int:
-    return int(ALLOC["gpus_per_node"])
-
-
 # --- launchers -----------------------------------------------------------------------------------
-
-def placement(name: str, opts: dict) -> tuple:
-    """(nodes the ranks run on, ranks per node, ranks in all) of one launch."""
-    g = GRAMMARS[name]
-
-    def value(option):  # an option left out counts at its documented default (jsrun's -a 1)
-        return ranks.number(last(opts, option) or g["trace"].get("option_defaults", {}).get(option))
-
-    hostfile = last(opts, "hostfile")
-    nodes = hosts_of(hostfile) if hostfile else []
-    count = value("nodes") or (len(nodes) if nodes else int(os.environ.get("MAPLE_TRACE_NNODES", len(ALLOC["nodes"]))))
-    # srun(1) -r N (https://slurm.schedmd.com/srun.html, read 2026-11-29; the local cluster): from node N of the job's
-    offset = ranks.number(last(opts, "relative")) or 0
-    nodes = (nodes or job_nodes())[offset:offset + count] or [node()]
-    world, per_node = count_of(g, "world", value), count_of(g, "per_node", value)
-    if world is None and per_node is None and g["trace"].get("default_per_node") == "slots":
-        # the host file's slots, else the allocation's: its task count (--ntasks, --ntasks-per-node x nodes,
-        # mpiprocs, LSF -n), else one a node
-        world = (hostfile and ranks.hostfile_slots(hostfile)) or int(ALLOC.get("ntasks") or len(nodes))
-    if per_node is None:
-        per_node = -(-world // len(nodes)) if world else default_per_node(g)
-    if world is None:
-        world = per_node * len(nodes)
-    return nodes, per_node, world
-
-
-def job_nodes() -> list:
-    listed = os.environ.get("MAPLE_TRACE_JOB_NODES")
-    return listed.split(",") if listed else list(ALLOC["nodes"])
-
-
-def count_of(g: dict, which: str, value) -> int | None:
-    return count_ranks(g["ranks"].get(which, ()), value)
-
-
-def default_per_node(g: dict) -> int:
-    """What a launcher starts per node when no option says: its documented default (grammars.yaml)."""
-    default = g["trace"].get("default_per_node", 1)
-    if default == "gpus":
-        return max(1, ranks.visible_devices(os.environ, gpus()))
-    if default == "slots":  # a host file's line is one slot
-        return 1
-    if default == "tasks":
-        return ranks.number(os.environ.get(ALLOC["tasks_per_node_var"] or "")) or 1
-    return int(default)
-
 
 def mpi_launch(name: str, argv: list) -> int:
     opts, command = parse_options(argv, spec(name))
@@ -149,7 +85,7 @@ def mpi_launch(name: str, argv: list) -> int:
     if not command:
         record("launch", [name, *argv], launcher=name, note="starts no program")
         return 0
-    nodes, per_node, world = placement(name, opts)
+    nodes, per_node, world = placement(GRAMMARS[name], opts)
     command = in_working_directory(GRAMMARS[name], command)
     record("launch", [name, *argv], launcher=name, ranks=world, per_node=per_node, nodes=nodes, command=command,
            gpus_per_node=ranks.set_devices_per_node(GRAMMARS[name], opts, per_node))
@@ -229,27 +165,6 @@ def console_launch(name: str, argv: list) -> int:
         for value in values if isinstance(values, list) else [values]:
             words += [f"--{t.get('options', {}).get(option, option)}", *([str(value)] if value != "" else [])]
     return dl_launch(t["as"], [*words, "--", *filter(None, [t.get("module")]), *command])
-
-
-def dl_shape(g: dict, settings: dict) -> tuple:
-    """(workers per node, nodes, this node's rank) from the launcher's options and documented defaults."""
-    t = g["trace"]
-    nodes = ranks.number(settings.get(t.get("nodes_option", ""))) or 1
-    total = ranks.number(settings.get(t.get("total_option", "")))
-    per_node = ranks.number(settings.get(t.get("per_node_option", "")))
-    if str(settings.get(t.get("per_node_option", ""))) in ("gpu", "auto"):
-        per_node = max(1, ranks.visible_devices(os.environ, gpus()))
-    if per_node is None:
-        per_node = -(-total // nodes) if total else default_per_node(g)
-    node_rank = ranks.number(settings.get(t.get("node_rank_option", "")))
-    if node_rank is None:
-        node_rank = node_index()
-    return per_node, nodes, node_rank
-
-
-def node_index() -> int:
-    names = job_nodes()
-    return names.index(node()) if node() in names else 0
 
 
 # --- the program and the machine's commands --------------------------------------------------------

@@ -2,7 +2,8 @@ from contextlib import nullcontext
 
 import pytest
 
-from maple_ci.github.commands import MAX_LINE, BotCommand, CommandError, authorize, parse_comment
+from maple_ci.github.authorization import authorize
+from maple_ci.github.commands import MAX_LINE, BotCommand, CommandError, parse_comment
 from maple_ci.github.config import Config
 from maple_ci.github.pipeline import Pipeline
 

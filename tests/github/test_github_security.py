@@ -19,7 +19,8 @@ from test_github_end_to_end import EXAMPLE, Cluster
 from maple_ci.errors import MapleError
 from maple_ci.github.action import run_action
 from maple_ci.github.bot import run_plan
-from maple_ci.github.commands import BotCommand, CommandError, parse_comment, refusal
+from maple_ci.github.authorization import refusal
+from maple_ci.github.commands import BotCommand, CommandError, parse_comment
 from maple_ci.github.config import Config
 from maple_ci.github.body import render_pr_body
 from maple_ci.github.events import plan_event
