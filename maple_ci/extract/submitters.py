@@ -1,0 +1,121 @@
+"""A job script with no directives of its own, submitted by another file of the checkout
+(`sbatch -N 2 -t 1:00:00 --gres=gpu:4 jobs/train.sh` in submit.sh): the submit line's options are
+the job's size, as sbatch and qsub read them ("options on the command line override the same options
+in the script", https://slurm.schedmd.com/sbatch.html; qsub(1) of PBS Professional reads its
+options the same way; both read 2026-11-29). The submitter's line is read as a submit line is
+(extract/submit.py) and written into the job's text as directives; the port's note names it.
+
+The search is bounded (files, bytes, lines) and reads text only inside the checkout; a submit line
+whose options or path hold values only its shell knows (`-N $NODES`) is not guessed at, and two
+submitters that disagree leave the job as written with a note.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Optional
+
+from .. import schedulers
+from ..errors import MapleError
+from ..files import read_inside
+from .submit import submitted
+
+MAX_FILES = 2000  # files looked at in one checkout: a repository's scripts, not its data
+MAX_BYTES = 256 * 1024  # a submitter is a script, never larger than this
+_SUFFIXES = {"", ".sh", ".bash", ".slurm", ".sbatch", ".pbs", ".qsub", ".job", ".lsf", ".flux", ".cmd"}
+_SEPARATORS = {";", "&&", "||", "|", "&", ")", "("}
+
+
+def with_submitter(text: str, script: Path, root: Path) -> tuple[str, Optional[str]]:
+    """(the job's text with its submitter's options written in, the note) for a script with no
+    directives that one submit line of the checkout submits; (text, None) when there is none,
+    and (text, a note) when they disagree or cannot be read."""
+    if schedulers.detect(text) is not None:
+        return text, None
+    found, unread = {}, []
+    for submitter, number, argv in _submit_lines(script, root):
+        where = f"{submitter.relative_to(root)} (line {number})"
+        if any("$" in word or "`" in word for word in _options_and_path(argv, script.name)):
+            unread.append(where)
+            continue
+        named = []  # the submit line names this script (not another file, nor one outside the checkout)
+        job = submitted([(argv, None)], lambda path, at=submitter.parent: _same(path, at, root, script, text, named))
+        if job is not None and named:
+            found.setdefault(job.text, (where, job.line))
+    return _chosen(text, found, unread)
+
+
+def _chosen(text: str, found: dict, unread: list[str]) -> tuple[str, Optional[str]]:
+    if len(found) == 1:
+        job_text, (where, line) = next(iter(found.items()))
+        return job_text, (f"the script has no directives; {where} submits it (`{line}`): its options are the "
+                          "job's size and time, written in as directives")
+    if found:
+        named = "; ".join(f"{where}: `{line}`" for where, line in found.values())
+        return text, (f"the script has no directives and is submitted with different options ({named}); "
+                      "the port does not choose between them: give --nodes/--gpus-per-node/--walltime")
+    if unread:
+        return text, (f"the script has no directives; {', '.join(unread)} submits it with options from "
+                      "variables maple does not read: give --nodes/--gpus-per-node/--walltime")
+    return text, None
+
+
+def _options_and_path(argv: list[str], name: str) -> list[str]:
+    """The submit line's words up to the script's path (the words after it are the job's arguments)."""
+    at = next((i for i, word in enumerate(argv) if Path(word).name == name), len(argv) - 1)
+    return argv[:at + 1]
+
+
+def _same(path: str, at: Path, root: Path, script: Path, text: str, named: list) -> Optional[str]:
+    """The job's text when `path`, as the submitter names it from its folder or the checkout's root
+    (where a submit line is run from), is the script."""
+    for folder in (at, root):
+        if Path(os.path.normpath(folder / path)) == script:
+            named.append(path)
+            return text
+    return None
+
+
+def _submit_lines(script: Path, root: Path):
+    """(file, line number, words from the submit command on) of each line of the checkout's
+    scripts that names the script's file name after a submit command."""
+    mention = re.compile(rf"(?<![\w.-]){re.escape(script.name)}(?![\w.-])")
+    for path in _scripts(root, script):
+        try:
+            text = read_inside(root, path, limit=MAX_BYTES)
+        except MapleError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if mention.search(line) and (argv := _submit_words(line)):
+                yield path, number, argv
+
+
+def _submit_words(line: str) -> Optional[list[str]]:
+    """The words of the line's submit command, up to the next shell operator; None if it has none."""
+    try:  # `JOB=$(sbatch ... job.sh)`: the substitution's command is a command of its own
+        words = shlex.split(re.sub(r"\$\(|`", " ; ", line), comments=True)
+    except ValueError:
+        return None
+    words = [part for word in words for part in re.split(r"(\))$", word) if part]
+    for i in range(len(words)):
+        if schedulers.by_submit(words[i:]) is not None:
+            end = next((j for j in range(i, len(words)) if words[j] in _SEPARATORS), len(words))
+            return words[i:end]
+    return None
+
+
+def _scripts(root: Path, script: Path):
+    """The checkout's script-like files other than `script`, at most MAX_FILES, hidden folders skipped."""
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.suffix in _SUFFIXES and path != script and not path.is_symlink():
+                seen += 1
+                if seen > MAX_FILES:
+                    return
+                yield path
