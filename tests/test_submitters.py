@@ -75,3 +75,15 @@ def test_a_job_with_its_own_directives_keeps_them(tmp_path):
     intent = _extract(root, "job.sh")
     assert intent.nodes == 3
     assert not any("submits it" in note for note in intent.notes)
+
+
+def test_the_search_for_a_submitter_is_bounded_by_entries_not_scripts(tmp_path, monkeypatch):
+    """A checkout holding a data set: the walk stops after MAX_FILES entries, whatever they are."""
+    from maple_ci.extract import submitters
+
+    monkeypatch.setattr(submitters, "MAX_FILES", 50)
+    data = {f"data/{i:03}.npy": "" for i in range(60)}
+    root = _checkout(tmp_path, {**data, "job.sh": _JOB, "fit.py": "", "zz/submit.sh": "sbatch -N 2 --gres=gpu:4 ../job.sh\n"})
+    assert _extract(root, "job.sh").nodes is None
+    monkeypatch.setattr(submitters, "MAX_FILES", 100)
+    assert _extract(root, "job.sh").nodes == 2

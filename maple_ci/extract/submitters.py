@@ -23,7 +23,7 @@ from ..errors import MapleError
 from ..files import read_inside
 from .submit import submitted
 
-MAX_FILES = 2000  # files looked at in one checkout: a repository's scripts, not its data
+MAX_FILES = 5000  # file entries looked at in one checkout: a repository's scripts, not its data
 MAX_BYTES = 256 * 1024  # a submitter is a script, never larger than this
 _SUFFIXES = {"", ".sh", ".bash", ".slurm", ".sbatch", ".pbs", ".qsub", ".job", ".lsf", ".flux", ".cmd"}
 _SEPARATORS = {";", "&&", "||", "|", "&", ")", "("}
@@ -108,14 +108,16 @@ def _submit_words(line: str) -> Optional[list[str]]:
 
 
 def _scripts(root: Path, script: Path):
-    """The checkout's script-like files other than `script`, at most MAX_FILES, hidden folders skipped."""
+    """The checkout's script-like files other than `script`, hidden folders skipped; the walk stops
+    after MAX_FILES entries, folders and files, scripts or not (a checkout holding a data set ends it early)."""
     seen = 0
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        seen += len(dirs)
         for name in sorted(files):
+            seen += 1
+            if seen > MAX_FILES:
+                return
             path = Path(folder) / name
             if path.suffix in _SUFFIXES and path != script and not path.is_symlink():
-                seen += 1
-                if seen > MAX_FILES:
-                    return
                 yield path
