@@ -87,3 +87,19 @@ def test_the_search_for_a_submitter_is_bounded_by_entries_not_scripts(tmp_path, 
     assert _extract(root, "job.sh").nodes is None
     monkeypatch.setattr(submitters, "MAX_FILES", 100)
     assert _extract(root, "job.sh").nodes == 2
+
+
+def test_the_trace_gate_agrees_with_the_port_of_a_job_sized_by_its_submitter(tmp_path):
+    """Source and port both traced (bash in bubblewrap): 2 nodes of 4 ranks, as the submit line asks."""
+    import json
+    import subprocess
+    import sys
+
+    root = _checkout(tmp_path, {"jobs/job.sh": _JOB, "jobs/fit.py": "import torch\n",
+                                "submit.sh": "sbatch -N 2 -t 1:00:00 --gres=gpu:4 jobs/job.sh\n"})
+    done = subprocess.run([sys.executable, "-m", "maple_ci", "port", str(root / "jobs/job.sh"), "--to", "polaris",
+                           "--json", "--trace", "--out", str(root / "out")], capture_output=True, text=True, timeout=300)
+    result = json.loads(done.stdout)["results"][0]
+    trace = [check for check in result["checks"] if check["name"] == "trace"]
+    assert done.returncode == 0 and trace and trace[0]["ok"], trace
+    assert "select=2:" in (root / "out" / "polaris" / "job.pbs").read_text()

@@ -87,3 +87,20 @@ def test_echo_prints_what_bash_prints(args):
                                   [r"%s=%s\n", "only"], [r"100%% done\n"], [r"plain"]])
 def test_printf_prints_what_bash_prints(args):
     assert printf_output(args) == _bash("printf", args)
+
+
+def test_the_trace_gate_agrees_with_the_port_of_a_written_job(tmp_path):
+    """Source and port both traced (bash in bubblewrap): the port of the echo-written job runs the
+    program the submitted file runs, with its arguments, on 2 nodes."""
+    import json
+    import sys
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "fit.py").write_text("import torch\n")
+    (tmp_path / "submit.sh").write_text(_TRUNCATED)
+    done = subprocess.run([sys.executable, "-m", "maple_ci", "port", str(tmp_path / "submit.sh"), "--to", "polaris",
+                           "--json", "--trace", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    result = json.loads(done.stdout)["results"][0]
+    trace = [check for check in result["checks"] if check["name"] == "trace"]
+    assert done.returncode == 0 and trace and trace[0]["ok"], trace
+    assert "fit.py --lr 0.1" in (tmp_path / "out" / "polaris" / "submit.pbs").read_text()
