@@ -81,14 +81,15 @@ def echo_output(args: list[str]) -> str:
     while args and re.fullmatch(r"-[neE]+", args[0]):
         flags, args = flags + args[0][1:], args[1:]
     text = " ".join(args)
-    if "e" in flags.replace("E", "") and flags.rfind("e") > flags.rfind("E"):
+    if flags.rfind("e") > flags.rfind("E"):  # the last of -e/-E wins
         text = _unescaped(text)
     return text if "n" in flags else text + "\n"
 
 
 def printf_output(args: list[str]) -> str:
     """What bash's `printf FORMAT ARGS` prints for the conversions a job line uses (%s, %d, %%, the
-    backslash escapes): the format is reused while arguments remain, as the builtin does."""
+    backslash escapes; others, such as %5s, stay as written): the format is reused while arguments
+    remain, as the builtin does."""
     if not args:
         return ""
     form, values = _unescaped(args[0]), args[1:]
