@@ -59,7 +59,15 @@ def test_a_size_from_the_submitters_variables_is_not_guessed(tmp_path):
     root = _checkout(tmp_path, {"job.sh": _JOB, "fit.py": "", "sweep.sh": "for n in 1 2 4; do sbatch -N $n job.sh; done\n"})
     intent = _extract(root, "job.sh")
     assert intent.nodes is None
-    assert any("sweep.sh (line 1) submits it with options from variables" in note for note in intent.notes)
+    assert any("sets options from variables" in note and "sweep.sh (line 1): --nodes=$n" in note for note in intent.notes)
+
+
+def test_options_a_submitter_sets_per_submission_are_named_and_the_others_read(tmp_path):
+    submit = "for lr in 0.1 0.01; do\n  sbatch --export=ALL,LR=$lr -J fit_$lr -N 2 -t 30 --gres=gpu:4 job.sh\ndone\n"
+    root = _checkout(tmp_path, {"job.sh": _JOB, "fit.py": "", "sweep.sh": submit})
+    intent = _extract(root, "job.sh")
+    assert (intent.nodes, intent.walltime) == (2, "00:30:00")
+    assert "not read, as its shell sets them per submission: sweep.sh (line 2): --job-name=fit_$lr" in intent.notes[0]
 
 
 def test_another_file_of_the_same_name_is_not_this_job(tmp_path):

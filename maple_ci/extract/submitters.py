@@ -21,12 +21,13 @@ from typing import Optional
 from .. import schedulers
 from ..errors import MapleError
 from ..files import read_inside
+from ..launchers import parse_options
 from .submit import submitted
 
 MAX_FILES = 5000  # file entries looked at in one checkout: a repository's scripts, not its data
 MAX_BYTES = 256 * 1024  # a submitter is a script, never larger than this
 _SUFFIXES = {"", ".sh", ".bash", ".slurm", ".sbatch", ".pbs", ".qsub", ".job", ".lsf", ".flux", ".cmd"}
-_SEPARATORS = {";", "&&", "||", "|", "&", ")", "("}
+_OPERATOR = re.compile(r"[;&|()]+")  # the shell's control operators, alone or run together (`)&&`)
 
 
 def with_submitter(text: str, script: Path, root: Path) -> tuple[str, Optional[str]]:
@@ -38,35 +39,53 @@ def with_submitter(text: str, script: Path, root: Path) -> tuple[str, Optional[s
     found, unread = {}, []
     for submitter, number, argv in _submit_lines(script, root):
         where = f"{submitter.relative_to(root)} (line {number})"
-        if any("$" in word or "`" in word for word in _options_and_path(argv, script.name)):
-            unread.append(where)
-            continue
+        argv, variable = _readable(argv)
         named = []  # the submit line names this script (not another file, nor one outside the checkout)
-        job = submitted([(argv, None)], lambda path, at=submitter.parent: _same(path, at, root, script, text, named))
-        if job is not None and named:
+        job = argv and submitted([(argv, None)], lambda path, at=submitter.parent: _same(path, at, root, script, text, named))
+        if named and variable:
+            unread.append(f"{where}: {' '.join(variable)}")
+        if job and named and job.text != text:
             found.setdefault(job.text, (where, job.line))
     return _chosen(text, found, unread)
+
+
+def _readable(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(the submit line without the options whose value its own shell sets (`-N $n`, `--job-name=$1$i`),
+    those options): the variables it exports (`--export=A=$i`) are read as extract/submit.py reads them.
+    A line whose script path is a variable is not read at all."""
+    unit = schedulers.by_submit(argv)
+    options, rest = parse_options(argv[len(unit.submit):], unit.spec)
+    if not rest or _variable(rest[0]):
+        return [], []
+    kept, variable = [], []
+    for name, values in options.items():
+        for value in values:
+            words = unit.format_option(name, value or None)
+            (variable if name != unit.export_option and _variable(value) else kept).extend(words)
+    return [*unit.submit, *kept, *rest], variable
+
+
+def _variable(word: str) -> bool:
+    return "$" in word or "`" in word
 
 
 def _chosen(text: str, found: dict, unread: list[str]) -> tuple[str, Optional[str]]:
     if len(found) == 1:
         job_text, (where, line) = next(iter(found.items()))
         return job_text, (f"the script has no directives; {where} submits it (`{line}`): its options are the "
-                          "job's size and time, written in as directives")
+                          "job's size and time, written in as directives" + _also(unread))
     if found:
         named = "; ".join(f"{where}: `{line}`" for where, line in found.values())
         return text, (f"the script has no directives and is submitted with different options ({named}); "
                       "the port does not choose between them: give --nodes/--gpus-per-node/--walltime")
     if unread:
-        return text, (f"the script has no directives; {', '.join(unread)} submits it with options from "
-                      "variables maple does not read: give --nodes/--gpus-per-node/--walltime")
+        return text, (f"the script has no directives; its submit line sets options from variables maple does not "
+                      f"read ({'; '.join(unread)}): give --nodes/--gpus-per-node/--walltime where they size it")
     return text, None
 
 
-def _options_and_path(argv: list[str], name: str) -> list[str]:
-    """The submit line's words up to the script's path (the words after it are the job's arguments)."""
-    at = next((i for i, word in enumerate(argv) if Path(word).name == name), len(argv) - 1)
-    return argv[:at + 1]
+def _also(unread: list[str]) -> str:
+    return f"; not read, as its shell sets them per submission: {'; '.join(unread)}" if unread else ""
 
 
 def _same(path: str, at: Path, root: Path, script: Path, text: str, named: list) -> Optional[str]:
@@ -99,10 +118,10 @@ def _submit_words(line: str) -> Optional[list[str]]:
         words = shlex.split(re.sub(r"\$\(|`", " ; ", line), comments=True)
     except ValueError:
         return None
-    words = [part for word in words for part in re.split(r"(\))$", word) if part]
+    words = [part for word in words for part in re.split(r"([;&|)]+)$", word) if part]  # `job.sh;`, `job.sh)`
     for i in range(len(words)):
         if schedulers.by_submit(words[i:]) is not None:
-            end = next((j for j in range(i, len(words)) if words[j] in _SEPARATORS), len(words))
+            end = next((j for j in range(i, len(words)) if _OPERATOR.fullmatch(words[j])), len(words))
             return words[i:end]
     return None
 
