@@ -7,6 +7,7 @@ https://slurm.schedmd.com/sbatch.html, read 2026-11-29). Each test writes its ow
 from pathlib import Path
 
 from maple_ci.extract import extract
+from traced_port import traced_port
 
 _JOB = """#!/bin/bash
 module load cuda
@@ -99,15 +100,8 @@ def test_the_search_for_a_submitter_is_bounded_by_entries_not_scripts(tmp_path, 
 
 def test_the_trace_gate_agrees_with_the_port_of_a_job_sized_by_its_submitter(tmp_path):
     """Source and port both traced (bash in bubblewrap): 2 nodes of 4 ranks, as the submit line asks."""
-    import json
-    import subprocess
-    import sys
-
     root = _checkout(tmp_path, {"jobs/job.sh": _JOB, "jobs/fit.py": "import torch\n",
                                 "submit.sh": "sbatch -N 2 -t 1:00:00 --gres=gpu:4 jobs/job.sh\n"})
-    done = subprocess.run([sys.executable, "-m", "maple_ci", "port", str(root / "jobs/job.sh"), "--to", "polaris",
-                           "--json", "--trace", "--out", str(root / "out")], capture_output=True, text=True, timeout=300)
-    result = json.loads(done.stdout)["results"][0]
-    trace = [check for check in result["checks"] if check["name"] == "trace"]
-    assert done.returncode == 0 and trace and trace[0]["ok"], trace
-    assert "select=2:" in (root / "out" / "polaris" / "job.pbs").read_text()
+    code, trace, out = traced_port(root / "jobs/job.sh", "polaris")
+    assert code == 0 and trace and trace[0]["ok"], trace
+    assert "select=2:" in (out / "job.pbs").read_text()

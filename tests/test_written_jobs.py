@@ -14,6 +14,7 @@ import pytest
 
 from maple_ci.extract import extract_script
 from maple_ci.extract.writes import echo_output, printf_output
+from traced_port import traced_port
 
 _PRINTF_PBS = r"""#!/bin/bash
 # writes the PBS job with printf, then submits it
@@ -92,15 +93,9 @@ def test_printf_prints_what_bash_prints(args):
 def test_the_trace_gate_agrees_with_the_port_of_a_written_job(tmp_path):
     """Source and port both traced (bash in bubblewrap): the port of the echo-written job runs the
     program the submitted file runs, with its arguments, on 2 nodes."""
-    import json
-    import sys
-
     (tmp_path / ".git").mkdir()
     (tmp_path / "fit.py").write_text("import torch\n")
     (tmp_path / "submit.sh").write_text(_TRUNCATED)
-    done = subprocess.run([sys.executable, "-m", "maple_ci", "port", str(tmp_path / "submit.sh"), "--to", "polaris",
-                           "--json", "--trace", "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
-    result = json.loads(done.stdout)["results"][0]
-    trace = [check for check in result["checks"] if check["name"] == "trace"]
-    assert done.returncode == 0 and trace and trace[0]["ok"], trace
-    assert "fit.py --lr 0.1" in (tmp_path / "out" / "polaris" / "submit.pbs").read_text()
+    code, trace, out = traced_port(tmp_path / "submit.sh", "polaris")
+    assert code == 0 and trace and trace[0]["ok"], trace
+    assert "fit.py --lr 0.1" in (out / "submit.pbs").read_text()
