@@ -55,11 +55,13 @@ def test_a_submitted_script_outside_the_checkout_keeps_the_submit_line_s_size_an
     assert any("/home/them/jobs/train.sbatch (not in the checkout)" in note for note in intent.notes)
 
 
-def test_a_submitter_that_writes_its_job_keeps_its_own_reading_when_the_line_says_nothing(tmp_path):
-    """`cat > job.sh <<EOF ... sbatch job.sh`: the submitted file is the script's own output, not a
-    file of the checkout; a submit line without options tells nothing of it, so the submitter's own
-    directives stand (before: an empty job with no scheduler)."""
+def test_a_submitter_that_writes_its_job_line_by_line_submits_that_text(tmp_path):
+    """`printf ... > job.sh; echo ... >> job.sh; sbatch job.sh`: the submitted file is the script's own
+    output, read as bash writes it (tests/test_written_jobs.py); the submitter's own directives are
+    its own job's, not the submitted one's (sbatch reads the options of its command line and of the
+    file it submits, https://slurm.schedmd.com/sbatch.html, read 2026-11-29), so no walltime comes
+    from them (before: the submitter's directives, and no program)."""
     intent = submitter(tmp_path, "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -t 10\nprintf '#!/bin/bash\\n' > job.sh\n"
                        "echo 'srun python fit.py' >> job.sh\nsbatch job.sh\n")
-    assert (intent.scheduler, intent.nodes, intent.walltime) == ("slurm", 1, "00:10:00")
-    assert intent.entrypoint is None  # what it runs only the run shows: `maple port` takes it from the trace
+    assert (intent.scheduler, intent.launcher, intent.entrypoint) == ("slurm", "srun", "fit.py")
+    assert intent.walltime is None

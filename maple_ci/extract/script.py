@@ -33,6 +33,7 @@ from .ray_cluster import ray_intent, server_intent
 from .setup import REPORTING, setup_notes
 from .shell import bash_syntax_error, parse
 from .submit import submitted, without_arguments
+from .submitters import with_submitter
 from .walk import Shell
 
 # Variables every target recomputes for itself; copying them across clusters would be wrong.
@@ -71,7 +72,10 @@ def extract_script(text: str, base_dir: Optional[str | Path] = None, name: str =
             raise MapleError(f"{problem}; fix the shell syntax there")
         base = Path(base_dir) if base_dir is not None else None
         try:
-            return _extract_script(text, base, Path(root) if root is not None else base, follow_submit=True)
+            root = Path(root) if root is not None else base
+            text, submitter = with_submitter(text, base / Path(name).name, root) if base and root else (text, None)
+            intent = _extract_script(text, base, root, follow_submit=True)
+            return replace(intent, notes=[submitter, *intent.notes]) if submitter else intent
         except RecursionError:  # ( ( ( ... ), ${a:-${a:-...}} thousands deep: bounded, like the budget
             raise MapleError("the script nests subshells, groups or expansions deeper than extraction follows; "
                              "extraction stopped") from None

@@ -22,6 +22,7 @@ from .budget import Budget
 from .builtins import BUILTINS, Builtins, activation, exports, let_values
 from .evaluate import PASS_THROUGH, Expander, arith
 from .shell import Case, Command, Function, If, Node, parse
+from .writes import Writes
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
 # A value that is only a command's output: `$(hostname)`. Arithmetic not worked out here is not one: its
@@ -32,7 +33,7 @@ MAX_DEPTH = 6  # nested bash -c / wrapper scripts / eval / source / function cal
 
 
 @dataclass
-class Shell(Builtins, Branches):
+class Shell(Builtins, Branches, Writes):
     """What the script has set up to the command being read."""
 
     root: Optional[Path]  # the checkout: files are read only inside it
@@ -288,38 +289,6 @@ class Shell(Builtins, Branches):
     def _listed(self, cmd: Command) -> bool:
         return any(line == cmd.line and words == cmd.words for line, words, _ in self.commands)
 
-    def _here_document(self, cmd: Command) -> None:
-        """`cat > run.sh <<EOF`: the file's text, for a later `bash run.sh`; `read -r -d '' CMD <<EOF`: the
-        variable's value, for `bash -c "$CMD"`; else the command's input (`sbatch <<EOF`, `cat <<EOF | sbatch`,
-        `bash < setup.sh`)."""
-        piped, self.piped = self.piped, None
-        text = self._here_document_text(cmd) if cmd.heredoc is not None and cmd.words else None
-        self.stdin = text if text is not None else piped if piped is not None else self._input_file(cmd)
-        if text is None:
-            return
-        if cmd.words[0] == "read":
-            self.vars[cmd.words[-1]] = text.rstrip("\n")
-        elif cmd.words[0] == "cat" and cmd.piped and not _written_files(cmd):
-            self.piped = text
-        elif cmd.words[0] in ("cat", "tee"):
-            for path in map(self.expand.string, _written_files(cmd)):
-                self.files[path] = self.files[path.removeprefix("./")] = text
-
-    def _input_file(self, cmd: Command) -> Optional[str]:
-        """The text of the checkout file a `<` redirect gives the command as its input (`bsub < job.sh`,
-        `bash < setup.sh`)."""
-        paths = [target for op, target in cmd.redirects if op == "<"]
-        return self.read(self.expand.string(paths[-1]).removeprefix("./")) if paths else None
-
-    def _record_writes(self, cmd: Command) -> None:
-        for op, target in cmd.redirects:
-            if op in (">", ">>", ">|") and not target.startswith("&"):
-                self.written.setdefault(self.expand.string(target).removeprefix("./"), self.at)
-
-    def _here_document_text(self, cmd: Command) -> str:
-        body, expands = cmd.heredoc
-        return self.expand.text(body) if expands else body
-
     def _assign(self, word: str, export: bool = False) -> None:
         name, index, append, value = _ASSIGNMENT.fullmatch(word).groups()
         before = self._before_loop(name)
@@ -404,9 +373,3 @@ def _kept(launch, depth: int) -> bool:
     """Whether a launch the walk met is one of the script's: scored, or inside a wrapper with an
     entry (the caller scores it)."""
     return bool(launch) and bool(launch.score or depth and launch.entry)
-
-
-def _written_files(cmd: Command) -> list[str]:
-    """Where `cat > f <<EOF`, `cat >> f`, `tee f <<EOF` write the here-document, as written."""
-    targets = [target for op, target in cmd.redirects if op in (">", ">>", ">|")] + cmd.words[1:2]
-    return [target for target in targets if not target.startswith("-")]
