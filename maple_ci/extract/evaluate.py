@@ -260,11 +260,21 @@ class Expander:
             return value
         if value is None and RUNTIME_NAME.fullmatch(name):
             return None  # the job sets it; the default is only what bash gives outside one
-        if value is None and name.isdigit() and not self.runtime:
-            # a job argument (sbatch job.sh ARG): its default where none is given (${1:-${C:-a}} -> ${1:-a})
-            default = self.string(word) if "$" in word else None
-            return f"${{{name}{op}{default}}}" if isinstance(default, str) and "$" not in default else None
+        if value is None and not self.runtime and op[-1] in "-=":
+            return self._live_default(name, word, op)
         return self.string(word) if op[-1] in "-=" else None
+
+    def _live_default(self, name: str, word: str, op: str) -> Optional[object]:
+        """${A:-x} where the script never gives A a value: a job argument, or a variable the submitter's
+        environment may set (sbatch(1) --export defaults to ALL, qsub -V), so the job's bash decides it.
+        Kept live with the script's own values put in its default (${1:-${C:-a}} -> ${1:-a}); kept as
+        written where the default does not stay one word (bash(1) "Shell Parameter Expansion")."""
+        default = self.string(word)
+        if not isinstance(default, str):
+            return None
+        if re.search(r"[\s'\"\\`{}]|\$\(", re.sub(r"\$\{\w+(?::?[-=][^{}]*)?\}", "", default)):
+            return None if name.isdigit() else default  # braces, quotes, a command: not one plain word
+        return Written(f"${{{name}{op}{default}}}")
 
     def _string_operation(self, value: str, rest: str) -> Optional[str]:
         """${a%x}, ${a#x}, ${a:1:2}, ${a/x/y} on a string."""
