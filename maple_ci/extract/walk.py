@@ -20,7 +20,8 @@ from ..files import inside, read_inside
 from .branches import UNEXPANDED, Branches, only_command
 from .budget import Budget
 from .builtins import BUILTINS, Builtins, activation, exports, let_values
-from .evaluate import PASS_THROUGH, Expander, arith
+from .arith import arith
+from .evaluate import PASS_THROUGH, Expander
 from .shell import Case, Command, Function, If, Node, parse
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(?:\[([^\]]*)\])?(\+?)=(.*)", re.S)
