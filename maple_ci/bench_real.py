@@ -8,6 +8,7 @@ script, read back, runs the same program with the same arguments at the same siz
 chosen at submit time, takes its size from the allocation).
 """
 
+import re
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -15,7 +16,6 @@ import yaml
 
 from .errors import MapleError
 from .extract import extract, extract_script
-from .extract.submit import without_arguments
 from .files import read_text
 from .paths import bundled
 from .port import port_intent, program_from_trace
@@ -78,7 +78,8 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     problems = []
     if back.entrypoint != entrypoint:
         problems.append(f"{cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
-    if _as_labelled(back, "script_args") not in (arguments, [as_port_reads(arg, back.env) for arg in arguments]):  # as the gate reads them
+    labels = (arguments, [as_port_reads(arg, back.env) for arg in arguments])  # the second as the gate reads them
+    if _as_labelled(back.script_args, "script_args") not in [_as_labelled(label, "script_args") for label in labels]:
         problems.append(f"{cluster}: arguments {back.script_args} != {arguments}")
     return problems
 
@@ -116,16 +117,28 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
     return _real_report(cases, hits, ported, failures)
 
 
-def _as_labelled(intent, field: str):
-    """A field as the label gives it: the script submitted with no arguments, where a job argument
-    with a default (`${1:-2}`, kept live by the reader) is its default."""
-    value = getattr(intent, field)
-    return [without_arguments(word) for word in value] if field == "script_args" else value
+# A default for what the submitter gives: a job argument (`${1:-2}`) or a variable the script never
+# sets (`${EPOCHS:-100}`, which sbatch(1) --export=ALL and qsub -V pass from the submitting shell).
+_SUBMITTER_DEFAULT = re.compile(r"\$\{(?:[A-Za-z_]\w*|[1-9][0-9]*):?[-=]([^$`{}]*)\}")
+
+
+def _as_submitted(word: str) -> str:
+    """`word` as a script submitted with no arguments from an empty environment reads it: each such
+    default (nested ones from the inside out) is its default. Labels are written either way."""
+    while (bare := _SUBMITTER_DEFAULT.sub(r"\1", word)) != word:
+        word = bare
+    return word
+
+
+def _as_labelled(value, field: str):
+    """A field as the labels are compared: script arguments as submitted (_as_submitted), both the
+    reader's, which keeps such defaults live, and the label's."""
+    return [_as_submitted(word) for word in value] if field == "script_args" and value else value
 
 
 def _wrong_fields(intent, expect: dict) -> dict:
-    return {field: {"got": getattr(intent, field), "expected": expect[field]}
-            for field in FIELDS if _as_labelled(intent, field) != expect[field]}
+    return {field: {"got": getattr(intent, field), "expected": expect[field]} for field in FIELDS
+            if _as_labelled(getattr(intent, field), field) != _as_labelled(expect[field], field)}
 
 
 def _share(part: float, total: int) -> float:

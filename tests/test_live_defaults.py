@@ -57,3 +57,12 @@ def test_source_and_port_trace_the_same_program_words(tmp_path):
     source = first_rank(trace_script(path, trusted=True))[-1].argv[1:]
     ported = first_rank(trace_script(path, cluster="perlmutter", nodes=1, text=text, trusted=True))[-1].argv[1:]
     assert source == ported and source[-8:] == ["--epochs", "100", "--name", "run_x_256", "--lr", "3e-4", "--n", "4"]
+
+
+def test_the_scores_read_labels_and_ports_as_submitted_with_no_arguments_from_an_empty_environment():
+    """Labels write a submitter's default either way (`configs/a.yaml` or `${1:-${CONFIG:-configs/a.yaml}}`);
+    the score reads both as the script submitted bare, and only such defaults (not `${A:+x}`, not `$A`)."""
+    from maple_ci.bench_real import _as_labelled
+    ported = ["--config", "${1:-${CONFIG:-configs/a.yaml}}", "--n", "${N:=4}", "$OUT", "${A:+x}", "${B:-$C}"]
+    assert _as_labelled(ported, "script_args") == ["--config", "configs/a.yaml", "--n", "4", "$OUT", "${A:+x}", "${B:-$C}"]
+    assert _as_labelled(["--config", "configs/a.yaml"], "script_args") == ["--config", "configs/a.yaml"]
