@@ -66,3 +66,12 @@ def test_the_scores_read_labels_and_ports_as_submitted_with_no_arguments_from_an
     ported = ["--config", "${1:-${CONFIG:-configs/a.yaml}}", "--n", "${N:=4}", "$OUT", "${A:+x}", "${B:-$C}"]
     assert _as_labelled(ported, "script_args") == ["--config", "configs/a.yaml", "--n", "4", "$OUT", "${A:+x}", "${B:-$C}"]
     assert _as_labelled(["--config", "configs/a.yaml"], "script_args") == ["--config", "configs/a.yaml"]
+
+
+def test_a_count_defaulted_from_the_environment_is_its_default_for_the_size(tmp_path):
+    """`export G=${G:-8}` then `--nproc_per_node=$G`: the port keeps G live, the size reads the default
+    (the job's size is fixed at submit; a submitter's other G is what the header's size check meets)."""
+    from maple_ci.extract import extract
+    text = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH -t 00:20:00\nexport G=${G:-8}\nsrun torchrun --nnodes=2 --nproc_per_node=$G fit.py\n"
+    intent = extract(text, "run.sh")
+    assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 8, 16)

@@ -138,7 +138,9 @@ class Shell(Builtins, Branches):
             if name in self.runtime:
                 return self.runtime[name]
             value = self.vars.get(name) if not name.isdigit() and name not in "@*#" else self.lookup(name)
-            if isinstance(value, str) and "$" in value and name not in busy:  # PATH=$PATH:x refers to itself
+            if name in busy:  # inside its own value (PATH=$PATH:x, N=${N:-8}): the environment's, unknown
+                return None
+            if isinstance(value, str) and "$" in value:
                 busy.add(name)
                 value = expander.string(value)
                 busy.discard(name)
