@@ -119,7 +119,7 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
 
 # A default for what the submitter gives: a job argument (`${1:-2}`) or a variable the script never
 # sets (`${EPOCHS:-100}`, which sbatch(1) --export=ALL and qsub -V pass from the submitting shell).
-_SUBMITTER_DEFAULT = re.compile(r"\$\{(?:[A-Za-z_]\w*|[1-9][0-9]*):?[-=]([^$`{}]*)\}")
+_SUBMITTER_DEFAULT = re.compile(r"\$\{(?:[A-Za-z_]\w*|[1-9][0-9]*):?[-=]((?:[^$`{}]|\$\w+|\$\{\w+\})*)\}")
 
 
 def _as_submitted(word: str) -> str:
