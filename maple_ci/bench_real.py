@@ -8,7 +8,6 @@ script, read back, runs the same program with the same arguments at the same siz
 chosen at submit time, takes its size from the allocation).
 """
 
-import re
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -16,6 +15,7 @@ import yaml
 
 from .errors import MapleError
 from .extract import extract, extract_script
+from .extract.submit import without_arguments
 from .files import read_text
 from .paths import bundled
 from .port import port_intent, program_from_trace
@@ -117,23 +117,10 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
     return _real_report(cases, hits, ported, failures)
 
 
-# A default for what the submitter gives: a job argument (`${1:-2}`) or a variable the script never
-# sets (`${EPOCHS:-100}`, which sbatch(1) --export=ALL and qsub -V pass from the submitting shell).
-_SUBMITTER_DEFAULT = re.compile(r"\$\{(?:[A-Za-z_]\w*|[1-9][0-9]*):?[-=]((?:[^$`{}]|\$\w+|\$\{\w+\})*)\}")
-
-
-def _as_submitted(word: str) -> str:
-    """`word` as a script submitted with no arguments from an empty environment reads it: each such
-    default (nested ones from the inside out) is its default. Labels are written either way."""
-    while (bare := _SUBMITTER_DEFAULT.sub(r"\1", word)) != word:
-        word = bare
-    return word
-
-
 def _as_labelled(value, field: str):
-    """A field as the labels are compared: script arguments as submitted (_as_submitted), both the
-    reader's, which keeps such defaults live, and the label's."""
-    return [_as_submitted(word) for word in value] if field == "script_args" and value else value
+    """A field as the labels are compared: script arguments as submitted with no arguments from an empty
+    environment (submit.without_arguments), both the reader's, which keeps such defaults live, and the label's."""
+    return [without_arguments(word) for word in value] if field == "script_args" and value else value
 
 
 def _wrong_fields(intent, expect: dict) -> dict:
