@@ -78,7 +78,8 @@ def _program_problems(cluster: str, back, expect: dict) -> list[str]:
     problems = []
     if back.entrypoint != entrypoint:
         problems.append(f"{cluster}: runs {back.entrypoint!r}, not {entrypoint!r}")
-    if _as_labelled(back, "script_args") not in (arguments, [as_port_reads(arg, back.env) for arg in arguments]):  # as the gate reads them
+    labels = (arguments, [as_port_reads(arg, back.env) for arg in arguments])  # the second as the gate reads them
+    if _as_labelled(back.script_args, "script_args") not in [_as_labelled(label, "script_args") for label in labels]:
         problems.append(f"{cluster}: arguments {back.script_args} != {arguments}")
     return problems
 
@@ -116,16 +117,15 @@ def run_real(cases: list[dict], out_dir: Path, progress: Callable[[int, int], No
     return _real_report(cases, hits, ported, failures)
 
 
-def _as_labelled(intent, field: str):
-    """A field as the label gives it: the script submitted with no arguments, where a job argument
-    with a default (`${1:-2}`, kept live by the reader) is its default."""
-    value = getattr(intent, field)
-    return [without_arguments(word) for word in value] if field == "script_args" else value
+def _as_labelled(value, field: str):
+    """A field as the labels are compared: script arguments as submitted with no arguments from an empty
+    environment (submit.without_arguments), both the reader's, which keeps such defaults live, and the label's."""
+    return [without_arguments(word) for word in value] if field == "script_args" and value else value
 
 
 def _wrong_fields(intent, expect: dict) -> dict:
-    return {field: {"got": getattr(intent, field), "expected": expect[field]}
-            for field in FIELDS if _as_labelled(intent, field) != expect[field]}
+    return {field: {"got": getattr(intent, field), "expected": expect[field]} for field in FIELDS
+            if _as_labelled(getattr(intent, field), field) != _as_labelled(expect[field], field)}
 
 
 def _share(part: float, total: int) -> float:

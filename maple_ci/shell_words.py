@@ -17,8 +17,12 @@ _DIRECTIVE_WORD = re.compile(r"[A-Za-z0-9_.,:=+/@%-]+")
 # holds only plain text and plain $NAME expansions (no backtick, backslash, quote or brace), or a
 # positional parameter ($1, ${10}, ${1:-default}): the job's own argument, which the port takes as the
 # source did. Not $((...)): bash evaluates the variables in it as expressions too, `a[$(cmd)]` included.
+# A default may itself hold one such defaulted expansion (${EXP:-x_${B:-256}}): the submitter's
+# environment decides both, and bash expands them without running anything.
+_PLAIN_DEFAULT = r"(?::?[-=](?:[^$`\\\"'{}]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})*)?"
 _EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[1-9]|\{(?:[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)"
-                        r"(?::?[-=](?:[^$`\\\"'{}]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})*)?\})")
+                        r"(?::?[-=](?:[^$`\\\"'{}]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[1-9][0-9]*)"
+                        + _PLAIN_DEFAULT + r"\})*)?\})")
 # An element of an array the port writes before its launch (JobIntent.arrays): `${NAME[SUBSCRIPT]}` whose
 # subscript is arithmetic over numbers and plain names only, so bash works it out as on the source and
 # runs nothing (bash(1) "Arrays"); the names are a loop's plain values or the scheduler's numbers.

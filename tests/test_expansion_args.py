@@ -43,12 +43,13 @@ def test_a_job_argument_with_a_default_stays_a_job_argument(tmp_path):
     assert bare[0][-4:] == bare[1][-4:] == ["--tag", "base", "--mode", "eval"]
 
 
-def test_a_job_argument_whose_default_is_another_expansion_is_read_down_to_one_default(tmp_path):
-    """`${1:-${CFG:-a.yaml}}` (the argument, else a variable, else a file): the variable's default is
-    read as every variable's is, the job argument stays live (before: passed as literal text)."""
+def test_a_job_argument_whose_default_is_another_expansion_keeps_both_live(tmp_path):
+    """`${1:-${CFG:-a.yaml}}` (the argument, else a variable, else a file): the script never sets CFG,
+    so the submitter's environment may (sbatch(1) --export=ALL by default): both stay live (before:
+    CFG's default was frozen into the port, and earlier still the whole word was literal text)."""
     body = 'CONFIG_FILE=${1:-${CFG:-conf/a.yaml}}\nsrun python fit.py --config $CONFIG_FILE\n'
     given = _argv(tmp_path, body, "perlmutter", args=("conf/b.yaml",))
-    assert given[1][-2:] == ["--config", "conf/b.yaml"] and '"${1:-conf/a.yaml}"' in given[2]
+    assert given[1][-2:] == ["--config", "conf/b.yaml"] and '"${1:-${CFG:-conf/a.yaml}}"' in given[2]
     assert _argv(tmp_path, body, "polaris")[1][-2:] == ["--config", "conf/a.yaml"]
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from maple_ci.extract import extract_script
 from maple_ci.extract.budget import matches, trim
-from maple_ci.extract.evaluate import arith
+from maple_ci.extract.arith import arith
 from maple_ci.files import MAX_SOURCE_BYTES
 
 HEADER = "#!/bin/bash\n#SBATCH -N 1\n"

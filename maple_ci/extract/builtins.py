@@ -84,7 +84,7 @@ def activation(path: str, args: list[str]) -> Optional[str]:
 
 def let_values(expr: str, lookup) -> dict[str, str]:
     """What `let` / `(( ))` assigns (`a=2*b`, `a+=1`, `a++`), where its arithmetic is known."""
-    from .evaluate import arith
+    from .arith import arith
 
     values = {}
 

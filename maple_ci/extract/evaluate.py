@@ -14,39 +14,14 @@ or print (wc -l, echo, expr, basename), and otherwise stays as written.
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Callable, Optional
 
+from .arith import Lookup, arith
 from .braces import expand_braces
 from .budget import Budget, trim
 from .lexer import closing
 
-Lookup = Callable[[str], Optional[object]]  # a name's value: str, list (array), or None when unknown
-
-_WORD = 1 << 64  # bash's arithmetic is on signed 64-bit integers and wraps around
-
-
-def _wrap(value: int) -> int:
-    value %= _WORD
-    return value - _WORD if value >= _WORD >> 1 else value
-
-
-def _divide(left: int, right: int) -> int:  # C's division: truncated toward zero
-    quotient = abs(left) // abs(right)
-    return quotient if (left < 0) == (right < 0) else -quotient
-
-
-def _power(left: int, right: int) -> int:
-    if right < 0:
-        raise ValueError("exponent less than 0")  # bash refuses it too
-    return pow(left, right, _WORD)  # modular: 9**9**9 takes microseconds, as in bash
-
-
-_ARITH_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-              ast.FloorDiv: _divide, ast.Mod: lambda a, b: a - _divide(a, b) * b, ast.Pow: _power,
-              ast.LShift: lambda a, b: a << (b & 63), ast.RShift: lambda a, b: a >> (b & 63),
-              ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
 # Names whose value comes from the scheduler or launcher: a default written beside them is what
 # bash gives outside a job, not what the job sees, so it never stands in for the value.
 RUNTIME_NAME = re.compile(r"(?:SLURM|PBS|PALS|PMI|PMIX|OMPI|MPI|FLUX|LSB|COBALT)_\w*|CUDA_VISIBLE_DEVICES")
@@ -64,42 +39,6 @@ PASS_THROUGH = '"$@"'
 class Written(str):
     """An expansion only the job can do, as the job's bash should see it: `${A[$SLURM_ARRAY_TASK_ID % 8]}`
     with the script's own values put in its subscript (bash(1) "Arrays": the subscript is arithmetic)."""
-
-
-def arith(expr: str, lookup: Lookup) -> Optional[int]:
-    """Value of a $(( )) expression; None if a name in it is unknown or it is not arithmetic."""
-    unknown = []
-
-    def name(match):
-        value = lookup(match.group(1))
-        text = str(value).strip() if isinstance(value, str) else ""
-        if not re.fullmatch(r"-?\d+", text):
-            unknown.append(match.group(1))
-            return "0"
-        return f"({text})"
-
-    expr = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", r"\1", expr)  # inside $(( )) a name needs no $
-    expr = re.sub(r"\b([A-Za-z_]\w*)\b", name, expr)
-    if unknown:
-        return None
-
-    def evaluate(node):  # every intermediate value wrapped to 64 bits, as bash computes it
-        if isinstance(node, ast.Expression):
-            return evaluate(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return _wrap(node.value)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
-            operand = evaluate(node.operand)
-            return _wrap(-operand if isinstance(node.op, ast.USub) else ~operand if isinstance(node.op, ast.Invert)
-                         else operand)
-        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
-            return _wrap(_ARITH_OPS[type(node.op)](evaluate(node.left), evaluate(node.right)))
-        raise ValueError("unsupported")
-
-    try:
-        return evaluate(ast.parse(expr.strip().replace("/", "//"), mode="eval"))
-    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError, OverflowError):
-        return None
 
 
 class Expander:
@@ -260,11 +199,21 @@ class Expander:
             return value
         if value is None and RUNTIME_NAME.fullmatch(name):
             return None  # the job sets it; the default is only what bash gives outside one
-        if value is None and name.isdigit() and not self.runtime:
-            # a job argument (sbatch job.sh ARG): its default where none is given (${1:-${C:-a}} -> ${1:-a})
-            default = self.string(word) if "$" in word else None
-            return f"${{{name}{op}{default}}}" if isinstance(default, str) and "$" not in default else None
+        if value is None and not self.runtime and op[-1] in "-=":
+            return self._live_default(name, word, op)
         return self.string(word) if op[-1] in "-=" else None
+
+    def _live_default(self, name: str, word: str, op: str) -> Optional[object]:
+        """${A:-x} where the script never gives A a value: a job argument, or a variable the submitter's
+        environment may set (sbatch(1) --export defaults to ALL, qsub -V), so the job's bash decides it.
+        Kept live with the script's own values put in its default (${1:-${C:-a}} -> ${1:-a}); kept as
+        written where the default does not stay one word (bash(1) "Shell Parameter Expansion")."""
+        default = self.string(word)
+        if not isinstance(default, str):
+            return None
+        if re.search(r"[\s'\"\\`{}]|\$\(", re.sub(r"\$\{\w+(?::?[-=][^{}]*)?\}", "", default)):
+            return None if name.isdigit() else default  # braces, quotes, a command: not one plain word
+        return Written(f"${{{name}{op}{default}}}")
 
     def _string_operation(self, value: str, rest: str) -> Optional[str]:
         """${a%x}, ${a#x}, ${a:1:2}, ${a/x/y} on a string."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 from .branches import RUN_TIME_VALUE
 from .builtins import let_values
-from .evaluate import arith
+from .arith import arith
 from .shell import Loop
 
 if TYPE_CHECKING:

@@ -40,14 +40,20 @@ HERE_DOCUMENT = "the here-document"  # what a submit line with no script file su
 COMMAND_LINE = "its command line"  # what `bsub [options] command` and `sbatch --wrap=...` submit
 
 
-_OWN_ARGUMENT = re.compile(r"\$\{[1-9][0-9]*:?[-=]([^$`{}]*)\}")
+# A default for what the submitter gives: a job argument (`${1:-2}`) or a variable the script never
+# sets, kept live by the reader (`${EPOCHS:-100}`: sbatch(1) --export=ALL and qsub -V pass the
+# submitting shell's environment); its default may name a variable (`${CONF:-$BASE/x}`).
+_SUBMITTER_DEFAULT = re.compile(r"\$\{(?:[A-Za-z_]\w*|[1-9][0-9]*):?[-=]((?:[^$`{}]|\$\w+|\$\{\w+\})*)\}")
 
 
 def without_arguments(word: str) -> str:
-    """`word` as a script submitted with no arguments reads it: `${1:-configs/base.yaml}` is its
-    default. A submitter's own argument in its submit line is that too: the port is of the submitted
-    job, which never gets the submitter's arguments."""
-    return _OWN_ARGUMENT.sub(r"\1", word)
+    """`word` as a script submitted with no arguments from an empty environment reads it:
+    `${1:-configs/base.yaml}` and `${1:-${CONFIG:-configs/base.yaml}}` are their default. A submitter's
+    own argument in its submit line is that too: the port is of the submitted job, which never gets
+    the submitter's arguments."""
+    while (bare := _SUBMITTER_DEFAULT.sub(r"\1", word)) != word:
+        word = bare
+    return word
 
 
 def submitted(submits: list[tuple[list[str], Optional[str]]],

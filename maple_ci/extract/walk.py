@@ -20,7 +20,8 @@ from ..files import inside, read_inside
 from .branches import UNEXPANDED, Branches, only_command
 from .budget import Budget
 from .builtins import BUILTINS, Builtins, activation, exports, let_values
-from .evaluate import PASS_THROUGH, Expander, arith
+from .arith import arith
+from .evaluate import PASS_THROUGH, Expander
 from .shell import Case, Command, Function, If, Node, parse
 from .writes import Writes
 
@@ -138,7 +139,9 @@ class Shell(Builtins, Branches, Writes):
             if name in self.runtime:
                 return self.runtime[name]
             value = self.vars.get(name) if not name.isdigit() and name not in "@*#" else self.lookup(name)
-            if isinstance(value, str) and "$" in value and name not in busy:  # PATH=$PATH:x refers to itself
+            if name in busy:  # inside its own value (PATH=$PATH:x, N=${N:-8}): the environment's, unknown
+                return None
+            if isinstance(value, str) and "$" in value:
                 busy.add(name)
                 value = expander.string(value)
                 busy.discard(name)
