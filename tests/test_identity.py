@@ -60,8 +60,9 @@ def test_one_centre_s_scheduler_directives_do_not_pick_one_of_its_machines():
 
 def test_the_port_s_notes_show_the_evidence_that_named_the_machine():
     intent = extract_script(JSC_BOOSTER)
-    assert any(note.startswith("source cluster JSC JUWELS Booster, from `#SBATCH --partition=develbooster`")
+    assert any(note.startswith("source cluster JSC JUWELS Booster, from `--partition=develbooster`")
                for note in intent.notes), intent.notes
+    assert not any("#SBATCH" in note for note in intent.notes)  # a port to Flux or PBS holds no Slurm directive text
 
 
 # --- Cobalt -------------------------------------------------------------------------------------

@@ -99,7 +99,17 @@ def identify(text: str, gpus_asked_per_node: int = 0) -> Identity:
 
 
 def _evidence(machine: _Machine) -> str:
-    return ", ".join([*(f"`{hit}`" for hit in machine.own), *machine.shared])
+    return ", ".join([*(f"`{_without_prefix(hit)}`" for hit in machine.own), *machine.shared])
+
+
+def _without_prefix(hit: str) -> str:
+    """A directive's option without its prefix (`--constraint=gpu`, not `#SBATCH --constraint=gpu`): a port's
+    header holds no other scheduler's directive text."""
+    for unit in schedulers.all():
+        rest = unit.after_prefix(hit)
+        if rest is not None:
+            return rest.strip()
+    return hit
 
 
 def job_scheduler(text: str, d: Directives, launcher: Optional[str], notes: list[str]) -> str:

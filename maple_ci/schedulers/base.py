@@ -14,6 +14,11 @@ from ..launchers import Spec
 from .writing import DirectiveWriting
 
 
+def _leading_int(value: str) -> Optional[int]:
+    match = re.match(r"\d+", value)
+    return int(match[0]) if match else None
+
+
 def seconds_to_walltime(seconds: int) -> str:
     if seconds >= 10000 * 3600:
         raise ValueError("is over 9999 hours; no queue allows that")
@@ -306,6 +311,16 @@ class Scheduler(DirectiveWriting):
         except ValueError:
             walltime = None
         return min(clock_seconds(walltime), cap) if walltime else cap
+
+    def capped_size(self, last: dict[str, Option], nodes: str, time: str, max_nodes: int, max_seconds: int,
+                    count: Callable[[str], Optional[int]] = None) -> list[str]:
+        """The words of a node-count option and a walltime option from the effective options, capped: the
+        shape of every unit's `capped`. `count` reads the node option's value (default: its leading integer)."""
+        given, limit = last.get(nodes), last.get(time)
+        number = (count or _leading_int)(given.value) if given and given.value else None
+        seconds = self.seconds(limit.value if limit else None, max_seconds)
+        return [*self.format_option(nodes, str(min(number or 1, max_nodes))),
+                *self.format_option(time, seconds_to_walltime(seconds))]
 
     def display(self, option: Option) -> str:
         """How a message names the option: as its first word is spelled, without a value."""

@@ -96,12 +96,7 @@ class Cobalt(Scheduler):
         return [flag, value] if value else [flag]
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
-        nodes = last.get("nodes")
-        count = int(nodes.value) if nodes and nodes.value and nodes.value.isdigit() else 1
-        time = last.get("time")
-        seconds = self.seconds(time.value if time else None, max_seconds)
-        return [*self.format_option("nodes", str(min(count, max_nodes))),
-                *self.format_option("time", seconds_to_walltime(seconds))]
+        return self.capped_size(last, "nodes", "time", max_nodes, max_seconds)
 
 
 COBALT = register(Cobalt())

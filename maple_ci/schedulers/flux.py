@@ -180,12 +180,7 @@ class Flux(Scheduler):
         return self._same_sentinel(super().set_option(text, spelling, value), text)
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
-        nodes = last.get("nodes")
-        match = re.match(r"\d+", nodes.value or "") if nodes else None
-        limit = last.get("time_limit")
-        seconds = self.seconds(limit.value if limit else None, max_seconds)
-        return [*self.format_option("nodes", str(min(int(match[0]) if match else 1, max_nodes))),
-                *self.format_option("time_limit", seconds_to_walltime(seconds))]
+        return self.capped_size(last, "nodes", "time_limit", max_nodes, max_seconds)
 
 
 FLUX = register(Flux())

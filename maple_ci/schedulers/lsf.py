@@ -187,12 +187,7 @@ class Lsf(Scheduler):
         return not spelling.startswith("--") and spelling.lstrip("-") in self.spec.aliases
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
-        nodes = last.get("nodes")
-        count = int(nodes.value) if nodes and (nodes.value or "").isdigit() else 1
-        walltime = last.get("walltime")
-        seconds = self.seconds(walltime.value if walltime else None, max_seconds)
-        return [*self.format_option("nodes", str(min(count, max_nodes))),
-                *self.format_option("walltime", seconds_to_walltime(seconds))]
+        return self.capped_size(last, "nodes", "walltime", max_nodes, max_seconds)
 
 
 LSF = register(Lsf())

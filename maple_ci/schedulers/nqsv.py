@@ -20,7 +20,7 @@ from typing import Optional
 
 from ..launchers import Spec
 from . import register
-from .base import Directives, Option, as_written, gpu_count, positive, real, seconds_to_walltime
+from .base import Directives, Option, as_written, gpu_count, positive, real
 from .pbs import Pbs, pbs_walltime
 
 # NQSV's own options, by the names this unit gives them; with PBS's letters (-A, -q, -N, -o, -e, -j, -v, -l).
@@ -84,12 +84,7 @@ class Nqsv(Pbs):
         return super().format_option(name, value)
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
-        hosts = last.get("hosts")
-        count = int(hosts.value) if hosts and hosts.value and hosts.value.isdigit() else 1
-        walltime = last.get("elapstim_req")
-        seconds = self.seconds(walltime.value if walltime else None, max_seconds)
-        return [*self.format_option("hosts", str(min(count, max_nodes))),
-                *self.format_option("elapstim_req", seconds_to_walltime(seconds))]
+        return self.capped_size(last, "hosts", "elapstim_req", max_nodes, max_seconds)
 
 
 NQSV = register(Nqsv())

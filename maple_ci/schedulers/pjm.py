@@ -21,7 +21,7 @@ from typing import Optional
 
 from ..launchers import Spec
 from . import register
-from .base import Directives, Option, Scheduler, as_written, positive, real, seconds_to_walltime
+from .base import Directives, Option, Scheduler, as_written, positive, real
 from .pbs import pbs_walltime
 
 # pjsub's options: -L and --mpi carry resources and parameters (each read as an option of its own),
@@ -145,12 +145,7 @@ class Pjm(Scheduler):
         return super().with_value(option, value)
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
-        nodes = last.get("node")
-        count = (_node_count(nodes.value) if nodes and nodes.value else None) or 1
-        walltime = last.get("elapse")
-        seconds = self.seconds(walltime.value if walltime else None, max_seconds)
-        return [*self.format_option("node", str(min(count, max_nodes))),
-                *self.format_option("elapse", seconds_to_walltime(seconds))]
+        return self.capped_size(last, "node", "elapse", max_nodes, max_seconds, count=_node_count)
 
 
 PJM = register(Pjm())

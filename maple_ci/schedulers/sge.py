@@ -146,12 +146,7 @@ class Sge(Pbs):
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
         node_type = next((name for name in FULL_NODES if name in last), "rt_F")
-        nodes = last.get(node_type)
-        count = int(nodes.value) if nodes and nodes.value and nodes.value.isdigit() else 1
-        walltime = last.get("h_rt")
-        seconds = self.seconds(walltime.value if walltime else None, max_seconds)
-        return [*self.format_option(node_type, str(min(count, max_nodes))),
-                *self.format_option("h_rt", seconds_to_walltime(seconds))]
+        return self.capped_size(last, node_type, "h_rt", max_nodes, max_seconds)
 
 
 SGE = register(Sge())

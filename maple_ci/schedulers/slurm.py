@@ -222,12 +222,7 @@ class Slurm(Scheduler):
         return spelling.startswith("--") or (len(spelling) == 2 and spelling[1] in self.spec.aliases)
 
     def capped(self, last: dict[str, Option], max_nodes: int, max_seconds: int) -> list[str]:
-        nodes = last.get("nodes")
-        match = re.match(r"\d+", nodes.value or "") if nodes else None
-        time = last.get("time")
-        seconds = self.seconds(time.value if time else None, max_seconds)
-        return [*self.format_option("nodes", str(min(int(match[0]) if match else 1, max_nodes))),
-                *self.format_option("time", seconds_to_walltime(seconds))]
+        return self.capped_size(last, "nodes", "time", max_nodes, max_seconds)
 
 
 SLURM = register(Slurm())
