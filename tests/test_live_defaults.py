@@ -75,3 +75,29 @@ def test_a_count_defaulted_from_the_environment_is_its_default_for_the_size(tmp_
     text = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH -t 00:20:00\nexport G=${G:-8}\nsrun torchrun --nnodes=2 --nproc_per_node=$G fit.py\n"
     intent = extract(text, "run.sh")
     assert (intent.nodes, intent.gpus_per_node, intent.world_size) == (2, 8, 16)
+
+
+def test_an_empty_environment_default_in_a_launcher_s_options_leaves_the_launch_readable():
+    """`EXTRA=${EXTRA:-""}` spliced unquoted into srun's options: with nothing in the environment it is
+    no word at all (bash), so the launch, its size and its program are read as without it."""
+    from maple_ci.extract import extract_script
+
+    text = ("#!/bin/bash\n#SBATCH -N 2\n#SBATCH --gres=gpu:4\nEXTRA=${EXTRA:-\"\"}\nARGS=${ARGS:-}\n"
+            "srun --ntasks-per-node=4 ${EXTRA} python -u fit.py --out run ${ARGS}\n")
+    intent = extract_script(text)
+    assert (intent.launcher, intent.nodes, intent.world_size, intent.entrypoint) == ("srun", 2, 8, "fit.py")
+    assert intent.script_args == ["--out", "run"]
+
+
+def test_a_job_variable_s_default_is_the_scheduler_s_not_the_submitter_s():
+    """`NGPU=${SLURM_GPUS_ON_NODE:-1}`: Slurm sets the variable in the job (sbatch(1) OUTPUT ENVIRONMENT),
+    so a count read from it is the job's GPUs, not the default a shell outside a job would give."""
+    from maple_ci.extract import extract_script
+    from maple_ci.extract.submit import without_arguments
+
+    text = ("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:2\nNGPU=${SLURM_GPUS_ON_NODE:-1}\n"
+            "torchrun --standalone --nproc_per_node=${NGPU} fit.py\n")
+    intent = extract_script(text)
+    assert (intent.launcher, intent.world_size, intent.strategy) == ("torchrun", 2, "ddp")
+    assert without_arguments("${SLURM_NNODES:-1}") == "${SLURM_NNODES:-1}"
+    assert without_arguments("${EPOCHS:-${B:-3}}") == "3"

@@ -211,6 +211,8 @@ class Expander:
         default = self.string(word)
         if not isinstance(default, str):
             return None
+        if not default and not name.isdigit():  # `${SRUN_ARGS:-""}`: no word unless the environment gives some,
+            return ""  # and a launcher's options read live would be options nobody knows
         if re.search(r"[\s'\"\\`{}]|\$\(", re.sub(r"\$\{\w+(?::?[-=][^{}]*)?\}", "", default)):
             return None if name.isdigit() else default  # braces, quotes, a command: not one plain word
         return Written(f"${{{name}{op}{default}}}")

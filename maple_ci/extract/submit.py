@@ -15,6 +15,7 @@ from typing import Callable, Optional
 from ..files import trailing_paths
 from ..launchers import parse_options
 from .. import schedulers
+from .evaluate import RUNTIME_NAME
 
 
 def _directive_pattern() -> re.Pattern:
@@ -43,7 +44,7 @@ COMMAND_LINE = "its command line"  # what `bsub [options] command` and `sbatch -
 # A default for what the submitter gives: a job argument (`${1:-2}`) or a variable the script never
 # sets, kept live by the reader (`${EPOCHS:-100}`: sbatch(1) --export=ALL and qsub -V pass the
 # submitting shell's environment); its default may name a variable (`${CONF:-$BASE/x}`).
-_SUBMITTER_DEFAULT = re.compile(r"\$\{(?:[A-Za-z_]\w*|[1-9][0-9]*):?[-=]((?:[^$`{}]|\$\w+|\$\{\w+\})*)\}")
+_SUBMITTER_DEFAULT = re.compile(r"\$\{([A-Za-z_]\w*|[1-9][0-9]*):?[-=]((?:[^$`{}]|\$\w+|\$\{\w+\})*)\}")
 
 
 def without_arguments(word: str) -> str:
@@ -51,7 +52,11 @@ def without_arguments(word: str) -> str:
     `${1:-configs/base.yaml}` and `${1:-${CONFIG:-configs/base.yaml}}` are their default. A submitter's
     own argument in its submit line is that too: the port is of the submitted job, which never gets
     the submitter's arguments."""
-    while (bare := _SUBMITTER_DEFAULT.sub(r"\1", word)) != word:
+    # the scheduler's own variables (${SLURM_GPUS_ON_NODE:-1}) are the job's, not the submitter's: kept
+    def bare_default(match: re.Match) -> str:
+        return match.group(0) if RUNTIME_NAME.fullmatch(match.group(1)) else match.group(2)
+
+    while (bare := _SUBMITTER_DEFAULT.sub(bare_default, word)) != word:
         word = bare
     return word
 
