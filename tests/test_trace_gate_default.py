@@ -102,3 +102,14 @@ def test_a_site_storage_variable_the_port_sets_otherwise_is_a_difference():
     assert found.message == "the program gets PROJECT='a' in the source and 'b' in the port"
     [found] = _env_differences(rank({"MYPROJ": "a"}), rank({}))
     assert "unset in the port" in found.message
+
+
+def test_a_python_that_only_prints_its_version_is_not_a_step_the_port_must_run(tmp_path):
+    """With no launcher every program the batch shell runs is compared in turn; `python3 --version`
+    (python's own option alone, docs.python.org "Command line") runs no program, so a port that does
+    not echo the interpreter's version is not a difference."""
+    text = ("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:1\n#SBATCH -t 00:10:00\n"
+            "echo \"python: $(python3 --version)\"\npython3 --version\npython3 train.py --lr 0.1\n")
+    path = _checkout(tmp_path, text)
+    code, checks = _port(path)
+    assert code == 0 and checks[0]["ok"], checks
