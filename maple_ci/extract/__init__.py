@@ -72,7 +72,9 @@ def _check_text(text: str, what: str) -> None:
 
 
 _LAUNCH_LINE = re.compile(
-    r"^[ \t]*(?:\w+=\S*[ \t]+)*(?:srun|mpiexec|mpirun|ibrun|torchrun|deepspeed|accelerate[ \t]+launch|python[\d.]*)[ \t]"
+    # after a command list's earlier commands too (`cd src && python x.py`, `export A=0; python x.py`: bash(1) Lists)
+    r"^(?:[^\n;&|]*(?:&&|;|\|\|))?[ \t]*(?:\w+=\S*[ \t]+)*"
+    r"(?:srun|mpiexec|mpirun|ibrun|torchrun|deepspeed|accelerate[ \t]+launch|python[\d.]*)[ \t]"
     r"(?=(?:[^\n\\]|\\.|\\\n)*?(?:\s-|\.py\b))",  # on the line or its `\`-continued lines
     re.M,
 )

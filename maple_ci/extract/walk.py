@@ -196,7 +196,9 @@ class Shell(Builtins, Branches, Writes):
             return [self.base_dir] if self.base_dir is not None else []
         if self.base_dir is None:
             return [self.root]
-        return [self.base_dir, *self._folders_above(), self.root]
+        # after `cd project` the job's relative paths are that folder's (bash(1) cd), the script's next
+        entered = [self.base_dir / self.cwd] if self.cwd and not self.cwd.startswith(("/", "~", "$")) else []
+        return [*entered, self.base_dir, *self._folders_above(), self.root]
 
     def _folders_above(self) -> list:
         """The folders between the script's folder and the checkout's root, nearest first."""
