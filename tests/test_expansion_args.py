@@ -5,26 +5,22 @@ documented job variables (maple_ci/schedulers/pbs.py)."""
 
 from pathlib import Path
 
-from maple_ci.port import port
 from maple_ci.shell_words import shell_word
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import first_rank
+
+from checkout import ported_once
 
 HEAD = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:20:00\n"
 
 
 def _argv(tmp_path: Path, body: str, target: str, args: tuple = ()) -> tuple:
     """Rank 0's arguments in the source's trace and in its port's, and the port's text."""
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    (tmp_path / "fit.py").write_text("print(1)\n")
-    path = tmp_path / "run.sh"
-    path.write_text(HEAD + body)
-    _, [result] = port(str(path), [target], tmp_path / "out")
-    assert result.status == "ok", result.checks
+    path, script = ported_once(tmp_path, HEAD + body, target)
     source = first_rank(trace_script(path, args=args, trusted=True))[-1].argv[1:]
-    ported = first_rank(trace_script(path, cluster=target, nodes=1, text=result.script, args=args, trusted=True))
+    ported = first_rank(trace_script(path, cluster=target, nodes=1, text=script, args=args, trusted=True))
     assert source == ported[-1].argv[1:]
-    return source, ported[-1].argv[1:], result.script
+    return source, ported[-1].argv[1:], script
 
 
 def test_a_subjob_index_inside_arithmetic_stays_evaluated_on_the_target(tmp_path):

@@ -8,24 +8,16 @@ experimental MultiWorkerMirroredStrategy, a LLaMA-Factory YAML naming its ZeRO-3
 """
 
 import re
-from pathlib import Path
 
 import pytest
 
-from maple_ci.extract import extract_script
-from maple_ci.intent import JobIntent
 from maple_ci.port import port_intent
+
+from checkout import read_with_files
 
 TWO_NODES = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n#SBATCH -t 01:00:00\n"
 ONE_GPU = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:1\n#SBATCH -t 01:00:00\n"
 PER_NODE = "#!/bin/bash\n#SBATCH -N 4\n#SBATCH --ntasks-per-node=1\n#SBATCH --gres=gpu:4\n#SBATCH -t 01:00:00\n"
-
-
-def read(text: str, tmp_path: Path, files: dict) -> JobIntent:
-    for name, body in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body)
-    return extract_script(text, tmp_path, "job.sh", tmp_path)
 
 
 @pytest.mark.parametrize("header, launch, files, strategy", [
@@ -49,7 +41,7 @@ def read(text: str, tmp_path: Path, files: dict) -> JobIntent:
     (ONE_GPU, "python one_tf.py", {"one_tf.py": "import keras\n"}, "single"),
 ])
 def test_a_non_pytorch_strategy_is_its_frameworks_word(header, launch, files, strategy, tmp_path):
-    intent = read(header + launch + "\n", tmp_path, files)
+    intent = read_with_files(header + launch + "\n", tmp_path, files)
     assert intent.framework != "pytorch"
     assert intent.strategy == strategy
 
@@ -58,20 +50,20 @@ def test_llamafactory_reads_the_zero_stage_its_yaml_names(tmp_path):
     """llamafactory-cli train cfg.yaml: the YAML's `deepspeed` key names the DeepSpeed config."""
     files = {"cfg/sft.yaml": "model_name_or_path: m\nstage: sft\ndeepspeed: ds/z3.json\n",
              "ds/z3.json": '{"zero_optimization": {"stage": 3}}'}
-    intent = read(TWO_NODES.replace("4\n#SBATCH --gres", "1\n#SBATCH --gres") + "FORCE_TORCHRUN=1 llamafactory-cli train cfg/sft.yaml\n",
+    intent = read_with_files(TWO_NODES.replace("4\n#SBATCH --gres", "1\n#SBATCH --gres") + "FORCE_TORCHRUN=1 llamafactory-cli train cfg/sft.yaml\n",
                   tmp_path, files)
     assert (intent.framework, intent.strategy) == ("llamafactory", "zero3")
 
 
 def test_llamafactory_without_a_deepspeed_key_is_data_parallel(tmp_path):
     files = {"cfg/lora.yaml": "model_name_or_path: m\nfinetuning_type: lora\n"}
-    intent = read(TWO_NODES + "srun llamafactory-cli train cfg/lora.yaml\n", tmp_path, files)
+    intent = read_with_files(TWO_NODES + "srun llamafactory-cli train cfg/lora.yaml\n", tmp_path, files)
     assert (intent.framework, intent.strategy) == ("llamafactory", "ddp")
 
 
 def test_a_horovod_job_ports_one_rank_per_gpu(tmp_path):
     """No strategy of PyTorch's: the port keeps the source's process model, 8 ranks on 2 nodes."""
-    intent = read(TWO_NODES + "srun python hvd_train.py --epochs 3\n", tmp_path,
+    intent = read_with_files(TWO_NODES + "srun python hvd_train.py --epochs 3\n", tmp_path,
                   {"hvd_train.py": "import horovod.torch as hvd\nhvd.init()\n"})
     [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out", python_envs={"default": "hvdenv"})
     assert result.status == "ok", result.message
@@ -81,7 +73,7 @@ def test_a_horovod_job_ports_one_rank_per_gpu(tmp_path):
 
 def test_a_multi_worker_mirrored_job_keeps_one_worker_per_rank_it_launches(tmp_path):
     files = {"mwms.py": "import tensorflow as tf\ns = tf.distribute.MultiWorkerMirroredStrategy()\n"}
-    intent = read(PER_NODE + "srun python mwms.py\n", tmp_path, files)
+    intent = read_with_files(PER_NODE + "srun python mwms.py\n", tmp_path, files)
     [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out", python_envs={"default": "tfenv"})
     assert result.status == "ok", result.message
     assert "python mwms.py" in result.script.splitlines()[-1]

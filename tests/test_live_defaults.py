@@ -7,9 +7,10 @@ sandbox), and real bash expanding the port's words under a submitter's environme
 import subprocess
 from pathlib import Path
 
-from maple_ci.port import port
 from maple_ci.trace import trace_script
 from maple_ci.trace.compare import first_rank
+
+from checkout import ported_once
 
 HEAD = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-node=4\n#SBATCH -t 00:20:00\n"
 BODY = ("BASE=3e-4\n"
@@ -19,13 +20,7 @@ SUBMITTER = {"EPOCHS": "7", "B": "64", "PATH": "/usr/bin:/bin"}
 
 
 def _ported(tmp_path: Path, target: str) -> tuple:
-    (tmp_path / ".git").mkdir(exist_ok=True)
-    (tmp_path / "fit.py").write_text("print(1)\n")
-    path = tmp_path / "run.sh"
-    path.write_text(HEAD + BODY)
-    _, [result] = port(str(path), [target], tmp_path / "out")
-    assert result.status == "ok", result.checks
-    return path, result.script
+    return ported_once(tmp_path, HEAD + BODY, target)
 
 
 def _words_after_program(line: str, env: dict) -> list[str]:

@@ -3,23 +3,14 @@ what it is given: its own file, the checkout's modules it imports, the config fi
 gets, never from a guess by size. Each script, program and config here is written for these tests,
 in styles the corpus does not hold."""
 
-from pathlib import Path
 
 import pytest
 
-from maple_ci.extract import extract_script
-from maple_ci.intent import JobIntent
+from checkout import read_with_files
 
 ONE_GPU = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:1\n#SBATCH -t 02:00:00\n"
 FOUR_GPUS = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:4\n#SBATCH -t 02:00:00\n"
 PER_GPU = "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gpus-per-node=4\n#SBATCH -t 02:00:00\n"
-
-
-def read(text: str, tmp_path: Path, files: dict) -> JobIntent:
-    for name, body in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body)
-    return extract_script(text, tmp_path, "job.sh", tmp_path)
 
 
 @pytest.mark.parametrize("launch, files, framework", [
@@ -39,7 +30,7 @@ def read(text: str, tmp_path: Path, files: dict) -> JobIntent:
                            "io_utils.py": "import tensorflow as tf\n"}, "pytorch"),
 ])
 def test_the_framework_comes_from_the_program_and_its_own_modules(launch, files, framework, tmp_path):
-    assert read(ONE_GPU + launch + "\n", tmp_path, files).framework == framework
+    assert read_with_files(ONE_GPU + launch + "\n", tmp_path, files).framework == framework
 
 
 def test_an_optional_import_in_a_try_block_does_not_name_the_framework(tmp_path):
@@ -48,11 +39,11 @@ def test_an_optional_import_in_a_try_block_does_not_name_the_framework(tmp_path)
     program = ("import torch\ntry:\n    import horovod.torch as hvd\nexcept ImportError:\n    hvd = None\n"
                "torch.distributed.init_process_group('nccl')\n")
     launch = "srun torchrun --nnodes 2 --nproc_per_node 4 -m clipper.main --epochs 2\n"
-    intent = read(PER_GPU.replace("--ntasks-per-node=4", "--ntasks-per-node=1") + launch, tmp_path,
+    intent = read_with_files(PER_GPU.replace("--ntasks-per-node=4", "--ntasks-per-node=1") + launch, tmp_path,
                   {"clipper/main.py": program})
     assert (intent.framework, intent.strategy) == ("pytorch", "ddp")
     (tmp_path / "clipper/main.py").write_text(program.replace("try:\n    import horovod", "import horovod") + "# always\n")
-    assert read(PER_GPU + launch, tmp_path, {}).framework == "horovod"
+    assert read_with_files(PER_GPU + launch, tmp_path, {}).framework == "horovod"
 
 
 @pytest.mark.parametrize("launch, files, strategy", [
@@ -78,15 +69,15 @@ def test_an_optional_import_in_a_try_block_does_not_name_the_framework(tmp_path)
                     "        'stage': 1,\n    },\n}\nengine, *_ = deepspeed.initialize(model=m, config=cfg)\n"}, "zero1"),
 ])
 def test_the_strategy_is_what_the_program_is_given(launch, files, strategy, tmp_path):
-    assert read(PER_GPU + launch + "\n", tmp_path, files).strategy == strategy
+    assert read_with_files(PER_GPU + launch + "\n", tmp_path, files).strategy == strategy
 
 
 def test_an_unreadable_accelerate_config_says_its_strategy_by_its_name_only(tmp_path):
     """accelerate launch --config_file NAME.yaml where the file is not in the checkout: as with a
     DeepSpeed config, its name may say the strategy (zero3.yaml); a name that says nothing leaves it unknown."""
     launch = "srun accelerate launch --config_file {} --num_processes 8 --num_machines 2 tune.py\n"
-    assert read(PER_GPU + launch.format("cfgs/zero3.yaml"), tmp_path, {"tune.py": "import torch\n"}).strategy == "zero3"
-    assert read(PER_GPU + launch.format("cfgs/cluster.yaml"), tmp_path, {}).strategy is None
+    assert read_with_files(PER_GPU + launch.format("cfgs/zero3.yaml"), tmp_path, {"tune.py": "import torch\n"}).strategy == "zero3"
+    assert read_with_files(PER_GPU + launch.format("cfgs/cluster.yaml"), tmp_path, {}).strategy is None
 
 
 @pytest.mark.parametrize("launch, files, framework, strategy", [
@@ -109,7 +100,7 @@ def test_an_unreadable_accelerate_config_says_its_strategy_by_its_name_only(tmp_
                                        "    with tf.device('/gpu:%d' % g):\n        pass\n"}, "tensorflow", None),
 ])
 def test_one_process_on_several_devices(launch, files, framework, strategy, tmp_path):
-    intent = read(FOUR_GPUS + launch + "\n", tmp_path, files)
+    intent = read_with_files(FOUR_GPUS + launch + "\n", tmp_path, files)
     assert (intent.framework, intent.strategy) == (framework, strategy)
 
 
@@ -120,7 +111,7 @@ def test_one_process_on_several_devices(launch, files, framework, strategy, tmp_
 ])
 def test_a_hydra_override_of_the_trainer_strategy_is_read(override, strategy, tmp_path):
     files = {"run.py": "import hydra\nimport lightning.pytorch as pl\n"}
-    intent = read(PER_GPU + f"srun python run.py experiment=big {override} trainer.devices=4\n", tmp_path, files)
+    intent = read_with_files(PER_GPU + f"srun python run.py experiment=big {override} trainer.devices=4\n", tmp_path, files)
     assert (intent.framework, intent.strategy) == ("lightning", strategy)
 
 
@@ -129,7 +120,7 @@ def test_a_program_named_by_a_site_path_is_read_beside_the_job(tmp_path):
     script, where its imports say it is a ChainerMN program (its own communicator: no strategy)."""
     launch = "mpirun -np 8 -npernode 4 python /lustre/u42/src/models/imnet/fit_imnet.py --arch r50\n"
     files = {"fit_imnet.py": "import chainer\nimport chainermn\ncomm = chainermn.create_communicator('pure_nccl')\n"}
-    intent = read(PER_GPU + launch, tmp_path, files)
+    intent = read_with_files(PER_GPU + launch, tmp_path, files)
     assert (intent.framework, intent.strategy) == ("chainer", None)
 
 
@@ -138,7 +129,7 @@ def test_an_accelerate_program_python_starts_alone_stays_one_process(tmp_path):
     the one-process template, not Accelerate's one-per-device launch (a world of 1 stays 1)."""
     from maple_ci.port import port_intent
 
-    intent = read(ONE_GPU + "python fit.py --lr 1e-4\n", tmp_path,
+    intent = read_with_files(ONE_GPU + "python fit.py --lr 1e-4\n", tmp_path,
                   {"fit.py": "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='bf16')\n"})
     assert (intent.framework, intent.strategy, intent.world_size) == ("accelerate", "single", 1)
     [result] = port_intent(intent, ["perlmutter"], "job.sh", tmp_path / "out")
